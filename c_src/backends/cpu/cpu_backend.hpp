@@ -1,0 +1,28 @@
+// The native CPU backend: the shared kernels run over every core through one ThreadPool that lives
+// as long as the NIF is loaded.
+#pragma once
+
+#include "core/backend.hpp"
+#include "core/thread_pool.hpp"
+
+namespace accel::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(unsigned threads = 0) : pool_(threads) {}
+
+  BackendStatus status() const override;
+  void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan) override;
+
+  unsigned threads() const { return pool_.threads(); }
+
+ private:
+  ThreadPool pool_;
+};
+
+// One thread's share of a logistic-map call: elements [begin, end). Exposed for tests and the
+// standalone benchmark, which time it single-threaded.
+void logistic_map_span(const Int64Source& in, unsigned char* out, size_t begin, size_t end,
+                       const LogisticMapPlan& plan);
+
+}  // namespace accel::cpu

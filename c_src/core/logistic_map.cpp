@@ -1,0 +1,62 @@
+// Validation and precomputation for the logistic map (see logistic_map.hpp).
+#include "core/logistic_map.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace accel {
+
+namespace {
+using u128 = unsigned __int128;
+constexpr u128 kTwo64 = static_cast<u128>(1) << 64;
+}  // namespace
+
+LogisticMapPlan plan_logistic_map(int64_t p, int64_t mu, int64_t iterations) {
+  if (p < 1) throw ArgumentError("p must be a positive integer, got: " + std::to_string(p));
+  if (iterations < 0)
+    throw ArgumentError("iterations must be a non-negative integer, got: " + std::to_string(iterations));
+
+  LogisticMapPlan plan;
+  plan.p = p;
+  plan.mu = mu;
+  plan.iterations = iterations;
+
+  const uint64_t up = static_cast<uint64_t>(p);
+  // |mu| as unsigned: 0 - (uint64_t)mu is exact for INT64_MIN too.
+  const uint64_t mu_abs = mu < 0 ? uint64_t{0} - static_cast<uint64_t>(mu) : static_cast<uint64_t>(mu);
+  const uint64_t mu_mod = mu_abs % up;
+
+  accel_lm_params& c = plan.exact;
+  c.p = up;
+  c.mu_mod = mu_mod;
+  // floor(2^64 / p) makes the Barrett quotient at most one short (p >= 2); for p == 1 the
+  // largest 64-bit value gives the same guarantee.
+  c.barrett = up == 1 ? ~uint64_t{0} : static_cast<uint64_t>(kTwo64 / up);
+  c.mu_neg = mu < 0 && mu_mod != 0;
+  c.mu_small = static_cast<u128>(mu_mod) * (up - 1) < kTwo64;
+  // |x| < p gives x * (x + 1) <= p * (p - 1).
+  const u128 xx1_max = static_cast<u128>(up) * (up - 1);
+  c.int_fast = up <= 0xFFFFFFFFull && static_cast<u128>(mu_mod) * xx1_max < kTwo64;
+
+  // 2^52 bound with room for the quotient's product q * p; p >= 16 bounds the rounding error of
+  // a * (1 / p) to 1/16, so one conditional add corrects the remainder.
+  const u128 f64_limit = static_cast<u128>(1) << 52;
+  plan.f64_exact = up >= 16 && up <= 0xFFFFFFFFull && static_cast<u128>(mu_mod) * xx1_max + up < f64_limit;
+  plan.f64_p = static_cast<double>(up);
+  plan.f64_inv_p = 1.0 / static_cast<double>(up);
+  plan.f64_mu = static_cast<double>(mu_mod);
+  return plan;
+}
+
+int64_t logistic_map_reference(int64_t x, const LogisticMapPlan& plan) {
+  for (int64_t i = 0; i < plan.iterations; ++i) x = accel_lm_step(x, plan.exact);
+  return x;
+}
+
+uint64_t logistic_map_work(uint64_t elements, int64_t iterations) {
+  const u128 work = static_cast<u128>(elements) * (static_cast<uint64_t>(iterations) + 1);
+  return work > ~uint64_t{0} ? ~uint64_t{0} : static_cast<uint64_t>(work);
+}
+
+}  // namespace accel

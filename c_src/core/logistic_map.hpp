@@ -1,0 +1,33 @@
+// Validated parameters of a logistic-map call and the constants every backend needs, computed once
+// per call. Checks on the *meaning* of p, mu and iterations live here, where GoogleTest reaches them.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/logistic_map.h"
+
+namespace accel {
+
+struct LogisticMapPlan {
+  int64_t p = 0;
+  int64_t mu = 0;
+  int64_t iterations = 0;
+  accel_lm_params exact{};  // integer constants shared by every backend's kernel
+
+  // Exact double-precision path (CPU backend): valid once |x| < p when every intermediate value of a
+  // step stays below 2^52, so additions and products are exact and the rounded quotient is off by at
+  // most one; see backends/cpu/logistic_map_cpu.cpp.
+  bool f64_exact = false;
+  double f64_p = 0, f64_inv_p = 0, f64_mu = 0;
+};
+
+// Throws accel::ArgumentError unless p >= 1 and iterations >= 0; every mu is accepted.
+LogisticMapPlan plan_logistic_map(int64_t p, int64_t mu, int64_t iterations);
+
+// Reference definition, element by element, with no fast path: what the other paths are tested against.
+int64_t logistic_map_reference(int64_t x, const LogisticMapPlan& plan);
+
+// Rough cost of a call in element-steps, saturating: used to decide between normal and dirty schedulers.
+uint64_t logistic_map_work(uint64_t elements, int64_t iterations);
+
+}  // namespace accel

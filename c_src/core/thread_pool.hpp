@@ -1,0 +1,43 @@
+// A fixed pool of worker threads, created once and shared by every call. parallel_for splits [0, n)
+// into chunks; the calling thread works on its own job too, so a call never waits idle for a worker
+// and concurrent callers (several dirty schedulers) all make progress.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace accel {
+
+class ThreadPool {
+ public:
+  // `threads` counts the caller: a pool of 4 has 3 workers. 0 means one per hardware thread.
+  explicit ThreadPool(unsigned threads = 0);
+  ~ThreadPool();  // finishes queued chunks' owners first: only destroy when no call is in flight
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  // Calls fn(begin, end) over disjoint chunks covering [0, n), each at most `grain` long, and
+  // returns when all have run. The first exception thrown by fn is rethrown here.
+  void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
+
+ private:
+  struct Job;
+  void worker_loop();
+  static void run_chunks(Job& job);
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_;  // workers: a job was queued, or stop
+  std::condition_variable job_done_;    // callers: a worker let go of a job
+  std::deque<Job*> jobs_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace accel

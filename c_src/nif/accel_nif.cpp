@@ -1,0 +1,171 @@
+// The NIF table: thin functions that decode terms, call core/ and the backends, and encode results.
+// Scheduling is decided here, before anything large is decoded: small calls run on the calling
+// (normal) scheduler, everything else is rescheduled onto a dirty CPU scheduler.
+#include <erl_nif.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "core/logistic_map.hpp"
+#include "nif/codecs.hpp"
+#include "nif/nif_util.hpp"
+
+namespace accel::nif {
+namespace {
+
+struct Runtime {
+  std::unique_ptr<cpu::CpuBackend> cpu;
+};
+
+Runtime& runtime(ErlNifEnv* env) { return *static_cast<Runtime*>(enif_priv_data(env)); }
+
+// A call runs inline when it converts at most kInlineElements elements and does at most
+// kInlineWork element-steps: a few hundred microseconds even on the slowest exact path.
+constexpr size_t kInlineElements = 20000;
+constexpr uint64_t kInlineWork = 40000;
+
+bool runs_inline(size_t elements, uint64_t work) { return elements <= kInlineElements && work <= kInlineWork; }
+
+ERL_NIF_TERM schedule_dirty_cpu(ErlNifEnv* env, const char* name, NifFn fn, int argc, const ERL_NIF_TERM argv[]) {
+  return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, fn, argc, argv);
+}
+
+Backend& select_backend(ErlNifEnv* env, ERL_NIF_TERM name) {
+  if (enif_is_identical(name, atoms.cpu) || enif_is_identical(name, atoms.auto_)) return *runtime(env).cpu;
+  if (enif_is_identical(name, atoms.opencl) || enif_is_identical(name, atoms.cuda))
+    throw ArgumentError("backend " + describe_term(env, name) + " is not compiled into this build of Accel");
+  throw ArgumentError("unknown backend: " + describe_term(env, name));
+}
+
+bool wants_list(ErlNifEnv* env, ERL_NIF_TERM as) {
+  if (enif_is_identical(as, atoms.list)) return true;
+  if (enif_is_identical(as, atoms.binary)) return false;
+  throw ArgumentError("as must be :list or :binary, got: " + describe_term(env, as));
+}
+
+// ---- logistic map: (input, p, mu, iterations, as, backend) ----
+
+ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const LogisticMapPlan plan = plan_logistic_map(decode_int64_arg(env, argv[1], "p"), decode_int64_arg(env, argv[2], "mu"),
+                                                 decode_int64_arg(env, argv[3], "iterations"));
+  const bool as_list = wants_list(env, argv[4]);
+  Backend& backend = select_backend(env, argv[5]);
+  Int64Input in = decode_int64_input(env, argv[0]);
+  const size_t n = in.source.count;
+
+  if (!as_list) {
+    unsigned char* out;
+    ERL_NIF_TERM result = make_output_binary(env, n * 8, &out);
+    backend.logistic_map(in.source, out, plan);
+    return result;
+  }
+  check_list_output(n);
+  // A decoded list is transformed in place; other inputs get a scratch buffer.
+  HostBuffer buffer = in.kind == InputKind::List ? std::move(in.storage) : HostBuffer(n * 8);
+  backend.logistic_map(in.source, buffer.data(), plan);
+  return encode_int64_list(env, buffer, n);
+}
+
+ERL_NIF_TERM logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  ErlNifSInt64 iterations;
+  if (!enif_get_int64(env, argv[3], &iterations) || iterations < 0) return logistic_map_run(env, argc, argv);  // raises
+  const size_t n = count_int64_input(env, argv[0], kInlineElements);
+  if (runs_inline(n, logistic_map_work(n, iterations))) return logistic_map_run(env, argc, argv);
+  return schedule_dirty_cpu(env, "logistic_map", guarded<logistic_map_run>, argc, argv);
+}
+
+// ---- crossing costs: the same conversions as logistic_map, with no compute ----
+
+ERL_NIF_TERM noop(ErlNifEnv*, int, const ERL_NIF_TERM[]) { return atoms.ok; }
+
+ERL_NIF_TERM list_round_trip_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  if (!enif_is_list(env, argv[0])) throw ArgumentError("expected a list of integers, got: " + describe_term(env, argv[0]));
+  Int64Input in = decode_int64_input(env, argv[0]);
+  const size_t n = in.source.count;
+  check_list_output(n);
+  return encode_int64_list(env, in.storage, n);
+}
+
+ERL_NIF_TERM range_to_list_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  Int64Input in = decode_int64_input(env, argv[0]);
+  if (in.kind != InputKind::Range) throw ArgumentError("expected a Range, got: " + describe_term(env, argv[0]));
+  const size_t n = in.source.count;
+  check_list_output(n);
+  HostBuffer buffer(n * 8);
+  for (size_t i = 0; i < n; ++i) store_i64(buffer.data() + i * 8, in.source.at(i));
+  return encode_int64_list(env, buffer, n);
+}
+
+ERL_NIF_TERM binary_round_trip_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  if (!enif_is_binary(env, argv[0])) throw ArgumentError("expected a binary, got: " + describe_term(env, argv[0]));
+  Int64Input in = decode_int64_input(env, argv[0]);
+  unsigned char* out;
+  ERL_NIF_TERM result = make_output_binary(env, in.source.count * 8, &out);
+  if (in.source.count != 0) std::memcpy(out, in.source.bytes, in.source.count * 8);
+  return result;
+}
+
+template <NifFn Run>
+ERL_NIF_TERM sized_by_input(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  const size_t n = count_int64_input(env, argv[0], kInlineElements);
+  if (runs_inline(n, n)) return Run(env, argc, argv);
+  return schedule_dirty_cpu(env, "crossing", guarded<Run>, argc, argv);
+}
+
+// ---- introspection ----
+
+ERL_NIF_TERM status_tuple(ErlNifEnv* env, const BackendStatus& s) {
+  return enif_make_tuple4(env, enif_make_atom(env, s.name.c_str()), s.compiled ? atoms.true_ : atoms.false_,
+                          s.available ? atoms.true_ : atoms.false_, make_string(env, s.detail));
+}
+
+ERL_NIF_TERM backends(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  const BackendStatus cpu = runtime(env).cpu->status();
+  const BackendStatus opencl{"opencl", false, false, "not compiled into this build"};
+  const BackendStatus cuda{"cuda", false, false, "not compiled into this build"};
+  return enif_make_list3(env, status_tuple(env, cpu), status_tuple(env, opencl), status_tuple(env, cuda));
+}
+
+ERL_NIF_TERM host_memory(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  return enif_make_int64(env, HostBuffer::live_bytes());
+}
+
+// ---- load / upgrade / unload ----
+
+int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
+  make_atoms(env);
+  if (!open_codec_resources(env)) return 1;
+  unsigned threads = 0;  // load_info: CPU threads, 0 for one per hardware thread
+  if (!enif_get_uint(env, load_info, &threads)) threads = 0;
+  try {
+    auto rt = std::make_unique<Runtime>();
+    rt->cpu = std::make_unique<cpu::CpuBackend>(threads);
+    *priv = rt.release();
+  } catch (...) {
+    return 2;
+  }
+  return 0;
+}
+
+int upgrade(ErlNifEnv* env, void** priv, void**, ERL_NIF_TERM load_info) { return load(env, priv, load_info); }
+
+void unload(ErlNifEnv*, void* priv) { delete static_cast<Runtime*>(priv); }  // joins the CPU pool
+
+ErlNifFunc nif_funcs[] = {
+    {"logistic_map", 6, guarded<logistic_map>, 0},
+    {"backends", 0, guarded<backends>, 0},
+    {"host_memory", 0, guarded<host_memory>, 0},
+    {"noop", 0, noop, 0},
+    {"noop_dirty_cpu", 0, noop, ERL_NIF_DIRTY_JOB_CPU_BOUND},
+    {"noop_dirty_io", 0, noop, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"list_round_trip", 1, guarded<sized_by_input<list_round_trip_run>>, 0},
+    {"range_to_list", 1, guarded<sized_by_input<range_to_list_run>>, 0},
+    {"binary_round_trip", 1, guarded<sized_by_input<binary_round_trip_run>>, 0},
+};
+
+}  // namespace
+}  // namespace accel::nif
+
+ERL_NIF_INIT(Elixir.Accel.NIF, accel::nif::nif_funcs, accel::nif::load, nullptr, accel::nif::upgrade, accel::nif::unload)

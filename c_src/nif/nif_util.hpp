@@ -1,0 +1,53 @@
+// What every NIF function needs: atoms made at load time, Elixir exceptions raised from C++, and the
+// one place where C++ exceptions stop (guarded<>): nothing thrown below ever reaches the VM.
+#pragma once
+
+#include <erl_nif.h>
+
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+
+namespace accel::nif {
+
+struct Atoms {
+  ERL_NIF_TERM ok, true_, false_, nil, list, binary, auto_, cpu, opencl, cuda;
+  ERL_NIF_TERM struct_, exception, message, reason, first, last, step;
+  ERL_NIF_TERM range_module, argument_error_module, accel_error_module;
+};
+extern Atoms atoms;
+void make_atoms(ErlNifEnv* env);
+
+ERL_NIF_TERM make_string(ErlNifEnv* env, std::string_view text);
+
+// Builds %ArgumentError{message: ...} (or %Accel.Error{reason:, message:}) and raises it: Elixir
+// sees the struct itself, not an ErlangError wrapping it.
+ERL_NIF_TERM raise_argument_error(ErlNifEnv* env, std::string_view message);
+ERL_NIF_TERM raise_accel_error(ErlNifEnv* env, std::string_view reason, std::string_view message);
+
+// The term as Elixir-ish text for error messages, cut at `max` characters.
+std::string describe_term(ErlNifEnv* env, ERL_NIF_TERM term, size_t max = 80);
+
+using NifFn = ERL_NIF_TERM (*)(ErlNifEnv*, int, const ERL_NIF_TERM[]);
+
+template <NifFn F>
+ERL_NIF_TERM guarded(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) noexcept {
+  try {
+    return F(env, argc, argv);
+  } catch (const std::invalid_argument& e) {  // accel::ArgumentError and its kin
+    return raise_argument_error(env, e.what());
+  } catch (const Error& e) {
+    return raise_accel_error(env, e.reason(), e.what());
+  } catch (const std::bad_alloc&) {
+    return raise_accel_error(env, "out_of_memory", "out of memory");
+  } catch (const std::exception& e) {
+    return raise_accel_error(env, "internal", e.what());
+  } catch (...) {
+    return raise_accel_error(env, "internal", "unknown C++ exception");
+  }
+}
+
+}  // namespace accel::nif

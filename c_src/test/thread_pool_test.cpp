@@ -1,0 +1,70 @@
+// ThreadPool: every index exactly once, concurrent callers, exceptions, and a pool of one.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "core/thread_pool.hpp"
+
+namespace {
+
+void expect_each_index_once(accel::ThreadPool& pool, size_t n, size_t grain) {
+  std::vector<std::atomic<int>> hits(n);
+  pool.parallel_for(n, grain, [&](size_t b, size_t e) {
+    ASSERT_LE(e - b, grain == 0 ? 1 : grain);
+    for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+  });
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i << " n=" << n << " grain=" << grain;
+}
+
+TEST(ThreadPool, CoversEachIndexExactlyOnce) {
+  accel::ThreadPool pool(4);
+  EXPECT_EQ(pool.threads(), 4u);
+  for (size_t n : {0, 1, 2, 7, 1000, 65537})
+    for (size_t grain : {0, 1, 3, 64, 100000}) expect_each_index_once(pool, n, grain);
+}
+
+TEST(ThreadPool, SingleThreadPoolRunsOnTheCaller) {
+  accel::ThreadPool pool(1);
+  EXPECT_EQ(pool.threads(), 1u);
+  const auto caller = std::this_thread::get_id();
+  pool.parallel_for(100, 7, [&](size_t, size_t) { EXPECT_EQ(std::this_thread::get_id(), caller); });
+  expect_each_index_once(pool, 1000, 13);
+}
+
+TEST(ThreadPool, ConcurrentCallersAllFinish) {
+  accel::ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t)
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        const size_t n = 1000 + static_cast<size_t>(t * 37 + round);
+        std::vector<std::atomic<int>> hits(n);
+        pool.parallel_for(n, 17, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+        });
+        for (auto& h : hits)
+          if (h.load() != 1) failures.fetch_add(1);
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ThreadPool, FirstExceptionIsRethrownAfterAllChunksStop) {
+  accel::ThreadPool pool(4);
+  std::atomic<int> ran{0};
+  EXPECT_THROW(pool.parallel_for(1000, 10,
+                                 [&](size_t b, size_t) {
+                                   ran.fetch_add(1);
+                                   if (b == 500) throw std::runtime_error("chunk 50 failed");
+                                 }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 100);  // the other chunks still ran: no chunk is left half-owned
+  expect_each_index_once(pool, 100, 1);  // and the pool is still usable
+}
+
+}  // namespace

@@ -1,0 +1,129 @@
+defmodule Accel do
+  @moduledoc """
+  Data-parallel kernels for the BEAM, run by a C++17 NIF that never blocks a normal scheduler.
+
+  Inputs cross the NIF in the cheapest form the caller has:
+
+    * a binary of native-endian signed 64-bit integers is read in place (zero copy), and large
+      results come back as binaries that Accel owns, so nothing is copied on the way out either;
+    * a `Range` is generated natively, never materialised as a list;
+    * a list of integers is the convenience path: it is converted element by element.
+
+  Small calls run on the calling scheduler; larger ones move to a dirty CPU scheduler (see the
+  README's "Scheduling" section). Bad input raises `ArgumentError` naming the offending option or
+  element; failures of the machine raise `Accel.Error`.
+  """
+
+  @logistic_defaults [p: 6_700_417, mu: 22, iterations: 10, backend: :auto, as: nil]
+  @backends [:auto, :cpu, :opencl, :cuda]
+
+  @typedoc "A list of integers, a `Range`, or a binary of native-endian signed 64-bit integers."
+  @type int64_input :: [integer()] | Range.t() | binary()
+
+  @doc """
+  Applies `x -> rem(mu * x * (x + 1), p)` `iterations` times to every element.
+
+  Results are exact, equal to this pure-Elixir definition, for every signed 64-bit input, every
+  signed 64-bit `mu`, `1 <= p <= 2^63 - 1` and `0 <= iterations < 2^63`: products are reduced
+  modulo `p` before they could overflow, never truncated.
+
+  Returns a list for list and range input and a binary for binary input, unless `:as` says otherwise.
+
+  ## Options
+
+    * `:p` - the modulus (default `6_700_417`)
+    * `:mu` - the multiplier (default `22`)
+    * `:iterations` - how many times to apply the map (default `10`)
+    * `:backend` - `:auto` (default) or `:cpu`; see `backends/0`
+    * `:as` - `:list` or `:binary`
+
+  ## Examples
+
+      iex> Accel.logistic_map(1..10)
+      [5756693, 3714507, 3456095, 6578590, 2830244, 6018359, 3928136, 3291622, 2592373, 2538985]
+
+      iex> Accel.logistic_map([1, 2, 3], p: 61, mu: 22)
+      [28, 25, 37]
+
+      iex> Accel.logistic_map(<<1::signed-native-64, -2::signed-native-64>>, p: 61, iterations: 1)
+      <<44::signed-native-64, 44::signed-native-64>>
+
+      iex> Accel.logistic_map(1..3, p: 61, as: :binary) |> byte_size()
+      24
+  """
+  @spec logistic_map(int64_input(), keyword()) :: [integer()] | binary()
+  def logistic_map(input, opts \\ []) do
+    opts = validate_opts!(opts, @logistic_defaults, "Accel.logistic_map/2")
+    check_input!(input)
+    as = opts[:as] || if(is_binary(input), do: :binary, else: :list)
+    Accel.NIF.logistic_map(input, opts[:p], opts[:mu], opts[:iterations], as, opts[:backend])
+  end
+
+  @doc """
+  The backends compiled into this build and whether each is usable here, with the reason when not.
+
+      iex> [%{name: :cpu, compiled: true, available: true} | _] = Accel.backends()
+  """
+  @spec backends() :: [%{name: atom(), compiled: boolean(), available: boolean(), detail: String.t()}]
+  def backends do
+    for {name, compiled, available, detail} <- Accel.NIF.backends() do
+      %{name: name, compiled: compiled, available: available, detail: detail}
+    end
+  end
+
+  @doc """
+  Bytes of memory Accel has allocated and not yet released on a backend (`:cpu`: host memory behind
+  large results and scratch buffers). Memory behind a result binary is released when the binary is
+  garbage-collected.
+  """
+  @spec memory(:cpu) :: non_neg_integer()
+  def memory(:cpu), do: Accel.NIF.host_memory()
+
+  def memory(other),
+    do: raise(ArgumentError, "memory/1 expects a backend name such as :cpu, got: #{inspect(other)}")
+
+  defp check_input!(input) when is_list(input) or is_binary(input), do: :ok
+  defp check_input!(%Range{}), do: :ok
+
+  defp check_input!(input) when is_bitstring(input) do
+    raise ArgumentError,
+          "binary input must hold whole signed 64-bit integers: got a bitstring of #{bit_size(input)} bits"
+  end
+
+  defp check_input!(input) do
+    raise ArgumentError,
+          "expected a list of integers, a Range or a binary of signed 64-bit integers, got: #{inspect(input, limit: 5)}"
+  end
+
+  @doc false
+  def validate_opts!(opts, defaults, function) do
+    unless is_list(opts) and Enum.all?(opts, &match?({key, _} when is_atom(key), &1)) do
+      raise ArgumentError, "#{function} expects options as a keyword list, got: #{inspect(opts, limit: 5)}"
+    end
+
+    Enum.reduce(opts, defaults, fn {key, value}, acc ->
+      unless Keyword.has_key?(defaults, key) do
+        known = defaults |> Keyword.keys() |> Enum.map_join(", ", &inspect/1)
+        raise ArgumentError, "unknown option #{inspect(key)} for #{function}; known options: #{known}"
+      end
+
+      check_opt!(key, value)
+      Keyword.put(acc, key, value)
+    end)
+  end
+
+  defp check_opt!(key, value) when key in [:p, :mu, :iterations] and not is_integer(value) do
+    raise ArgumentError, "option #{inspect(key)} must be an integer, got: #{inspect(value, limit: 5)}"
+  end
+
+  defp check_opt!(:backend, value) when value not in @backends do
+    raise ArgumentError,
+          "unknown backend #{inspect(value)}; expected one of #{Enum.map_join(@backends, ", ", &inspect/1)}"
+  end
+
+  defp check_opt!(:as, value) when value not in [nil, :list, :binary] do
+    raise ArgumentError, "option :as must be :list or :binary, got: #{inspect(value, limit: 5)}"
+  end
+
+  defp check_opt!(_key, _value), do: :ok
+end

@@ -1,0 +1,22 @@
+defmodule Accel.NIF do
+  # Private: the NIF stubs. Every function here is replaced by c_src/nif/accel_nif.cpp at load time;
+  # the public API (Accel, Accel.Crossing) validates options before calling in.
+  @moduledoc false
+  @on_load :load
+
+  def load do
+    path = :filename.join(:code.priv_dir(:accel), ~c"accel_nif")
+    threads = Application.get_env(:accel, :cpu_threads, 0)
+    :erlang.load_nif(path, if(is_integer(threads) and threads >= 0, do: threads, else: 0))
+  end
+
+  def logistic_map(_input, _p, _mu, _iterations, _as, _backend), do: :erlang.nif_error(:not_loaded)
+  def backends, do: :erlang.nif_error(:not_loaded)
+  def host_memory, do: :erlang.nif_error(:not_loaded)
+  def noop, do: :erlang.nif_error(:not_loaded)
+  def noop_dirty_cpu, do: :erlang.nif_error(:not_loaded)
+  def noop_dirty_io, do: :erlang.nif_error(:not_loaded)
+  def list_round_trip(_list), do: :erlang.nif_error(:not_loaded)
+  def range_to_list(_range), do: :erlang.nif_error(:not_loaded)
+  def binary_round_trip(_binary), do: :erlang.nif_error(:not_loaded)
+end

@@ -1,0 +1,126 @@
+defmodule Accel.LogisticMapTest do
+  use ExUnit.Case, async: true
+  import Bitwise
+  alias Accel.Test.Reference
+
+  doctest Accel
+
+  @known [5_756_693, 3_714_507, 3_456_095, 6_578_590, 2_830_244, 6_018_359, 3_928_136, 3_291_622, 2_592_373, 2_538_985]
+
+  describe "known values" do
+    test "1..10 with the defaults" do
+      assert Accel.logistic_map(1..10) == @known
+      assert Reference.logistic_map(1..10) == @known
+    end
+
+    test "the README's small example" do
+      assert Accel.logistic_map([1, 2, 3], p: 61, mu: 22) == [28, 25, 37]
+    end
+  end
+
+  describe "input and output forms" do
+    test "list, range and binary inputs agree" do
+      xs = Enum.to_list(-500..500)
+      expected = Reference.logistic_map(xs)
+      assert Accel.logistic_map(xs) == expected
+      assert Accel.logistic_map(-500..500) == expected
+      assert Accel.logistic_map(Reference.to_binary(xs)) == Reference.to_binary(expected)
+    end
+
+    test "as: overrides the output form" do
+      expected = Reference.logistic_map(1..100)
+      assert Accel.logistic_map(1..100, as: :binary) == Reference.to_binary(expected)
+      assert Accel.logistic_map(Enum.to_list(1..100), as: :binary) == Reference.to_binary(expected)
+      assert Accel.logistic_map(Reference.to_binary(Enum.to_list(1..100)), as: :list) == expected
+    end
+
+    test "ranges with any step, descending, single and empty" do
+      for range <- [1..100//7, 100..1//-3, -50..50//25, 5..5, 1..0//1, 10..20//-1, 0..-1//1] do
+        assert Accel.logistic_map(range) == Reference.logistic_map(Enum.to_list(range)), inspect(range)
+      end
+    end
+
+    test "ranges at the ends of int64" do
+      max = Reference.int64_max()
+      min = Reference.int64_min()
+
+      for range <- [(max - 5)..max, min..(min + 5), max..(max - 9)//-3, min..max//0x1000000000000001] do
+        assert Accel.logistic_map(range) == Reference.logistic_map(Enum.to_list(range)), inspect(range)
+      end
+    end
+
+    test "empty inputs" do
+      assert Accel.logistic_map([]) == []
+      assert Accel.logistic_map(<<>>) == <<>>
+      assert Accel.logistic_map([], as: :binary) == <<>>
+    end
+
+    test "sub-binaries at odd offsets are read correctly" do
+      xs = Enum.to_list(1..1000)
+      <<_::binary-size(3), sub::binary-size(8000), _::binary>> = <<0, 0, 0>> <> Reference.to_binary(xs) <> <<9>>
+      assert Accel.logistic_map(sub, as: :list) == Reference.logistic_map(xs)
+    end
+
+    test "iterations: 0 is the identity" do
+      xs = [Reference.int64_min(), -1, 0, 1, Reference.int64_max()]
+      assert Accel.logistic_map(xs, iterations: 0) == xs
+    end
+
+    test "inputs on both sides of the inline/dirty boundary" do
+      for n <- [3636, 3637, 20_000, 20_001, 100_003] do
+        xs = Enum.to_list(n..1//-1)
+        assert Accel.logistic_map(xs) == Reference.logistic_map(xs), "n = #{n}"
+        assert Accel.logistic_map(1..n, as: :binary) == Reference.to_binary(Reference.logistic_map(1..n))
+      end
+    end
+  end
+
+  describe "exactness over the documented domain" do
+    @params [
+      [p: 6_700_417, mu: 22],
+      [p: 6_700_417, mu: -22],
+      [p: 61, mu: 22, iterations: 3],
+      [p: 2_147_483_647, mu: 3],
+      [p: 4_294_967_295, mu: 1],
+      [p: (1 <<< 61) - 1, mu: 22],
+      [p: 0x7FFFFFFFFFFFFFFF, mu: -0x8000000000000000],
+      [p: 0x7FFFFFFFFFFFFFFF, mu: 0x7FFFFFFFFFFFFFFF],
+      [p: 1, mu: 5],
+      [p: 2, mu: -7, iterations: 1],
+      [p: 1_000_003, mu: -0x8000000000000000, iterations: 25]
+    ]
+
+    test "every parameter set on int64 extremes and random inputs" do
+      extremes = [Reference.int64_min(), Reference.int64_min() + 1, -1, 0, 1, Reference.int64_max() - 1, Reference.int64_max()]
+
+      for opts <- @params do
+        xs = extremes ++ Reference.random_int64s(2000, opts[:p] |> rem(1000) |> abs())
+        assert Accel.logistic_map(xs, opts) == Reference.logistic_map(xs, opts), inspect(opts)
+      end
+    end
+
+    test "thousands of random parameter sets" do
+      :rand.seed(:exsss, {1, 2, 3})
+
+      for _ <- 1..3000 do
+        p = Enum.random([:rand.uniform(100), :rand.uniform(1 <<< 32), :rand.uniform(1 <<< 63 - 1)])
+        mu = :rand.uniform(1 <<< 64) - (1 <<< 63)
+        iterations = :rand.uniform(12) - 1
+        xs = Reference.random_int64s(5, :rand.uniform(1_000_000))
+        opts = [p: p, mu: mu, iterations: iterations]
+        assert Accel.logistic_map(xs, opts) == Reference.logistic_map(xs, opts), inspect(opts)
+      end
+    end
+  end
+
+  describe "backends" do
+    test "the CPU backend is compiled in and available" do
+      assert %{name: :cpu, compiled: true, available: true, detail: detail} = hd(Accel.backends())
+      assert detail =~ ~r/^\d+ threads$/
+    end
+
+    test "backend: :cpu and :auto agree" do
+      assert Accel.logistic_map(1..1000, backend: :cpu) == Accel.logistic_map(1..1000, backend: :auto)
+    end
+  end
+end

@@ -1,0 +1,41 @@
+defmodule Accel.MemoryTest do
+  # Large results are Accel-owned buffers behind resource binaries: they must be released when the
+  # binary is garbage-collected, and scratch buffers must not outlive the call.
+  use ExUnit.Case, async: false
+
+  defp settle_memory do
+    :erlang.garbage_collect()
+    Process.sleep(10)
+    Accel.memory(:cpu)
+  end
+
+  test "result binaries are released on garbage collection" do
+    baseline = settle_memory()
+
+    task =
+      Task.async(fn ->
+        bin = Accel.logistic_map(1..1_000_000, as: :binary)
+        {byte_size(bin), Accel.memory(:cpu)}
+      end)
+
+    {size, during} = Task.await(task)
+    assert size == 8_000_000
+    assert during - baseline >= 8_000_000
+    assert settle_memory() == baseline
+  end
+
+  test "repeated calls return to the baseline" do
+    baseline = settle_memory()
+
+    for _ <- 1..200 do
+      Accel.logistic_map(1..300_000, as: :binary)
+      Accel.logistic_map(Enum.to_list(1..30_000))
+    end
+
+    assert settle_memory() == baseline
+  end
+
+  test "memory/1 rejects unknown backends" do
+    assert_raise ArgumentError, ~r/memory\/1 expects a backend name/, fn -> Accel.memory(:nope) end
+  end
+end
