@@ -75,12 +75,27 @@ defmodule Accel do
   Bytes of memory Accel has allocated and not yet released on a backend (`:cpu`: host memory behind
   large results and scratch buffers). Memory behind a result binary is released when the binary is
   garbage-collected.
+
+  Released buffers of 2 MiB and more are kept, up to 768 MiB in all, for the next call of about the
+  same size (their pages are already mapped, which saves a large call up to half its time). They are
+  not counted here; `trim_memory/0` returns them to the operating system.
   """
   @spec memory(:cpu) :: non_neg_integer()
-  def memory(:cpu), do: Accel.NIF.host_memory()
+  def memory(:cpu), do: elem(Accel.NIF.host_memory(), 0)
 
   def memory(other),
     do: raise(ArgumentError, "memory/1 expects a backend name such as :cpu, got: #{inspect(other)}")
+
+  @doc """
+  Returns the buffers Accel keeps for reuse (see `memory/1`) to the operating system. Returns the
+  number of bytes released.
+  """
+  @spec trim_memory() :: non_neg_integer()
+  def trim_memory do
+    {_live, cached} = Accel.NIF.host_memory()
+    :ok = Accel.NIF.trim_host_cache()
+    cached
+  end
 
   defp check_input!(input) when is_list(input) or is_binary(input), do: :ok
   defp check_input!(%Range{}), do: :ok

@@ -72,7 +72,7 @@ defmodule Mix.Tasks.Compile.AccelCmake do
 
   defp werror_changed?(build_dir, werror) do
     cache = File.read!(Path.join(build_dir, "CMakeCache.txt"))
-    (cache =~ "ACCEL_WERROR:BOOL=ON") != werror
+    cache =~ "ACCEL_WERROR:BOOL=ON" != werror
   end
 
   defp erts_include_dir do

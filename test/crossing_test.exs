@@ -23,7 +23,11 @@ defmodule Accel.CrossingTest do
 
   test "round trips validate their input" do
     assert_raise ArgumentError, "expected a list, got: 1..2", fn -> Crossing.list_round_trip(1..2) end
-    assert_raise ArgumentError, ~r/element at index 1 is not an integer/, fn -> Crossing.list_round_trip([1, :a]) end
+
+    assert_raise ArgumentError, ~r/element at index 1 is not an integer/, fn ->
+      Crossing.list_round_trip([1, :a])
+    end
+
     assert_raise ArgumentError, "expected a Range, got: [1]", fn -> Crossing.range_to_list([1]) end
     assert_raise ArgumentError, ~r/not a multiple of 8/, fn -> Crossing.binary_round_trip(<<1>>) end
   end

@@ -18,10 +18,17 @@ defmodule Accel.ErrorsTest do
       assert message(fn -> Accel.logistic_map([1, 2, 3.5]) end) ==
                {ArgumentError, "element at index 2 is not an integer: 3.5"}
 
-      assert message(fn -> Accel.logistic_map([0.1, 1]) end) == {ArgumentError, "element at index 0 is not an integer: 0.1"}
-      assert message(fn -> Accel.logistic_map([3.0]) end) == {ArgumentError, "element at index 0 is not an integer: 3.0"}
-      assert {ArgumentError, "element at index 0 is not an integer: :a"} = message(fn -> Accel.logistic_map([:a]) end)
-      assert {ArgumentError, "element at index 1 is not an integer: " <> _} = message(fn -> Accel.logistic_map([1, [2]]) end)
+      assert message(fn -> Accel.logistic_map([0.1, 1]) end) ==
+               {ArgumentError, "element at index 0 is not an integer: 0.1"}
+
+      assert message(fn -> Accel.logistic_map([3.0]) end) ==
+               {ArgumentError, "element at index 0 is not an integer: 3.0"}
+
+      assert {ArgumentError, "element at index 0 is not an integer: :a"} =
+               message(fn -> Accel.logistic_map([:a]) end)
+
+      assert {ArgumentError, "element at index 1 is not an integer: " <> _} =
+               message(fn -> Accel.logistic_map([1, [2]]) end)
     end
 
     test "integers outside int64" do
@@ -34,7 +41,9 @@ defmodule Accel.ErrorsTest do
 
     test "a bad element deep in a large list (dirty path) is found too" do
       list = Enum.to_list(1..100_000) ++ ["x"]
-      assert {ArgumentError, "element at index 100000 is not an integer: <<\"x\">>"} = message(fn -> Accel.logistic_map(list) end)
+
+      assert {ArgumentError, "element at index 100000 is not an integer: <<\"x\">>"} =
+               message(fn -> Accel.logistic_map(list) end)
     end
 
     test "improper lists" do
@@ -44,15 +53,18 @@ defmodule Accel.ErrorsTest do
 
     test "binaries whose size is not a multiple of 8, and bitstrings" do
       assert message(fn -> Accel.logistic_map(<<1, 2, 3, 4, 5, 6, 7, 8, 9>>) end) ==
-               {ArgumentError, "binary input must hold whole signed 64-bit integers: its size, 9 bytes, is not a multiple of 8"}
+               {ArgumentError,
+                "binary input must hold whole signed 64-bit integers: its size, 9 bytes, is not a multiple of 8"}
 
       assert message(fn -> Accel.logistic_map(<<1::3>>) end) ==
-               {ArgumentError, "binary input must hold whole signed 64-bit integers: got a bitstring of 3 bits"}
+               {ArgumentError,
+                "binary input must hold whole signed 64-bit integers: got a bitstring of 3 bits"}
     end
 
     test "inputs of the wrong kind" do
       for bad <- [:foo, 42, %{a: 1}, {1, 2}, 1.0, self()] do
-        assert {ArgumentError, "expected a list of integers, a Range or a binary of signed 64-bit integers, got: " <> _} =
+        assert {ArgumentError,
+                "expected a list of integers, a Range or a binary of signed 64-bit integers, got: " <> _} =
                  message(fn -> Accel.logistic_map(bad) end)
       end
     end
@@ -70,14 +82,19 @@ defmodule Accel.ErrorsTest do
                message(fn -> Accel.logistic_map(1..(1 <<< 62), as: :binary) end)
 
       assert {Accel.Error, "a list of " <> _} = message(fn -> Accel.logistic_map(1..(1 <<< 40)) end)
-      assert {Accel.Error, "could not allocate " <> _} = message(fn -> Accel.logistic_map(1..(1 <<< 55), as: :binary) end)
+
+      assert {Accel.Error, "could not allocate " <> _} =
+               message(fn -> Accel.logistic_map(1..(1 <<< 55), as: :binary) end)
     end
   end
 
   describe "options" do
     test "p must be positive and within int64" do
-      assert message(fn -> Accel.logistic_map([1], p: 0) end) == {ArgumentError, "p must be a positive integer, got: 0"}
-      assert message(fn -> Accel.logistic_map([1], p: -7) end) == {ArgumentError, "p must be a positive integer, got: -7"}
+      assert message(fn -> Accel.logistic_map([1], p: 0) end) ==
+               {ArgumentError, "p must be a positive integer, got: 0"}
+
+      assert message(fn -> Accel.logistic_map([1], p: -7) end) ==
+               {ArgumentError, "p must be a positive integer, got: -7"}
 
       assert message(fn -> Accel.logistic_map([1], p: 1 <<< 63) end) ==
                {ArgumentError, "p must be an integer in the signed 64-bit range, got: 9223372036854775808"}
@@ -91,7 +108,8 @@ defmodule Accel.ErrorsTest do
                {ArgumentError, "iterations must be a non-negative integer, got: -1"}
 
       assert message(fn -> Accel.logistic_map([1], mu: -(1 <<< 70)) end) ==
-               {ArgumentError, "mu must be an integer in the signed 64-bit range, got: -1180591620717411303424"}
+               {ArgumentError,
+                "mu must be an integer in the signed 64-bit range, got: -1180591620717411303424"}
     end
 
     test "non-integer numeric options" do
@@ -103,7 +121,8 @@ defmodule Accel.ErrorsTest do
 
     test "unknown options and malformed option lists" do
       assert message(fn -> Accel.logistic_map([1], foo: 1) end) ==
-               {ArgumentError, "unknown option :foo for Accel.logistic_map/2; known options: :p, :mu, :iterations, :backend, :as"}
+               {ArgumentError,
+                "unknown option :foo for Accel.logistic_map/2; known options: :p, :mu, :iterations, :backend, :as"}
 
       assert {ArgumentError, "Accel.logistic_map/2 expects options as a keyword list, got: " <> _} =
                message(fn -> Accel.logistic_map([1], [:p]) end)

@@ -5,7 +5,18 @@ defmodule Accel.LogisticMapTest do
 
   doctest Accel
 
-  @known [5_756_693, 3_714_507, 3_456_095, 6_578_590, 2_830_244, 6_018_359, 3_928_136, 3_291_622, 2_592_373, 2_538_985]
+  @known [
+    5_756_693,
+    3_714_507,
+    3_456_095,
+    6_578_590,
+    2_830_244,
+    6_018_359,
+    3_928_136,
+    3_291_622,
+    2_592_373,
+    2_538_985
+  ]
 
   describe "known values" do
     test "1..10 with the defaults" do
@@ -57,7 +68,10 @@ defmodule Accel.LogisticMapTest do
 
     test "sub-binaries at odd offsets are read correctly" do
       xs = Enum.to_list(1..1000)
-      <<_::binary-size(3), sub::binary-size(8000), _::binary>> = <<0, 0, 0>> <> Reference.to_binary(xs) <> <<9>>
+
+      <<_::binary-size(3), sub::binary-size(8000), _::binary>> =
+        <<0, 0, 0>> <> Reference.to_binary(xs) <> <<9>>
+
       assert Accel.logistic_map(sub, as: :list) == Reference.logistic_map(xs)
     end
 
@@ -91,7 +105,15 @@ defmodule Accel.LogisticMapTest do
     ]
 
     test "every parameter set on int64 extremes and random inputs" do
-      extremes = [Reference.int64_min(), Reference.int64_min() + 1, -1, 0, 1, Reference.int64_max() - 1, Reference.int64_max()]
+      extremes = [
+        Reference.int64_min(),
+        Reference.int64_min() + 1,
+        -1,
+        0,
+        1,
+        Reference.int64_max() - 1,
+        Reference.int64_max()
+      ]
 
       for opts <- @params do
         xs = extremes ++ Reference.random_int64s(2000, opts[:p] |> rem(1000) |> abs())
@@ -103,7 +125,7 @@ defmodule Accel.LogisticMapTest do
       :rand.seed(:exsss, {1, 2, 3})
 
       for _ <- 1..3000 do
-        p = Enum.random([:rand.uniform(100), :rand.uniform(1 <<< 32), :rand.uniform(1 <<< 63 - 1)])
+        p = Enum.random([:rand.uniform(100), :rand.uniform(1 <<< 32), :rand.uniform(1 <<< (63 - 1))])
         mu = :rand.uniform(1 <<< 64) - (1 <<< 63)
         iterations = :rand.uniform(12) - 1
         xs = Reference.random_int64s(5, :rand.uniform(1_000_000))

@@ -35,6 +35,16 @@ defmodule Accel.MemoryTest do
     assert settle_memory() == baseline
   end
 
+  test "released large buffers are cached for reuse and trim_memory/0 returns them" do
+    Accel.trim_memory()
+    task = Task.async(fn -> byte_size(Accel.logistic_map(1..1_000_000, as: :binary)) end)
+    assert Task.await(task) == 8_000_000
+    :erlang.garbage_collect()
+    Process.sleep(10)
+    assert Accel.trim_memory() >= 8_000_000
+    assert Accel.trim_memory() == 0
+  end
+
   test "memory/1 rejects unknown backends" do
     assert_raise ArgumentError, ~r/memory\/1 expects a backend name/, fn -> Accel.memory(:nope) end
   end

@@ -42,13 +42,17 @@ defmodule Accel.SchedulingTest do
     bin = Accel.logistic_map(1..@n, iterations: 0, as: :binary)
     {call_ms, worst_ms} = worst_lateness_during(fn -> Accel.logistic_map(bin) end)
     assert call_ms > 4 * @max_lateness_ms, "the call took #{call_ms} ms: too short to prove anything"
-    assert worst_ms < @max_lateness_ms, "a normal scheduler was blocked for #{worst_ms} ms during a #{call_ms} ms call"
+
+    assert worst_ms < @max_lateness_ms,
+           "a normal scheduler was blocked for #{worst_ms} ms during a #{call_ms} ms call"
   end
 
   test "a 33M-element range -> list call runs off the normal scheduler" do
     {call_ms, worst_ms} = worst_lateness_during(fn -> length(Accel.logistic_map(1..@n)) end)
     assert call_ms > 4 * @max_lateness_ms
-    assert worst_ms < @max_lateness_ms, "a normal scheduler was blocked for #{worst_ms} ms during a #{call_ms} ms call"
+
+    assert worst_ms < @max_lateness_ms,
+           "a normal scheduler was blocked for #{worst_ms} ms during a #{call_ms} ms call"
   end
 
   test "a 1M-element list call runs off the normal scheduler" do

@@ -1,6 +1,8 @@
 // Host memory owned by Accel: large buffers are mapped on 2 MiB boundaries and advised to use
 // transparent huge pages, because a first touch of a 4 KiB page costs microseconds on these VMs and
-// a 268 MB result would spend as long faulting pages as computing. Counts live bytes for Accel.memory.
+// a 268 MB result would spend as long faulting pages as computing. Released mappings are kept in a
+// small bounded cache and reused by the next buffer of about the same size (pages already touched),
+// which is what makes repeated calls and chunked pipelines cheap. Counts live and cached bytes.
 #pragma once
 
 #include <atomic>
@@ -8,6 +10,9 @@
 #include <cstdint>
 
 namespace accel {
+
+// This machine's physical memory in bytes (0 if unknown), read once.
+size_t physical_memory_bytes();
 
 class HostBuffer {
  public:
@@ -23,6 +28,9 @@ class HostBuffer {
   size_t size() const { return size_; }
 
   static int64_t live_bytes() { return live_bytes_.load(std::memory_order_relaxed); }
+  static int64_t cached_bytes();
+  static void trim_cache();  // unmaps every cached mapping
+  static constexpr size_t kCacheCapacity = size_t{768} << 20;
 
  private:
   void release() noexcept;

@@ -129,7 +129,12 @@ ERL_NIF_TERM backends(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
 }
 
 ERL_NIF_TERM host_memory(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
-  return enif_make_int64(env, HostBuffer::live_bytes());
+  return enif_make_tuple2(env, enif_make_int64(env, HostBuffer::live_bytes()), enif_make_int64(env, HostBuffer::cached_bytes()));
+}
+
+ERL_NIF_TERM trim_host_cache(ErlNifEnv*, int, const ERL_NIF_TERM[]) {
+  HostBuffer::trim_cache();
+  return atoms.ok;
 }
 
 // ---- load / upgrade / unload ----
@@ -151,12 +156,16 @@ int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
 
 int upgrade(ErlNifEnv* env, void** priv, void**, ERL_NIF_TERM load_info) { return load(env, priv, load_info); }
 
-void unload(ErlNifEnv*, void* priv) { delete static_cast<Runtime*>(priv); }  // joins the CPU pool
+void unload(ErlNifEnv*, void* priv) {
+  delete static_cast<Runtime*>(priv);  // joins the CPU pool
+  HostBuffer::trim_cache();
+}
 
 ErlNifFunc nif_funcs[] = {
     {"logistic_map", 6, guarded<logistic_map>, 0},
     {"backends", 0, guarded<backends>, 0},
     {"host_memory", 0, guarded<host_memory>, 0},
+    {"trim_host_cache", 0, guarded<trim_host_cache>, 0},
     {"noop", 0, noop, 0},
     {"noop_dirty_cpu", 0, noop, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"noop_dirty_io", 0, noop, ERL_NIF_DIRTY_JOB_IO_BOUND},

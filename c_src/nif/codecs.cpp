@@ -1,8 +1,6 @@
 // Term <-> buffer conversions (see codecs.hpp).
 #include "nif/codecs.hpp"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <new>
 #include <string>
@@ -154,9 +152,8 @@ int64_t decode_int64_arg(ErlNifEnv* env, ERL_NIF_TERM term, const char* name) {
 // A list costs 16 bytes a cell on the process heap, on top of Accel's 8-byte scratch; the VM aborts
 // rather than fail an allocation, so refuse lists that cannot fit in this machine's memory at all.
 void check_list_output(size_t count) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const double physical = pages > 0 && page > 0 ? double(pages) * double(page) : 0;
-  if (count > 0xFFFFFFFFull || (physical > 0 && double(count) * 24 > physical))
+  const double physical = static_cast<double>(physical_memory_bytes());
+  if (count > 0xFFFFFFFFull || (physical > 0 && static_cast<double>(count) * 24 > physical))
     throw Error("out_of_memory", "a list of " + std::to_string(count) + " integers would not fit in memory; use as: :binary");
 }
 

@@ -26,6 +26,27 @@ TEST(HostBuffer, CountsLiveBytesAndReleasesThem) {
   EXPECT_EQ(accel::HostBuffer::live_bytes(), before);
 }
 
+TEST(HostBuffer, ReleasedMappingsAreReusedAndBounded) {
+  accel::HostBuffer::trim_cache();
+  unsigned char* first;
+  {
+    accel::HostBuffer a(size_t{6} << 20);
+    first = a.data();
+  }
+  EXPECT_EQ(accel::HostBuffer::cached_bytes(), 6 << 20);
+  {
+    accel::HostBuffer b((size_t{6} << 20) - 100);  // same rounded size: the same mapping comes back
+    EXPECT_EQ(b.data(), first);
+    EXPECT_EQ(accel::HostBuffer::cached_bytes(), 0);
+    accel::HostBuffer c(size_t{2} << 20);  // a much smaller buffer does not take a large mapping
+    EXPECT_NE(c.data(), first);
+  }
+  for (int i = 0; i < 3; ++i) accel::HostBuffer big(size_t{300} << 20);  // over the cap together
+  EXPECT_LE(accel::HostBuffer::cached_bytes(), static_cast<int64_t>(accel::HostBuffer::kCacheCapacity));
+  accel::HostBuffer::trim_cache();
+  EXPECT_EQ(accel::HostBuffer::cached_bytes(), 0);
+}
+
 TEST(HostBuffer, LargeBuffersAreHugePageAligned) {
   accel::HostBuffer large(size_t{4} << 20);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(large.data()) % 4096, 0u);

@@ -49,7 +49,9 @@ defmodule Accel.Crossing do
   """
   @spec binary_round_trip(binary()) :: binary()
   def binary_round_trip(binary) when is_binary(binary), do: Accel.NIF.binary_round_trip(binary)
-  def binary_round_trip(other), do: raise(ArgumentError, "expected a binary, got: #{inspect(other, limit: 5)}")
+
+  def binary_round_trip(other),
+    do: raise(ArgumentError, "expected a binary, got: #{inspect(other, limit: 5)}")
 
   @doc """
   Times every crossing. Returns one map per row with `:per_call_ns` (an empty input) and, for the

@@ -13,6 +13,7 @@ defmodule Accel.NIF do
   def logistic_map(_input, _p, _mu, _iterations, _as, _backend), do: :erlang.nif_error(:not_loaded)
   def backends, do: :erlang.nif_error(:not_loaded)
   def host_memory, do: :erlang.nif_error(:not_loaded)
+  def trim_host_cache, do: :erlang.nif_error(:not_loaded)
   def noop, do: :erlang.nif_error(:not_loaded)
   def noop_dirty_cpu, do: :erlang.nif_error(:not_loaded)
   def noop_dirty_io, do: :erlang.nif_error(:not_loaded)

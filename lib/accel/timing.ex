@@ -15,7 +15,7 @@ defmodule Accel.Timing do
       iex> min <= median and median <= max
       true
   """
-  @spec measure((-> any()), keyword()) :: stats()
+  @spec measure((() -> any()), keyword()) :: stats()
   def measure(fun, opts \\ []) when is_function(fun, 0) do
     runs = Keyword.get(opts, :runs, 5)
     loops = Keyword.get(opts, :loops, 1)
@@ -37,7 +37,10 @@ defmodule Accel.Timing do
     sorted = Enum.sort(samples)
     n = length(sorted)
     mid = div(n, 2)
-    median = if rem(n, 2) == 1, do: Enum.at(sorted, mid), else: (Enum.at(sorted, mid - 1) + Enum.at(sorted, mid)) / 2
+
+    median =
+      if rem(n, 2) == 1, do: Enum.at(sorted, mid), else: (Enum.at(sorted, mid - 1) + Enum.at(sorted, mid)) / 2
+
     %{min: hd(sorted), median: median, max: List.last(sorted)}
   end
 

@@ -28,10 +28,17 @@ defmodule Accel.Test.Reference do
 
     for i <- 1..count//1 do
       case rem(i, 4) do
-        0 -> :rand.uniform(@max - @min + 1) + @min - 1
-        1 -> :rand.uniform(0x100000000) - 0x80000000
-        2 -> :rand.uniform(20_001) - 10_001
-        3 -> if(:rand.uniform(2) == 1, do: @max - :rand.uniform(1000) + 1, else: @min + :rand.uniform(1000) - 1)
+        0 ->
+          :rand.uniform(@max - @min + 1) + @min - 1
+
+        1 ->
+          :rand.uniform(0x100000000) - 0x80000000
+
+        2 ->
+          :rand.uniform(20_001) - 10_001
+
+        3 ->
+          if(:rand.uniform(2) == 1, do: @max - :rand.uniform(1000) + 1, else: @min + :rand.uniform(1000) - 1)
       end
     end
   end

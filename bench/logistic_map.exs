@@ -1,0 +1,315 @@
+# Reproduces the original Elixir/OpenCL experiment's table on this machine: the logistic map over
+# 1..0x2000000, 10 iterations, p = 6_700_417, mu = 22. Every sample runs in a fresh BEAM process
+# (input built there, untimed), and every row's result is checked against the reference before its
+# time counts. Writes bench/results/logistic_map.{md,csv,svg}.
+#
+#   bin/bench [--runs 3] [--quick] [--elements N]
+Code.require_file("support/report.ex", __DIR__)
+
+defmodule LogisticMapElixir do
+  # The original experiment's pure-Elixir code: ten Enum.map passes, the step inlined in each.
+  def calc(x, p, mu), do: rem(mu * x * (x + 1), p)
+
+  def map10(enum, p, mu) do
+    enum
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+    |> Enum.map(&calc(&1, p, mu))
+  end
+
+  def async_stream(n, stages, p, mu) do
+    size = div(n + stages - 1, stages)
+
+    0..(stages - 1)
+    |> Enum.map(fn i -> (i * size + 1)..min((i + 1) * size, n)//1 end)
+    |> Task.async_stream(&map10(&1, p, mu), max_concurrency: stages, timeout: :infinity)
+    |> Enum.flat_map(fn {:ok, list} -> list end)
+  end
+end
+
+defmodule LogisticMapBench do
+  import Bitwise
+  alias Accel.Bench.Report
+  @p 6_700_417
+  @mu 22
+  @full 0x2000000
+  # MD5 of the full run's result as native-endian int64s (first computed by the pure-Elixir row).
+  @known_full_md5 "b23119456b61a1cc70ca80c8254867a4"
+
+  def main(args) do
+    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, quick: :boolean, elements: :integer])
+    n = opts[:elements] || if(opts[:quick], do: 0x100000, else: @full)
+    runs = opts[:runs] || 3
+    # Rows under a second get more samples: their medians are what the ratios compare.
+    fast_runs = max(runs, 5)
+    schedulers = System.schedulers_online()
+    presized = 4 * n
+
+    IO.puts(
+      "logistic map: #{n} elements, #{runs} runs per pure-Elixir row, #{fast_runs} per other row, #{schedulers} schedulers\n"
+    )
+
+    # The reference: the first pure-Elixir sample. Its fingerprints check every later row.
+    :persistent_term.put(:ref, nil)
+
+    elixir_rows =
+      [
+        {"Elixir Enum.map x10", "range -> list", :default, fn -> nil end,
+         fn _ -> LogisticMapElixir.map10(1..n, @p, @mu) end},
+        {"Elixir Enum.map x10", "range -> list", {:presized, presized}, fn -> nil end,
+         fn _ -> LogisticMapElixir.map10(1..n, @p, @mu) end}
+      ] ++
+        for stages <- stage_counts(schedulers) do
+          {"Elixir Task.async_stream, #{stages} chunks", "range -> list", :default, fn -> nil end,
+           fn _ -> LogisticMapElixir.async_stream(n, stages, @p, @mu) end}
+        end
+
+    elixir = Enum.map(elixir_rows, &row(&1, runs, :list))
+    reference = :persistent_term.get(:ref)
+
+    if n == @full and reference.md5 != @known_full_md5,
+      do: raise("the pure-Elixir result does not match the known full-run result")
+
+    int64s = fn -> Accel.logistic_map(1..n, iterations: 0, as: :binary) end
+    list = fn -> Enum.to_list(1..n) end
+
+    accel =
+      Enum.map(
+        [
+          {"Accel CPU", "list -> list", :default, list, &Accel.logistic_map/1, :list},
+          {"Accel CPU", "range -> list", :default, fn -> nil end, fn _ -> Accel.logistic_map(1..n) end,
+           :list},
+          {"Accel CPU", "range -> list", {:presized, presized}, fn -> nil end,
+           fn _ -> Accel.logistic_map(1..n) end, :list},
+          {"Accel CPU", "range -> binary", :default, fn -> nil end,
+           fn _ -> Accel.logistic_map(1..n, as: :binary) end, :binary},
+          {"Accel CPU", "binary -> binary", :default, int64s, &Accel.logistic_map/1, :binary},
+          {"empty NIF (no compute)", "list -> list", :default, list, &Accel.Crossing.list_round_trip/1,
+           :identity},
+          {"empty NIF (no compute)", "range -> list", :default, fn -> 1..n end,
+           &Accel.Crossing.range_to_list/1, :range},
+          {"empty NIF (no compute)", "binary -> binary", :default, int64s,
+           &Accel.Crossing.binary_round_trip/1, :identity}
+        ],
+        fn {name, form, process, setup, fun, check} ->
+          row({name, form, process, setup, fun}, fast_runs, check)
+        end
+      )
+
+    native = native_rows(n, fast_runs, reference)
+    rows = elixir ++ accel ++ native
+    best = elixir |> Enum.map(&Accel.Timing.summarize(&1.samples).median) |> Enum.min()
+    write(rows, best, n, {runs, fast_runs}, targets(rows, best))
+  end
+
+  defp stage_counts(schedulers), do: Stream.iterate(1, &(&1 * 2)) |> Enum.take_while(&(&1 <= 2 * schedulers))
+
+  # One row: `runs` samples, each in a fresh process.
+  defp row({name, form, process, setup, fun}, runs, check) do
+    IO.write("#{String.pad_trailing("#{name} (#{form}, #{process_label(process)})", 64)}")
+
+    samples =
+      for _ <- 1..runs do
+        parent = self()
+
+        {pid, ref} =
+          :erlang.spawn_opt(
+            fn ->
+              input = setup.()
+              :erlang.garbage_collect()
+              t0 = System.monotonic_time(:microsecond)
+              result = fun.(input)
+              seconds = (System.monotonic_time(:microsecond) - t0) / 1.0e6
+              send(parent, {:sample, seconds, verify(check, result, input)})
+            end,
+            [:monitor | spawn_opts(process)]
+          )
+
+        receive do
+          {:sample, seconds, :ok} ->
+            Process.demonitor(ref, [:flush])
+            IO.write(" #{Report.f(seconds)}")
+            seconds
+
+          {:sample, _, {:mismatch, why}} ->
+            raise "#{name} (#{form}) produced a wrong result: #{why}"
+
+          {:DOWN, ^ref, :process, ^pid, reason} ->
+            raise "#{name} (#{form}) crashed: #{inspect(reason)}"
+        end
+      end
+
+    IO.puts("")
+    %{name: name, form: form, process: process_label(process), samples: samples}
+  end
+
+  defp spawn_opts(:default), do: []
+  defp spawn_opts({:presized, words}), do: [min_heap_size: words]
+  defp process_label(:default), do: "default heap"
+  defp process_label({:presized, words}), do: "heap pre-sized to #{div(words * 8, 1 <<< 20)} MiB"
+
+  # Fingerprints: phash2 of the list, MD5 of the int64 binary. The first list result is the reference.
+  defp verify(:list, result, _input) do
+    case :persistent_term.get(:ref) do
+      nil ->
+        bin = for x <- result, into: <<>>, do: <<x::signed-native-64>>
+
+        :persistent_term.put(:ref, %{
+          length: length(result),
+          phash: :erlang.phash2(result, 1 <<< 32),
+          md5: md5(bin)
+        })
+
+        :ok
+
+      ref ->
+        if length(result) == ref.length and :erlang.phash2(result, 1 <<< 32) == ref.phash,
+          do: :ok,
+          else: {:mismatch, "list fingerprint differs from the reference"}
+    end
+  end
+
+  defp verify(:binary, result, _input) do
+    if md5(result) == :persistent_term.get(:ref).md5,
+      do: :ok,
+      else: {:mismatch, "binary MD5 differs from the reference"}
+  end
+
+  defp verify(:identity, result, input),
+    do: if(result == input, do: :ok, else: {:mismatch, "round trip changed the data"})
+
+  defp verify(:range, result, range),
+    do: if(result == Enum.to_list(range), do: :ok, else: {:mismatch, "range differs"})
+
+  defp md5(bin), do: Base.encode16(:erlang.md5(bin), case: :lower)
+
+  # The standalone C++ program: naive `%` loop and Accel's kernel without the BEAM.
+  defp native_rows(n, runs, reference) do
+    exe = Path.join([Mix.Project.build_path(), "native", "logistic_map_native"])
+    out = Path.join(System.tmp_dir!(), "accel_native_#{System.unique_integer([:positive])}.bin")
+    IO.puts("standalone C++ (#{exe})")
+    {text, 0} = System.cmd(exe, [Integer.to_string(n), Integer.to_string(runs), out])
+    bin = File.read!(out)
+    File.rm!(out)
+    if md5(bin) != reference.md5, do: raise("the standalone C++ result differs from the reference")
+
+    lines = for line <- String.split(text, "\n", trim: true), do: String.split(line, ",")
+    if lines |> Enum.map(&List.last/1) |> Enum.uniq() |> length() != 1, do: raise("native variants disagree")
+
+    lines
+    |> Enum.group_by(fn [variant, threads, _s, _touched, _sum] -> {variant, threads} end, fn [
+                                                                                               _,
+                                                                                               _,
+                                                                                               s,
+                                                                                               touched,
+                                                                                               _
+                                                                                             ] ->
+      {String.to_float(s), touched}
+    end)
+    |> Enum.sort_by(fn {_, samples} -> samples |> Enum.map(&elem(&1, 0)) |> Enum.min() |> Kernel.-() end)
+    |> Enum.map(fn {{variant, threads}, samples} ->
+      touched = samples |> List.first() |> elem(1)
+      samples = Enum.map(samples, &elem(&1, 0))
+
+      output =
+        cond do
+          variant == "optimised_hostbuffer" -> "output allocated per call"
+          touched == "yes" -> "output pre-touched"
+          true -> "fresh output buffer"
+        end
+
+      %{
+        name: "C++ standalone #{variant}",
+        form: "int64 array",
+        process: "#{threads} thread(s), #{output}",
+        samples: samples
+      }
+    end)
+  end
+
+  defp median(rows, name, form, process \\ nil) do
+    rows
+    |> Enum.find(&(&1.name == name and &1.form == form and (process == nil or &1.process =~ process)))
+    |> then(&Accel.Timing.summarize(&1.samples).median)
+  end
+
+  defp targets(rows, best) do
+    enum_default = median(rows, "Elixir Enum.map x10", "range -> list", "default")
+    enum_presized = median(rows, "Elixir Enum.map x10", "range -> list", "pre-sized")
+    r_default = median(rows, "Accel CPU", "range -> list", "default")
+    r_presized = median(rows, "Accel CPU", "range -> list", "pre-sized")
+    b2b = median(rows, "Accel CPU", "binary -> binary")
+    naive = median(rows, "C++ standalone naive", "int64 array")
+    opt1 = median(rows, "C++ standalone optimised", "int64 array", "1 thread")
+    threads = System.schedulers_online()
+
+    opt_touched =
+      median(rows, "C++ standalone optimised", "int64 array", "#{threads} thread(s), output pre-touched")
+
+    opt_alloc = median(rows, "C++ standalone optimised_hostbuffer", "int64 array")
+
+    [
+      {"Accel range -> list vs Elixir Enum, default heaps", enum_default / r_default, ">= 5x"},
+      {"Accel range -> list vs Elixir Enum, pre-sized heaps", enum_presized / r_presized, ">= 5x"},
+      {"Accel binary -> binary vs best pure Elixir", best / b2b, ">= 50x"},
+      {"C++ optimised vs naive, 1 thread each (per core)", naive / opt1, ">= 2x"},
+      {"Accel binary -> binary / C++ optimised (#{threads} threads, pre-touched output)", b2b / opt_touched,
+       "<= 1.25"},
+      {"Accel binary -> binary / C++ optimised (#{threads} threads, output allocated per call)",
+       b2b / opt_alloc, "<= 1.25"}
+    ]
+  end
+
+  defp write(rows, best, n, {runs, fast_runs}, targets) do
+    {os, _} = System.cmd("uname", ["-srm"])
+    cpu = File.read!("/proc/cpuinfo") |> then(&Regex.run(~r/model name\s*:\s*(.*)/, &1)) |> List.last()
+
+    target_md =
+      Enum.map_join(targets, "\n", fn {what, value, goal} ->
+        met =
+          case goal do
+            ">= " <> x -> value >= parse_goal(x)
+            "<= " <> x -> value <= parse_goal(x)
+          end
+
+        "| #{what} | #{Float.round(value, 2)} | #{goal} | #{if met, do: "met", else: "NOT met"} |"
+      end)
+
+    md =
+      Report.markdown(rows, best, "Logistic map, #{n} elements, 10 iterations, p = 6_700_417, mu = 22") <>
+        """
+
+        Targets (ratios of medians from this run):
+
+        | comparison | value | target | |
+        |---|---:|---:|---|
+        #{target_md}
+
+        Machine: #{cpu}, #{System.schedulers_online()} schedulers, #{String.trim(os)}; OTP #{System.otp_release()},
+        Elixir #{System.version()}. #{runs} samples per pure-Elixir row and #{fast_runs} per other row, each in a fresh BEAM process whose input was built
+        before timing. Accel allocates each output per call from its buffer cache (huge-page mappings;
+        the first call of a size maps and faults fresh pages, later calls reuse released ones); the
+        standalone C++ rows say how their output was allocated. Every row's result was checked against
+        the pure-Elixir reference (MD5 #{:persistent_term.get(:ref).md5}) before its time was counted.
+        """
+
+    suffix = if n == @full, do: "", else: "_#{n}"
+    File.mkdir_p!("bench/results")
+    File.write!("bench/results/logistic_map#{suffix}.md", md)
+    File.write!("bench/results/logistic_map#{suffix}.csv", Report.csv(rows, best))
+    File.write!("bench/results/logistic_map#{suffix}.svg", Report.svg(rows, "Logistic map, #{n} elements"))
+    IO.puts("\n" <> md)
+    IO.puts("Wrote bench/results/logistic_map#{suffix}.{md,csv,svg}")
+  end
+
+  defp parse_goal(x), do: x |> String.trim_trailing("x") |> Float.parse() |> elem(0)
+end
+
+LogisticMapBench.main(System.argv())
