@@ -54,9 +54,13 @@ int64_t logistic_map_reference(int64_t x, const LogisticMapPlan& plan) {
   return x;
 }
 
-uint64_t logistic_map_work(uint64_t elements, int64_t iterations) {
-  const u128 work = static_cast<u128>(elements) * (static_cast<uint64_t>(iterations) + 1);
-  return work > ~uint64_t{0} ? ~uint64_t{0} : static_cast<uint64_t>(work);
+uint64_t logistic_map_cost(uint64_t elements, const LogisticMapPlan& plan) {
+  constexpr uint64_t kGeneral = 40;  // the first step may always take the 128-bit path
+  const uint64_t per_step = plan.f64_exact ? 1 : plan.exact.int_fast ? 3 : kGeneral;
+  const uint64_t later = plan.iterations > 1 ? static_cast<uint64_t>(plan.iterations) - 1 : 0;
+  const u128 per_element = 1 + (plan.iterations > 0 ? kGeneral : 0) + static_cast<u128>(later) * per_step;
+  const u128 cost = static_cast<u128>(elements) * per_element;
+  return cost > ~uint64_t{0} ? ~uint64_t{0} : static_cast<uint64_t>(cost);
 }
 
 }  // namespace accel

@@ -27,7 +27,8 @@ LogisticMapPlan plan_logistic_map(int64_t p, int64_t mu, int64_t iterations);
 // Reference definition, element by element, with no fast path: what the other paths are tested against.
 int64_t logistic_map_reference(int64_t x, const LogisticMapPlan& plan);
 
-// Rough cost of a call in element-steps, saturating: used to decide between normal and dirty schedulers.
-uint64_t logistic_map_work(uint64_t elements, int64_t iterations);
+// Rough cost of a call in units of one f64 element-step (~0.5-1 ns), saturating; the other paths
+// weigh more (measured: a 128-bit step costs ~40 units). Used to choose the scheduler.
+uint64_t logistic_map_cost(uint64_t elements, const LogisticMapPlan& plan);
 
 }  // namespace accel

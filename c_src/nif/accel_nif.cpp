@@ -21,12 +21,13 @@ struct Runtime {
 
 Runtime& runtime(ErlNifEnv* env) { return *static_cast<Runtime*>(enif_priv_data(env)); }
 
-// A call runs inline when it converts at most kInlineElements elements and does at most
-// kInlineWork element-steps: a few hundred microseconds even on the slowest exact path.
-constexpr size_t kInlineElements = 20000;
-constexpr uint64_t kInlineWork = 40000;
+// A call runs inline when it converts at most kInlineElements elements (~25 ns each for lists) and
+// its compute costs at most kInlineCost units (logistic_map_cost): a few hundred microseconds on
+// any path, measured on the slowest one. Everything else goes to a dirty scheduler.
+constexpr size_t kInlineElements = 10000;
+constexpr uint64_t kInlineCost = 400000;
 
-bool runs_inline(size_t elements, uint64_t work) { return elements <= kInlineElements && work <= kInlineWork; }
+bool runs_inline(size_t elements, uint64_t cost) { return elements <= kInlineElements && cost <= kInlineCost; }
 
 ERL_NIF_TERM schedule_dirty_cpu(ErlNifEnv* env, const char* name, NifFn fn, int argc, const ERL_NIF_TERM argv[]) {
   return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, fn, argc, argv);
@@ -69,10 +70,12 @@ ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
 }
 
 ERL_NIF_TERM logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  ErlNifSInt64 iterations;
-  if (!enif_get_int64(env, argv[3], &iterations) || iterations < 0) return logistic_map_run(env, argc, argv);  // raises
+  ErlNifSInt64 p, mu, iterations;
+  if (!enif_get_int64(env, argv[1], &p) || !enif_get_int64(env, argv[2], &mu) || !enif_get_int64(env, argv[3], &iterations) ||
+      p < 1 || iterations < 0)
+    return logistic_map_run(env, argc, argv);  // raises the precise error
   const size_t n = count_int64_input(env, argv[0], kInlineElements);
-  if (runs_inline(n, logistic_map_work(n, iterations))) return logistic_map_run(env, argc, argv);
+  if (runs_inline(n, logistic_map_cost(n, plan_logistic_map(p, mu, iterations)))) return logistic_map_run(env, argc, argv);
   return schedule_dirty_cpu(env, "logistic_map", guarded<logistic_map_run>, argc, argv);
 }
 

@@ -173,9 +173,13 @@ TEST(LogisticMap, RangeAtTheEndsOfInt64DoesNotOverflow) {
   EXPECT_EQ(up.at(2), kMax - 1);
 }
 
-TEST(LogisticMap, WorkEstimateSaturates) {
-  EXPECT_EQ(accel::logistic_map_work(10, 9), 100u);
-  EXPECT_EQ(accel::logistic_map_work(~0ULL, kMax), ~0ULL);
+TEST(LogisticMap, CostWeighsThePathAndSaturates) {
+  const auto f64 = accel::plan_logistic_map(6700417, 22, 10);
+  const auto general = accel::plan_logistic_map(kMax, 22, 10);
+  EXPECT_EQ(accel::logistic_map_cost(10, f64), 10u * (1 + 40 + 9));
+  EXPECT_EQ(accel::logistic_map_cost(10, general), 10u * (1 + 40 + 9 * 40));
+  EXPECT_EQ(accel::logistic_map_cost(10, accel::plan_logistic_map(61, 22, 0)), 10u);
+  EXPECT_EQ(accel::logistic_map_cost(~0ULL, accel::plan_logistic_map(61, 22, kMax)), ~0ULL);
 }
 
 }  // namespace

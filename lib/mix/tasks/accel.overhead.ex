@@ -20,7 +20,7 @@ defmodule Mix.Tasks.Accel.Overhead do
     #{Enum.map_join(rows, "\n", &row/1)}
 
     Medians of #{Keyword.get(opts, :runs, 5)} samples; per-element costs are net of the per-call cost.
-    Inputs of more than 20000 elements run on a dirty CPU scheduler, so their per-call share includes that hop.
+    Inputs of more than 10000 elements run on a dirty CPU scheduler, so their per-call share includes that hop.
     """)
   end
 
