@@ -14,7 +14,15 @@ defmodule Accel do
   element; failures of the machine raise `Accel.Error`.
   """
 
-  @logistic_defaults [p: 6_700_417, mu: 22, iterations: 10, backend: :auto, as: nil]
+  @logistic_defaults [
+    p: 6_700_417,
+    mu: 22,
+    iterations: 10,
+    backend: :auto,
+    device: nil,
+    chunk_size: nil,
+    as: nil
+  ]
   @backends [:auto, :cpu, :opencl, :cuda]
 
   @typedoc "A list of integers, a `Range`, or a binary of native-endian signed 64-bit integers."
@@ -34,7 +42,12 @@ defmodule Accel do
     * `:p` - the modulus (default `6_700_417`)
     * `:mu` - the multiplier (default `22`)
     * `:iterations` - how many times to apply the map (default `10`)
-    * `:backend` - `:auto` (default) or `:cpu`; see `backends/0`
+    * `:backend` - `:auto` (default), `:cpu` or `:opencl`; see `backends/0`. `:auto` is the first
+      OpenCL GPU when there is one, otherwise the native CPU backend (faster than OpenCL on a CPU).
+    * `:device` - an `Accel.Device` from `devices/0` (selects its backend too), or an index into
+      the chosen backend's devices
+    * `:chunk_size` - process at most this many elements at a time on a device (default: as many
+      as its largest buffer holds); results are identical whatever the chunking
     * `:as` - `:list` or `:binary`
 
   ## Examples
@@ -56,7 +69,18 @@ defmodule Accel do
     opts = validate_opts!(opts, @logistic_defaults, "Accel.logistic_map/2")
     check_input!(input)
     as = opts[:as] || if(is_binary(input), do: :binary, else: :list)
-    Accel.NIF.logistic_map(input, opts[:p], opts[:mu], opts[:iterations], as, opts[:backend])
+    {backend, device} = target!(opts[:backend], opts[:device])
+
+    Accel.NIF.logistic_map(
+      input,
+      opts[:p],
+      opts[:mu],
+      opts[:iterations],
+      as,
+      backend,
+      device,
+      opts[:chunk_size] || 0
+    )
   end
 
   @doc """
@@ -69,6 +93,38 @@ defmodule Accel do
     for {name, compiled, available, detail} <- Accel.NIF.backends() do
       %{name: name, compiled: compiled, available: available, detail: detail}
     end
+  end
+
+  @doc """
+  Every device of every usable backend: OpenCL devices first (in platform order), then the host CPU.
+
+      iex> %Accel.Device{backend: :cpu, id: 0, type: :cpu} = List.last(Accel.devices())
+  """
+  @spec devices() :: [Accel.Device.t()]
+  def devices do
+    for {backend, id, platform, name, type, memory, max_alloc, units} <- Accel.NIF.devices() do
+      %Accel.Device{
+        backend: backend,
+        id: id,
+        platform: platform,
+        name: name,
+        type: type,
+        memory: memory,
+        max_alloc: max_alloc,
+        compute_units: units
+      }
+    end
+  end
+
+  @doc """
+  The device `backend: :auto` runs on: the first OpenCL GPU when there is one, otherwise the CPU
+  backend's device (on a CPU, Accel's native backend is several times faster than an OpenCL CPU
+  device; see the README's benchmark).
+  """
+  @spec default_device() :: Accel.Device.t()
+  def default_device do
+    {backend, id} = Accel.NIF.auto_device()
+    Enum.find(devices(), &(&1.backend == backend and &1.id == id))
   end
 
   @doc """
@@ -95,6 +151,28 @@ defmodule Accel do
     {_live, cached} = Accel.NIF.host_memory()
     :ok = Accel.NIF.trim_host_cache()
     cached
+  end
+
+  # {backend, device index or -1 for the backend's default}
+  defp target!(backend, nil), do: {backend, -1}
+  defp target!(backend, id) when is_integer(id) and id >= 0 and backend != :auto, do: {backend, id}
+
+  defp target!(:auto, id) when is_integer(id) do
+    raise ArgumentError, "option :device as an index needs a :backend, got: backend: :auto, device: #{id}"
+  end
+
+  defp target!(backend, %Accel.Device{backend: device_backend, id: id})
+       when backend in [:auto, device_backend],
+       do: {device_backend, id}
+
+  defp target!(backend, %Accel.Device{backend: device_backend}) do
+    raise ArgumentError,
+          "option :device is a #{inspect(device_backend)} device, but :backend is #{inspect(backend)}"
+  end
+
+  defp target!(_backend, other) do
+    raise ArgumentError,
+          "option :device must be an Accel.Device or a non-negative index, got: #{inspect(other, limit: 5)}"
   end
 
   defp check_input!(input) when is_list(input) or is_binary(input), do: :ok
@@ -134,6 +212,10 @@ defmodule Accel do
   defp check_opt!(:backend, value) when value not in @backends do
     raise ArgumentError,
           "unknown backend #{inspect(value)}; expected one of #{Enum.map_join(@backends, ", ", &inspect/1)}"
+  end
+
+  defp check_opt!(:chunk_size, value) when not (is_nil(value) or (is_integer(value) and value > 0)) do
+    raise ArgumentError, "option :chunk_size must be a positive integer, got: #{inspect(value, limit: 5)}"
   end
 
   defp check_opt!(:as, value) when value not in [nil, :list, :binary] do

@@ -122,7 +122,7 @@ defmodule Accel.ErrorsTest do
     test "unknown options and malformed option lists" do
       assert message(fn -> Accel.logistic_map([1], foo: 1) end) ==
                {ArgumentError,
-                "unknown option :foo for Accel.logistic_map/2; known options: :p, :mu, :iterations, :backend, :as"}
+                "unknown option :foo for Accel.logistic_map/2; known options: :p, :mu, :iterations, :backend, :device, :chunk_size, :as"}
 
       assert {ArgumentError, "Accel.logistic_map/2 expects options as a keyword list, got: " <> _} =
                message(fn -> Accel.logistic_map([1], [:p]) end)
@@ -137,6 +137,25 @@ defmodule Accel.ErrorsTest do
 
       for %{name: name, available: false} <- Accel.backends() do
         assert {ArgumentError, "backend " <> _} = message(fn -> Accel.logistic_map([1], backend: name) end)
+      end
+
+      assert message(fn -> Accel.logistic_map([1], backend: :auto, device: 0) end) ==
+               {ArgumentError, "option :device as an index needs a :backend, got: backend: :auto, device: 0"}
+
+      cpu = List.last(Accel.devices())
+
+      assert message(fn -> Accel.logistic_map([1], backend: :opencl, device: cpu) end) ==
+               {ArgumentError, "option :device is a :cpu device, but :backend is :opencl"}
+
+      assert message(fn -> Accel.logistic_map([1], backend: :cpu, device: -1) end) ==
+               {ArgumentError, "option :device must be an Accel.Device or a non-negative index, got: -1"}
+
+      assert message(fn -> Accel.logistic_map([1], backend: :cpu, device: 1) end) ==
+               {ArgumentError, "the cpu backend has one device, 0; got device 1"}
+
+      for bad <- [0, -5, 1.5, :big] do
+        assert message(fn -> Accel.logistic_map([1], chunk_size: bad) end) ==
+                 {ArgumentError, "option :chunk_size must be a positive integer, got: #{inspect(bad)}"}
       end
 
       assert message(fn -> Accel.logistic_map([1], as: :tuple) end) ==

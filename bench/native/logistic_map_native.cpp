@@ -70,21 +70,21 @@ int main(int argc, char** argv) {
 
     std::memset(out.data(), 0, n * 8);
     t0 = now();
-    backend.logistic_map(src, reinterpret_cast<unsigned char*>(out.data()), plan);
+    backend.logistic_map(src, reinterpret_cast<unsigned char*>(out.data()), plan, {});
     report("optimised", threads, now() - t0, true, out.data());
 
     {  // The output allocated per call as the NIF does (HostBuffer: the first run maps and faults
        // fresh pages, later runs reuse the cached mapping); its allocation is part of the time.
       t0 = now();
       accel::HostBuffer fresh(n * 8);
-      backend.logistic_map(src, fresh.data(), plan);
+      backend.logistic_map(src, fresh.data(), plan, {});
       const double s = now() - t0;
       report("optimised_hostbuffer", threads, s, r > 0, reinterpret_cast<const int64_t*>(fresh.data()));
     }
   }
   if (argc > 3) {  // for the caller to check against its own reference
     std::vector<int64_t> out(n);
-    backend.logistic_map(src, reinterpret_cast<unsigned char*>(out.data()), plan);
+    backend.logistic_map(src, reinterpret_cast<unsigned char*>(out.data()), plan, {});
     FILE* f = std::fopen(argv[3], "wb");
     if (f == nullptr || std::fwrite(out.data(), 8, n, f) != n || std::fclose(f) != 0) {
       std::perror(argv[3]);

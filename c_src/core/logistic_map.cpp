@@ -43,9 +43,7 @@ LogisticMapPlan plan_logistic_map(int64_t p, int64_t mu, int64_t iterations) {
   // a * (1 / p) to 1/16, so one conditional add corrects the remainder.
   const u128 f64_limit = static_cast<u128>(1) << 52;
   plan.f64_exact = up >= 16 && up <= 0xFFFFFFFFull && static_cast<u128>(mu_mod) * xx1_max + up < f64_limit;
-  plan.f64_p = static_cast<double>(up);
-  plan.f64_inv_p = 1.0 / static_cast<double>(up);
-  plan.f64_mu = static_cast<double>(mu_mod);
+  plan.f64 = {static_cast<double>(up), 1.0 / static_cast<double>(up), static_cast<double>(mu_mod)};
   return plan;
 }
 

@@ -14,11 +14,10 @@ struct LogisticMapPlan {
   int64_t iterations = 0;
   accel_lm_params exact{};  // integer constants shared by every backend's kernel
 
-  // Exact double-precision path (CPU backend): valid once |x| < p when every intermediate value of a
-  // step stays below 2^52, so additions and products are exact and the rounded quotient is off by at
-  // most one; see backends/cpu/logistic_map_cpu.cpp.
+  // The f64 path (kernels/logistic_map.h) is exact for this call: every intermediate value of a
+  // step from |x| < p stays below 2^52 and p >= 16.
   bool f64_exact = false;
-  double f64_p = 0, f64_inv_p = 0, f64_mu = 0;
+  accel_lm_f64 f64{};
 };
 
 // Throws accel::ArgumentError unless p >= 1 and iterations >= 0; every mu is accepted.

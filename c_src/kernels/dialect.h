@@ -1,5 +1,6 @@
 /* The few definitions that let one kernel text compile as host C++17, CUDA C++ and OpenCL C:
- * 64-bit integer types, the function qualifier and the 64x64->high-64 multiply. Nothing else. */
+ * 64-bit integer types, the function qualifier, the 64x64->high-64 multiply, whether doubles exist
+ * (ACCEL_HAS_F64) and round-to-nearest-integer (ACCEL_RINT). Nothing else. */
 #ifndef ACCEL_KERNELS_DIALECT_H
 #define ACCEL_KERNELS_DIALECT_H
 
@@ -9,6 +10,16 @@ typedef ulong accel_u64;
 #define ACCEL_FN static inline
 #define ACCEL_HAS_INT128 0
 #define accel_mulhi_u64(a, b) mul_hi((accel_u64)(a), (accel_u64)(b))
+#ifdef ACCEL_FP64 /* the host passes -DACCEL_FP64=1 to devices with cl_khr_fp64 */
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define ACCEL_HAS_F64 1
+/* Adding and subtracting 1.5 * 2^52 rounds to nearest (OpenCL's default mode; Accel never passes
+ * -cl-fast-relaxed-math): exact for the quotients of the f64 path, which stay below 2^48, and plain
+ * arithmetic where some compilers call out for rint(). */
+#define ACCEL_RINT(x) (((x) + 6755399441055744.0) - 6755399441055744.0)
+#else
+#define ACCEL_HAS_F64 0
+#endif
 
 #elif defined(__CUDACC__)
 #include <stdint.h>
@@ -16,6 +27,8 @@ typedef int64_t accel_i64;
 typedef uint64_t accel_u64;
 #define ACCEL_FN __host__ __device__ static inline
 #define ACCEL_HAS_INT128 0
+#define ACCEL_HAS_F64 1
+#define ACCEL_RINT(x) rint(x)
 ACCEL_FN accel_u64 accel_mulhi_u64(accel_u64 a, accel_u64 b) {
 #ifdef __CUDA_ARCH__
   return __umul64hi(a, b);
@@ -32,6 +45,10 @@ typedef uint64_t accel_u64;
 #ifndef ACCEL_HAS_INT128 /* a test may define it 0 to exercise the portable fallbacks on the host */
 #define ACCEL_HAS_INT128 1
 #endif
+#define ACCEL_HAS_F64 1
+/* Inlined by GCC (roundsd/vroundpd, or an exact add-and-subtract on plain SSE2) when built with
+ * -fno-trapping-math, as the CPU backend is; rounds to nearest in the default mode. */
+#define ACCEL_RINT(x) __builtin_rint(x)
 ACCEL_FN accel_u64 accel_mulhi_u64(accel_u64 a, accel_u64 b) {
   return (accel_u64)(((unsigned __int128)a * b) >> 64);
 }

@@ -81,4 +81,44 @@ ACCEL_FN accel_i64 accel_lm_iterate(accel_i64 x, accel_i64 iterations, accel_lm_
   return x;
 }
 
+#if ACCEL_HAS_F64
+/* The f64 path, used when core/logistic_map.cpp finds it exact for the call (LogisticMapPlan::
+ * f64_exact): p >= 16 and every intermediate of a step from |x| < p is an integer below 2^52. Then
+ * additions and products are exact, the rounded quotient a * (1 / p) is off by at most one (the
+ * error of a * (1 / p) is below 1/16), q * p < 2^53 is exact, and one conditional add corrects the
+ * remainder. It vectorises where 64-bit integer multiplies do not. */
+#define ACCEL_LM_F64_FIRST_LIMIT 67108863 /* |x| <= 2^26 - 1: x * (x + 1) < 2^52 */
+
+typedef struct accel_lm_f64 {
+  double p, inv_p, mu; /* p, 1 / p and |mu| mod p as doubles */
+} accel_lm_f64;
+
+/* a mod p for an integer-valued 0 <= a < 2^52. */
+ACCEL_FN double accel_lm_reduce_f64(double a, accel_lm_f64 f) {
+  const double q = ACCEL_RINT(a * f.inv_p);
+  const double r = a - q * f.p;
+  return r < 0 ? r + f.p : r;
+}
+
+/* The magnitude of one step from |v| < p. */
+ACCEL_FN double accel_lm_step_f64(double v, accel_lm_f64 f) { return accel_lm_reduce_f64(f.mu * (v * v + v), f); }
+
+/* The magnitude of one step from |v| <= ACCEL_LM_F64_FIRST_LIMIT (any v, not only |v| < p). */
+ACCEL_FN double accel_lm_first_step_f64(double v, accel_lm_f64 f) {
+  return accel_lm_reduce_f64(f.mu * accel_lm_reduce_f64(v * v + v, f), f);
+}
+
+/* `iterations` exact steps from any 64-bit x, on the f64 path. */
+ACCEL_FN accel_i64 accel_lm_iterate_f64(accel_i64 x, accel_i64 iterations, accel_lm_params c, accel_lm_f64 f) {
+  if (iterations <= 0) return x;
+  const double sign = c.mu_neg ? -1.0 : 1.0;
+  const accel_u64 ux = (accel_u64)x;
+  double v = ux + ACCEL_LM_F64_FIRST_LIMIT <= 2 * (accel_u64)ACCEL_LM_F64_FIRST_LIMIT
+                 ? sign * accel_lm_first_step_f64((double)x, f)
+                 : (double)accel_lm_step(x, c);
+  for (accel_i64 i = 1; i < iterations; ++i) v = sign * accel_lm_step_f64(v, f);
+  return (accel_i64)v;
+}
+#endif /* ACCEL_HAS_F64 */
+
 #endif /* ACCEL_KERNELS_LOGISTIC_MAP_H */

@@ -3,11 +3,14 @@
 // (normal) scheduler, everything else is rescheduled onto a dirty CPU scheduler.
 #include <erl_nif.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/opencl/opencl_backend.hpp"
 #include "core/logistic_map.hpp"
 #include "nif/codecs.hpp"
 #include "nif/nif_util.hpp"
@@ -17,6 +20,29 @@ namespace {
 
 struct Runtime {
   std::unique_ptr<cpu::CpuBackend> cpu;
+  std::unique_ptr<Backend> opencl;
+
+  // backend: :auto is the first OpenCL GPU when there is one, else the CPU backend (which beats
+  // OpenCL on a CPU device: see README). Resolved once, by the first call that needs it; that call
+  // runs on a dirty IO scheduler because OpenCL discovery may take a while.
+  std::once_flag auto_once;
+  std::atomic<bool> auto_resolved{false};
+  Backend* auto_backend = nullptr;
+  int auto_device = 0;
+
+  void resolve_auto() {
+    std::call_once(auto_once, [this] {
+      auto_backend = cpu.get();
+      for (const DeviceInfo& d : opencl->devices()) {
+        if (d.type == "gpu") {
+          auto_backend = opencl.get();
+          auto_device = d.index;
+          break;
+        }
+      }
+      auto_resolved = true;
+    });
+  }
 };
 
 Runtime& runtime(ErlNifEnv* env) { return *static_cast<Runtime*>(enif_priv_data(env)); }
@@ -33,11 +59,49 @@ ERL_NIF_TERM schedule_dirty_cpu(ErlNifEnv* env, const char* name, NifFn fn, int 
   return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, fn, argc, argv);
 }
 
-Backend& select_backend(ErlNifEnv* env, ERL_NIF_TERM name) {
-  if (enif_is_identical(name, atoms.cpu) || enif_is_identical(name, atoms.auto_)) return *runtime(env).cpu;
-  if (enif_is_identical(name, atoms.opencl) || enif_is_identical(name, atoms.cuda))
-    throw ArgumentError("backend " + describe_term(env, name) + " is not compiled into this build of Accel");
-  throw ArgumentError("unknown backend: " + describe_term(env, name));
+ERL_NIF_TERM schedule_dirty_io(ErlNifEnv* env, const char* name, NifFn fn, int argc, const ERL_NIF_TERM argv[]) {
+  return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_IO_BOUND, fn, argc, argv);
+}
+
+struct Target {
+  Backend* backend = nullptr;  // nullptr: :auto, not resolved yet
+  CallOptions options;
+};
+
+// (backend, device, chunk_size) arguments: device -1 picks the backend's default device.
+Target select_target(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device, ERL_NIF_TERM chunk) {
+  Runtime& rt = runtime(env);
+  Target t;
+  const int64_t index = decode_int64_arg(env, device, "device");
+  const int64_t chunk_size = decode_int64_arg(env, chunk, "chunk_size");
+  if (index < -1 || index > 1 << 20) throw ArgumentError("device must be a non-negative index, got: " + std::to_string(index));
+  if (chunk_size < 0) throw ArgumentError("chunk_size must be a positive integer, got: " + std::to_string(chunk_size));
+  t.options.device = index < 0 ? 0 : static_cast<int>(index);
+  t.options.chunk_elements = static_cast<size_t>(chunk_size);
+  if (enif_is_identical(name, atoms.cpu)) {
+    t.backend = rt.cpu.get();
+  } else if (enif_is_identical(name, atoms.opencl)) {
+    t.backend = rt.opencl.get();
+  } else if (enif_is_identical(name, atoms.auto_)) {
+    if (rt.auto_resolved) {
+      t.backend = rt.auto_backend;
+      if (index < 0) t.options.device = rt.auto_device;
+    }
+  } else if (enif_is_identical(name, atoms.cuda)) {
+    throw ArgumentError("backend :cuda is not compiled into this build of Accel");
+  } else {
+    throw ArgumentError("unknown backend: " + describe_term(env, name));
+  }
+  return t;
+}
+
+Target resolved_target(ErlNifEnv* env, const ERL_NIF_TERM argv[]) {
+  Target t = select_target(env, argv[5], argv[6], argv[7]);
+  if (t.backend == nullptr) {
+    runtime(env).resolve_auto();
+    t = select_target(env, argv[5], argv[6], argv[7]);
+  }
+  return t;
 }
 
 bool wants_list(ErlNifEnv* env, ERL_NIF_TERM as) {
@@ -46,26 +110,27 @@ bool wants_list(ErlNifEnv* env, ERL_NIF_TERM as) {
   throw ArgumentError("as must be :list or :binary, got: " + describe_term(env, as));
 }
 
-// ---- logistic map: (input, p, mu, iterations, as, backend) ----
+// ---- logistic map: (input, p, mu, iterations, as, backend, device, chunk_size) ----
 
 ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const LogisticMapPlan plan = plan_logistic_map(decode_int64_arg(env, argv[1], "p"), decode_int64_arg(env, argv[2], "mu"),
                                                  decode_int64_arg(env, argv[3], "iterations"));
   const bool as_list = wants_list(env, argv[4]);
-  Backend& backend = select_backend(env, argv[5]);
+  const Target target = resolved_target(env, argv);
+  Backend& backend = *target.backend;
   Int64Input in = decode_int64_input(env, argv[0]);
   const size_t n = in.source.count;
 
   if (!as_list) {
     unsigned char* out;
     ERL_NIF_TERM result = make_output_binary(env, n * 8, &out);
-    backend.logistic_map(in.source, out, plan);
+    backend.logistic_map(in.source, out, plan, target.options);
     return result;
   }
   check_list_output(n);
   // A decoded list is transformed in place; other inputs get a scratch buffer.
   HostBuffer buffer = in.kind == InputKind::List ? std::move(in.storage) : HostBuffer(n * 8);
-  backend.logistic_map(in.source, buffer.data(), plan);
+  backend.logistic_map(in.source, buffer.data(), plan, target.options);
   return encode_int64_list(env, buffer, n);
 }
 
@@ -74,6 +139,9 @@ ERL_NIF_TERM logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   if (!enif_get_int64(env, argv[1], &p) || !enif_get_int64(env, argv[2], &mu) || !enif_get_int64(env, argv[3], &iterations) ||
       p < 1 || iterations < 0)
     return logistic_map_run(env, argc, argv);  // raises the precise error
+  const Target target = select_target(env, argv[5], argv[6], argv[7]);
+  if (target.backend == nullptr || target.backend->waits_on_device())
+    return schedule_dirty_io(env, "logistic_map", guarded<logistic_map_run>, argc, argv);
   const size_t n = count_int64_input(env, argv[0], kInlineElements);
   if (runs_inline(n, logistic_map_cost(n, plan_logistic_map(p, mu, iterations)))) return logistic_map_run(env, argc, argv);
   return schedule_dirty_cpu(env, "logistic_map", guarded<logistic_map_run>, argc, argv);
@@ -124,11 +192,29 @@ ERL_NIF_TERM status_tuple(ErlNifEnv* env, const BackendStatus& s) {
                           s.available ? atoms.true_ : atoms.false_, make_string(env, s.detail));
 }
 
+// Both run on dirty IO (see nif_funcs): the first may wait for OpenCL discovery.
 ERL_NIF_TERM backends(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
-  const BackendStatus cpu = runtime(env).cpu->status();
-  const BackendStatus opencl{"opencl", false, false, "not compiled into this build"};
+  Runtime& rt = runtime(env);
   const BackendStatus cuda{"cuda", false, false, "not compiled into this build"};
-  return enif_make_list3(env, status_tuple(env, cpu), status_tuple(env, opencl), status_tuple(env, cuda));
+  return enif_make_list3(env, status_tuple(env, rt.cpu->status()), status_tuple(env, rt.opencl->status()),
+                         status_tuple(env, cuda));
+}
+
+ERL_NIF_TERM devices(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  Runtime& rt = runtime(env);
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  // Built back to front: OpenCL devices first, then the host.
+  for (Backend* backend : {static_cast<Backend*>(rt.cpu.get()), static_cast<Backend*>(rt.opencl.get())}) {
+    const auto found = backend->devices();
+    for (auto it = found.rbegin(); it != found.rend(); ++it) {
+      ERL_NIF_TERM fields[] = {enif_make_atom(env, it->backend.c_str()), enif_make_int(env, it->index),
+                               make_string(env, it->platform),          make_string(env, it->name),
+                               enif_make_atom(env, it->type.c_str()),   enif_make_uint64(env, it->memory),
+                               enif_make_uint64(env, it->max_alloc),    enif_make_uint(env, it->compute_units)};
+      list = enif_make_list_cell(env, enif_make_tuple_from_array(env, fields, 8), list);
+    }
+  }
+  return list;
 }
 
 ERL_NIF_TERM host_memory(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
@@ -138,6 +224,13 @@ ERL_NIF_TERM host_memory(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
 ERL_NIF_TERM trim_host_cache(ErlNifEnv*, int, const ERL_NIF_TERM[]) {
   HostBuffer::trim_cache();
   return atoms.ok;
+}
+
+ERL_NIF_TERM auto_device(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  Runtime& rt = runtime(env);
+  rt.resolve_auto();
+  const char* name = rt.auto_backend == rt.cpu.get() ? "cpu" : "opencl";
+  return enif_make_tuple2(env, enif_make_atom(env, name), enif_make_int(env, rt.auto_device));
 }
 
 // ---- load / upgrade / unload ----
@@ -150,6 +243,7 @@ int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   try {
     auto rt = std::make_unique<Runtime>();
     rt->cpu = std::make_unique<cpu::CpuBackend>(threads);
+    rt->opencl = opencl::make_backend();  // discovers devices on first use, not here
     *priv = rt.release();
   } catch (...) {
     return 2;
@@ -165,8 +259,10 @@ void unload(ErlNifEnv*, void* priv) {
 }
 
 ErlNifFunc nif_funcs[] = {
-    {"logistic_map", 6, guarded<logistic_map>, 0},
-    {"backends", 0, guarded<backends>, 0},
+    {"logistic_map", 8, guarded<logistic_map>, 0},
+    {"backends", 0, guarded<backends>, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"devices", 0, guarded<devices>, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"auto_device", 0, guarded<auto_device>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"host_memory", 0, guarded<host_memory>, 0},
     {"trim_host_cache", 0, guarded<trim_host_cache>, 0},
     {"noop", 0, noop, 0},

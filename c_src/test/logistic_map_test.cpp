@@ -3,53 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <limits>
 #include <random>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 #include "core/logistic_map.hpp"
+#include "test/oracle.hpp"
 
 namespace {
 
-using i128 = __int128;
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-// rem(a * b, p) == rem(rem(a, p) * rem(b, p), p) for truncated remainders; x * (x + 1) fits in 128 bits.
-int64_t oracle_step(int64_t x, int64_t mu, int64_t p) {
-  const i128 xx1 = static_cast<i128>(x) * (static_cast<i128>(x) + 1);
-  const i128 t = xx1 % p;
-  const i128 m = static_cast<i128>(mu) % p;
-  return static_cast<int64_t>((m * t) % p);
-}
-
-int64_t oracle(int64_t x, int64_t mu, int64_t p, int64_t iterations) {
-  for (int64_t i = 0; i < iterations; ++i) x = oracle_step(x, mu, p);
-  return x;
-}
-
-std::vector<int64_t> edge_inputs(int64_t p) {
-  std::vector<int64_t> v = {0, 1, -1, 2, -2, kMax, kMin, kMax - 1, kMin + 1, p, -p, p - 1, 1 - p, p + 1,
-                            -p - 1, 4294967295LL, -4294967295LL, 4294967296LL, -4294967296LL, 3037000499LL};
-  return v;
-}
-
-std::vector<int64_t> random_inputs(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t r = rng();
-    switch (i % 4) {  // full range, 32-bit, small, near the extremes
-      case 0: v[i] = static_cast<int64_t>(r); break;
-      case 1: v[i] = static_cast<int32_t>(r); break;
-      case 2: v[i] = static_cast<int64_t>(r % 20001) - 10000; break;
-      default: v[i] = (r & 1 ? kMax : kMin) + (r & 1 ? -1 : 1) * static_cast<int64_t>((r >> 1) % 1000);
-    }
-  }
-  return v;
-}
+using namespace accel::test;
 
 struct Case {
   int64_t p, mu;
@@ -148,16 +112,18 @@ TEST(LogisticMap, CpuSpanMatchesOracleOnEveryPath) {
 
 TEST(LogisticMap, CpuBackendRangesAndInPlaceBuffersAgree) {
   accel::cpu::CpuBackend backend(3);
+  EXPECT_EQ(backend.devices().at(0).type, "cpu");
   const auto plan = accel::plan_logistic_map(6700417, 22, 10);
   // A descending range with a large step crossing zero, and more elements than one chunk.
   const int64_t first = 5000000000LL, step = -123457;
   const size_t n = 100000;
   std::vector<int64_t> out(n);
-  backend.logistic_map(accel::Int64Source::of_range(first, step, n), reinterpret_cast<unsigned char*>(out.data()), plan);
+  backend.logistic_map(accel::Int64Source::of_range(first, step, n), reinterpret_cast<unsigned char*>(out.data()), plan, {});
   std::vector<int64_t> in_place(n);
   for (size_t i = 0; i < n; ++i) in_place[i] = first + static_cast<int64_t>(i) * step;
   auto* bytes = reinterpret_cast<unsigned char*>(in_place.data());
-  backend.logistic_map(accel::Int64Source::of_bytes(bytes, n), bytes, plan);
+  backend.logistic_map(accel::Int64Source::of_bytes(bytes, n), bytes, plan, {});
+  EXPECT_THROW(backend.logistic_map(accel::Int64Source::of_bytes(bytes, n), bytes, plan, {1, 0}), accel::ArgumentError);
   for (size_t i = 0; i < n; ++i) {
     ASSERT_EQ(out[i], oracle(first + static_cast<int64_t>(i) * step, 22, 6700417, 10)) << "i=" << i;
     ASSERT_EQ(in_place[i], out[i]) << "i=" << i;
@@ -180,6 +146,31 @@ TEST(LogisticMap, CostWeighsThePathAndSaturates) {
   EXPECT_EQ(accel::logistic_map_cost(10, general), 10u * (1 + 40 + 9 * 40));
   EXPECT_EQ(accel::logistic_map_cost(10, accel::plan_logistic_map(61, 22, 0)), 10u);
   EXPECT_EQ(accel::logistic_map_cost(~0ULL, accel::plan_logistic_map(61, 22, kMax)), ~0ULL);
+}
+
+}  // namespace
+
+namespace {
+
+// Blocks whose inputs all satisfy |x| < 2^26 take the f64 first step; one larger input sends its
+// block down the integer path. Both must agree with the oracle, at the boundary too.
+TEST(LogisticMap, CpuSpanF64FirstStepAtItsBoundary) {
+  constexpr int64_t kLimit = (int64_t{1} << 26) - 1;
+  std::mt19937_64 rng(5);
+  for (int64_t mu : {22, -22, 99}) {
+    const auto plan = accel::plan_logistic_map(6700417, mu, 10);
+    ASSERT_TRUE(plan.f64_exact);
+    std::vector<int64_t> xs;
+    for (int i = 0; i < 2048; ++i) xs.push_back(static_cast<int64_t>(rng() % (2 * kLimit + 1)) - kLimit);
+    xs[0] = kLimit;
+    xs[1] = -kLimit;
+    xs[300] = kLimit + 1;  // second block: integer first step
+    xs[600] = -kLimit - 1;  // third block
+    std::vector<int64_t> out(xs.size());
+    accel::cpu::logistic_map_span(accel::Int64Source::of_bytes(reinterpret_cast<const unsigned char*>(xs.data()), xs.size()),
+                                  reinterpret_cast<unsigned char*>(out.data()), 0, xs.size(), plan);
+    for (size_t i = 0; i < xs.size(); ++i) ASSERT_EQ(out[i], oracle(xs[i], mu, 6700417, 10)) << "x=" << xs[i] << " mu=" << mu;
+  }
 }
 
 }  // namespace

@@ -10,8 +10,12 @@ defmodule Accel.NIF do
     :erlang.load_nif(path, if(is_integer(threads) and threads >= 0, do: threads, else: 0))
   end
 
-  def logistic_map(_input, _p, _mu, _iterations, _as, _backend), do: :erlang.nif_error(:not_loaded)
+  def logistic_map(_input, _p, _mu, _iterations, _as, _backend, _device, _chunk_size),
+    do: :erlang.nif_error(:not_loaded)
+
   def backends, do: :erlang.nif_error(:not_loaded)
+  def devices, do: :erlang.nif_error(:not_loaded)
+  def auto_device, do: :erlang.nif_error(:not_loaded)
   def host_memory, do: :erlang.nif_error(:not_loaded)
   def trim_host_cache, do: :erlang.nif_error(:not_loaded)
   def noop, do: :erlang.nif_error(:not_loaded)

@@ -1,5 +1,5 @@
 // The native CPU backend: the shared kernels run over every core through one ThreadPool that lives
-// as long as the NIF is loaded.
+// as long as the NIF is loaded. It has one device, the host.
 #pragma once
 
 #include "core/backend.hpp"
@@ -9,15 +9,18 @@ namespace accel::cpu {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(unsigned threads = 0) : pool_(threads) {}
+  explicit CpuBackend(unsigned threads = 0);
 
-  BackendStatus status() const override;
-  void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan) override;
+  BackendStatus status() override;
+  std::vector<DeviceInfo> devices() override { return {device_}; }
+  bool waits_on_device() const override { return false; }
+  void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan, const CallOptions& options) override;
 
   unsigned threads() const { return pool_.threads(); }
 
  private:
   ThreadPool pool_;
+  DeviceInfo device_;
 };
 
 // One thread's share of a logistic-map call: elements [begin, end). Exposed for tests and the

@@ -1,0 +1,306 @@
+// The OpenCL backend, over the Khronos C++ bindings and the ICD loader: any vendor's devices, and
+// PoCL's CPU device on machines without a GPU. Discovery happens once, on first use. Each device
+// gets, lazily and once, a context, one in-order queue and a cache of built programs; calls on a
+// device are serialised by its mutex (one queue keeps transfers and kernels ordered without events,
+// and a device runs one large kernel at a time anyway). Every OpenCL error becomes accel::Error
+// naming the call and the error code.
+#define CL_HPP_TARGET_OPENCL_VERSION 120
+#define CL_HPP_MINIMUM_OPENCL_VERSION 120
+#define CL_HPP_ENABLE_EXCEPTIONS
+#include <CL/opencl.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "backends/opencl/opencl_backend.hpp"
+#include "core/error.hpp"
+#include "opencl_kernels.hpp"  // generated: kLogisticMapSource
+
+namespace accel::opencl {
+namespace {
+
+const char* error_name(cl_int code) {
+  switch (code) {
+    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE: return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_COMPILER_NOT_AVAILABLE: return "CL_COMPILER_NOT_AVAILABLE";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
+    case CL_INVALID_DEVICE: return "CL_INVALID_DEVICE";
+    case CL_INVALID_CONTEXT: return "CL_INVALID_CONTEXT";
+    case CL_INVALID_COMMAND_QUEUE: return "CL_INVALID_COMMAND_QUEUE";
+    case CL_INVALID_MEM_OBJECT: return "CL_INVALID_MEM_OBJECT";
+    case CL_INVALID_BUILD_OPTIONS: return "CL_INVALID_BUILD_OPTIONS";
+    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
+    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_ARG_SIZE: return "CL_INVALID_ARG_SIZE";
+    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_GLOBAL_WORK_SIZE: return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
+    case CL_INVALID_OPERATION: return "CL_INVALID_OPERATION";
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    default: return "an OpenCL error";
+  }
+}
+
+std::string reason_for(cl_int code) {
+  switch (code) {
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+    case CL_OUT_OF_RESOURCES:
+    case CL_OUT_OF_HOST_MEMORY:
+    case CL_INVALID_BUFFER_SIZE:
+      return "out_of_memory";
+    case CL_DEVICE_NOT_AVAILABLE:
+    case CL_DEVICE_NOT_FOUND:
+      return "device_unavailable";
+    default:
+      return "opencl_error";
+  }
+}
+
+std::string describe(const cl::Error& e) {
+  return std::string(e.what()) + " failed with " + error_name(e.err()) + " (" + std::to_string(e.err()) + ")";
+}
+
+// ERTS sets SIGCHLD to SIG_IGN, so the kernel reaps children by itself and waitpid() fails with
+// ECHILD. Some OpenCL implementations (PoCL among them) compile kernels by running a linker and
+// waiting for it, and abort the whole process when that wait fails. While any OpenCL call is in
+// flight, SIGCHLD is restored to its default; the last call out puts back what was there. (The
+// BEAM's only direct child is erl_child_setup, which lives as long as the VM.)
+class ChildWaitGuard {
+ public:
+  ChildWaitGuard() {
+    std::lock_guard<std::mutex> lock(mutex());
+    if (depth()++ == 0) {
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      sigaction(SIGCHLD, &dfl, &saved());
+    }
+  }
+  ~ChildWaitGuard() {
+    std::lock_guard<std::mutex> lock(mutex());
+    if (--depth() == 0) sigaction(SIGCHLD, &saved(), nullptr);
+  }
+  ChildWaitGuard(const ChildWaitGuard&) = delete;
+  ChildWaitGuard& operator=(const ChildWaitGuard&) = delete;
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static int& depth() {
+    static int d = 0;
+    return d;
+  }
+  static struct sigaction& saved() {
+    static struct sigaction s {};
+    return s;
+  }
+};
+
+std::atomic<uint64_t> g_program_builds{0};
+
+cl_ulong bits(double d) {
+  cl_ulong u;
+  std::memcpy(&u, &d, sizeof u);
+  return u;
+}
+
+std::string type_name(cl_device_type type) {
+  if (type & CL_DEVICE_TYPE_GPU) return "gpu";
+  if (type & CL_DEVICE_TYPE_CPU) return "cpu";
+  if (type & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
+  return "other";
+}
+
+struct DeviceState {
+  DeviceInfo info;
+  cl::Device device;
+  bool fp64 = false;  // doubles supported: the kernels' f64 path is compiled in
+  std::mutex mutex;  // guards everything below and serialises calls on this device
+  bool ready = false;
+  cl::Context context;
+  cl::CommandQueue queue;
+  std::map<std::string, cl::Program> programs;  // by build options: each built once
+};
+
+class OpenClBackend final : public Backend {
+ public:
+  BackendStatus status() override {
+    discover();
+    if (devices_.empty()) return {"opencl", true, false, unavailable_};
+    std::string detail;
+    for (const auto& d : devices_) {
+      if (!detail.empty()) detail += "; ";
+      detail += d->info.platform + ": " + d->info.name + " (" + d->info.type + ")";
+    }
+    return {"opencl", true, true, detail};
+  }
+
+  std::vector<DeviceInfo> devices() override {
+    discover();
+    std::vector<DeviceInfo> out;
+    for (const auto& d : devices_) out.push_back(d->info);
+    return out;
+  }
+
+  bool waits_on_device() const override { return true; }
+
+  void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
+                    const CallOptions& options) override {
+    DeviceState& d = device_at(options.device);
+    ChildWaitGuard child_wait;
+    std::lock_guard<std::mutex> lock(d.mutex);
+    try {
+      ready(d);
+      cl::Kernel kernel(program(d, d.fp64 ? "-DACCEL_FP64=1" : ""), "accel_logistic_map");
+      if (in.count == 0) return;
+      // A buffer may not exceed the device's largest allocation: larger inputs go through in chunks.
+      size_t chunk = std::max<uint64_t>(1, d.info.max_alloc / 8);
+      if (options.chunk_elements != 0) chunk = std::min(chunk, options.chunk_elements);
+      chunk = std::min(chunk, in.count);
+      cl::Buffer buffer(d.context, CL_MEM_READ_WRITE, chunk * 8);
+      const accel_lm_params& c = plan.exact;
+      const bool from_range = in.kind == Int64Source::Kind::Range;
+      try {
+        for (size_t offset = 0; offset < in.count; offset += chunk) {
+          const size_t m = std::min(chunk, in.count - offset);
+          // Non-blocking transfers straight from and into the caller's memory; the in-order queue
+          // orders them, and finish() below waits before that memory can go away.
+          if (!from_range) d.queue.enqueueWriteBuffer(buffer, CL_FALSE, 0, m * 8, in.bytes + offset * 8);
+          const cl_long first = from_range ? in.at(offset) : 0;
+          kernel.setArg(0, buffer);
+          kernel.setArg(1, static_cast<cl_ulong>(m));
+          kernel.setArg(2, first);
+          kernel.setArg(3, static_cast<cl_long>(in.step));
+          kernel.setArg(4, static_cast<cl_int>(from_range));
+          kernel.setArg(5, static_cast<cl_ulong>(c.p));
+          kernel.setArg(6, static_cast<cl_ulong>(c.mu_mod));
+          kernel.setArg(7, static_cast<cl_ulong>(c.barrett));
+          kernel.setArg(8, static_cast<cl_long>(c.mu_neg));
+          kernel.setArg(9, static_cast<cl_long>(c.mu_small));
+          kernel.setArg(10, static_cast<cl_long>(c.int_fast));
+          kernel.setArg(11, static_cast<cl_long>(plan.iterations));
+          kernel.setArg(12, static_cast<cl_int>(d.fp64 && plan.f64_exact));
+          kernel.setArg(13, bits(plan.f64.p));
+          kernel.setArg(14, bits(plan.f64.inv_p));
+          kernel.setArg(15, bits(plan.f64.mu));
+          const size_t global = (m + 255) / 256 * 256;  // a multiple the runtime can split evenly
+          d.queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
+          d.queue.enqueueReadBuffer(buffer, CL_FALSE, 0, m * 8, out + offset * 8);
+        }
+        d.queue.finish();
+      } catch (...) {
+        drain(d);  // no transfer may outlive the caller's memory
+        throw;
+      }
+    } catch (const cl::Error& e) {
+      throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(options.device) + " (" + d.info.name + "): " + describe(e));
+    }
+  }
+
+ private:
+  void discover() {
+    std::call_once(discovered_, [this] {
+      ChildWaitGuard child_wait;
+      try {
+        std::vector<cl::Platform> platforms;
+        cl::Platform::get(&platforms);
+        for (const auto& platform : platforms) {
+          std::vector<cl::Device> found;
+          try {
+            platform.getDevices(CL_DEVICE_TYPE_ALL, &found);
+          } catch (const cl::Error&) {
+            continue;  // a platform without devices
+          }
+          for (const auto& device : found) {
+            auto state = std::make_unique<DeviceState>();
+            state->device = device;
+            DeviceInfo& info = state->info;
+            info.backend = "opencl";
+            info.index = static_cast<int>(devices_.size());
+            info.platform = platform.getInfo<CL_PLATFORM_NAME>();
+            info.name = device.getInfo<CL_DEVICE_NAME>();
+            info.type = type_name(device.getInfo<CL_DEVICE_TYPE>());
+            info.memory = device.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
+            info.max_alloc = device.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
+            info.compute_units = device.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
+            state->fp64 = device.getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() != 0;
+            devices_.push_back(std::move(state));
+          }
+        }
+        if (devices_.empty()) unavailable_ = "OpenCL platforms found, but no devices";
+      } catch (const cl::Error& e) {
+        devices_.clear();
+        unavailable_ = "no OpenCL platform found: " + describe(e);
+      }
+    });
+  }
+
+  DeviceState& device_at(int index) {
+    discover();
+    if (devices_.empty()) throw ArgumentError("backend :opencl is unavailable: " + unavailable_);
+    if (index < 0 || static_cast<size_t>(index) >= devices_.size())
+      throw ArgumentError("no OpenCL device " + std::to_string(index) + ": there are " + std::to_string(devices_.size()) +
+                          " (see Accel.devices/0)");
+    return *devices_[static_cast<size_t>(index)];
+  }
+
+  static void ready(DeviceState& d) {
+    if (d.ready) return;
+    d.context = cl::Context(d.device);
+    d.queue = cl::CommandQueue(d.context, d.device);
+    d.ready = true;
+  }
+
+  // Built once per (device, options) and reused by every later call: the original experiment
+  // rebuilt its kernel on every call.
+  static cl::Program& program(DeviceState& d, const std::string& options) {
+    auto it = d.programs.find(options);
+    if (it != d.programs.end()) return it->second;
+    cl::Program program(d.context, std::string(kLogisticMapSource));
+    g_program_builds.fetch_add(1, std::memory_order_relaxed);
+    try {
+      program.build(std::vector<cl::Device>{d.device}, options.c_str());
+    } catch (const cl::Error& e) {
+      std::string log;
+      try {
+        log = program.getBuildInfo<CL_PROGRAM_BUILD_LOG>(d.device);
+      } catch (const cl::Error&) {
+        log = "(no build log)";
+      }
+      throw Error("build_failed", "OpenCL program build failed on " + d.info.name + ": " + describe(e) + "\n" + log);
+    }
+    return d.programs.emplace(options, std::move(program)).first->second;
+  }
+
+  static void drain(DeviceState& d) noexcept {
+    try {
+      d.queue.finish();
+    } catch (...) {
+    }
+  }
+
+  std::once_flag discovered_;
+  std::vector<std::unique_ptr<DeviceState>> devices_;
+  std::string unavailable_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend() { return std::make_unique<OpenClBackend>(); }
+
+uint64_t program_builds() { return g_program_builds.load(std::memory_order_relaxed); }
+
+}  // namespace accel::opencl

@@ -1,0 +1,27 @@
+defmodule Accel.Device do
+  @moduledoc """
+  A device a backend can run on, as listed by `Accel.devices/0`. Pass one as `device:` to select it;
+  its `:backend` then selects the backend too.
+
+    * `:backend` - `:cpu` or `:opencl`
+    * `:id` - index within the backend's devices
+    * `:platform` - OpenCL platform name (`"host"` for the CPU backend)
+    * `:name`, `:type` (`:cpu`, `:gpu`, `:accelerator` or `:other`)
+    * `:memory` - bytes of device memory; `:max_alloc` - the largest single buffer, in bytes
+      (larger inputs are processed in chunks)
+    * `:compute_units` - OpenCL compute units, or CPU threads
+  """
+  @enforce_keys [:backend, :id]
+  defstruct [:backend, :id, :platform, :name, :type, :memory, :max_alloc, :compute_units]
+
+  @type t :: %__MODULE__{
+          backend: atom(),
+          id: non_neg_integer(),
+          platform: String.t(),
+          name: String.t(),
+          type: :cpu | :gpu | :accelerator | :other,
+          memory: non_neg_integer(),
+          max_alloc: non_neg_integer(),
+          compute_units: non_neg_integer()
+        }
+end
