@@ -42,8 +42,9 @@ defmodule Accel do
     * `:p` - the modulus (default `6_700_417`)
     * `:mu` - the multiplier (default `22`)
     * `:iterations` - how many times to apply the map (default `10`)
-    * `:backend` - `:auto` (default), `:cpu` or `:opencl`; see `backends/0`. `:auto` is the first
-      OpenCL GPU when there is one, otherwise the native CPU backend (faster than OpenCL on a CPU).
+    * `:backend` - `:auto` (default), `:cpu`, `:opencl` or `:cuda`; see `backends/0`. `:auto` is
+      the first CUDA device, else the first OpenCL GPU, else the native CPU backend (faster than
+      OpenCL on a CPU); `default_device/0` says which.
     * `:device` - an `Accel.Device` from `devices/0` (selects its backend too), or an index into
       the chosen backend's devices
     * `:chunk_size` - process at most this many elements at a time on a device (default: as many
@@ -96,13 +97,14 @@ defmodule Accel do
   end
 
   @doc """
-  Every device of every usable backend: OpenCL devices first (in platform order), then the host CPU.
+  Every device of every usable backend: CUDA devices first, then OpenCL devices (in platform order),
+  then the host CPU.
 
       iex> %Accel.Device{backend: :cpu, id: 0, type: :cpu} = List.last(Accel.devices())
   """
   @spec devices() :: [Accel.Device.t()]
   def devices do
-    for {backend, id, platform, name, type, memory, max_alloc, units} <- Accel.NIF.devices() do
+    for {backend, id, platform, name, type, memory, max_alloc, units, capability} <- Accel.NIF.devices() do
       %Accel.Device{
         backend: backend,
         id: id,
@@ -111,14 +113,15 @@ defmodule Accel do
         type: type,
         memory: memory,
         max_alloc: max_alloc,
-        compute_units: units
+        compute_units: units,
+        capability: capability
       }
     end
   end
 
   @doc """
-  The device `backend: :auto` runs on: the first OpenCL GPU when there is one, otherwise the CPU
-  backend's device (on a CPU, Accel's native backend is several times faster than an OpenCL CPU
+  The device `backend: :auto` runs on: the first CUDA device, else the first OpenCL GPU, else the
+  CPU backend's device (on a CPU, Accel's native backend is several times faster than an OpenCL CPU
   device; see the README's benchmark).
   """
   @spec default_device() :: Accel.Device.t()

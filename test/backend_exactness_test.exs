@@ -19,7 +19,7 @@ defmodule Accel.BackendExactnessTest do
     [p: 1_000_003, mu: -0x8000000000000000, iterations: 25]
   ]
 
-  for backend <- [:cpu, :opencl] do
+  for backend <- [:cpu, :opencl, :cuda] do
     describe "#{backend}" do
       @describetag backend
       @backend backend

@@ -26,7 +26,8 @@ struct DeviceInfo {
   std::string type;       // "cpu", "gpu", "accelerator" or "other"
   uint64_t memory = 0;     // bytes
   uint64_t max_alloc = 0;  // largest single buffer, bytes
-  uint32_t compute_units = 0;
+  uint32_t compute_units = 0;  // OpenCL compute units, CUDA multiprocessors, CPU threads
+  std::string capability;      // CUDA compute capability ("9.0"); empty elsewhere
 };
 
 // Per-call choices a caller may make.

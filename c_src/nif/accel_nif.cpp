@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cuda/cuda_backend.hpp"
 #include "backends/opencl/opencl_backend.hpp"
 #include "core/logistic_map.hpp"
 #include "nif/codecs.hpp"
@@ -21,10 +22,13 @@ namespace {
 struct Runtime {
   std::unique_ptr<cpu::CpuBackend> cpu;
   std::unique_ptr<Backend> opencl;
+  std::unique_ptr<Backend> cuda;
 
-  // backend: :auto is the first OpenCL GPU when there is one, else the CPU backend (which beats
-  // OpenCL on a CPU device: see README). Resolved once, by the first call that needs it; that call
-  // runs on a dirty IO scheduler because OpenCL discovery may take a while.
+  Backend* all[3] = {};  // cpu, opencl, cuda: the order Accel.backends/0 reports
+
+  // backend: :auto is the first CUDA device, else the first OpenCL GPU, else the CPU backend (which
+  // beats OpenCL on a CPU device: see README). Resolved once, by the first call that needs it; that
+  // call runs on a dirty IO scheduler because device discovery may take a while.
   std::once_flag auto_once;
   std::atomic<bool> auto_resolved{false};
   Backend* auto_backend = nullptr;
@@ -33,11 +37,15 @@ struct Runtime {
   void resolve_auto() {
     std::call_once(auto_once, [this] {
       auto_backend = cpu.get();
-      for (const DeviceInfo& d : opencl->devices()) {
-        if (d.type == "gpu") {
-          auto_backend = opencl.get();
-          auto_device = d.index;
-          break;
+      if (!cuda->devices().empty()) {
+        auto_backend = cuda.get();
+      } else {
+        for (const DeviceInfo& d : opencl->devices()) {
+          if (d.type == "gpu") {
+            auto_backend = opencl.get();
+            auto_device = d.index;
+            break;
+          }
         }
       }
       auto_resolved = true;
@@ -88,7 +96,7 @@ Target select_target(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device, ERL
       if (index < 0) t.options.device = rt.auto_device;
     }
   } else if (enif_is_identical(name, atoms.cuda)) {
-    throw ArgumentError("backend :cuda is not compiled into this build of Accel");
+    t.backend = rt.cuda.get();
   } else {
     throw ArgumentError("unknown backend: " + describe_term(env, name));
   }
@@ -192,26 +200,31 @@ ERL_NIF_TERM status_tuple(ErlNifEnv* env, const BackendStatus& s) {
                           s.available ? atoms.true_ : atoms.false_, make_string(env, s.detail));
 }
 
-// Both run on dirty IO (see nif_funcs): the first may wait for OpenCL discovery.
+// These run on dirty IO (see nif_funcs): the first may wait for device discovery.
 ERL_NIF_TERM backends(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   Runtime& rt = runtime(env);
-  const BackendStatus cuda{"cuda", false, false, "not compiled into this build"};
-  return enif_make_list3(env, status_tuple(env, rt.cpu->status()), status_tuple(env, rt.opencl->status()),
-                         status_tuple(env, cuda));
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  for (size_t i = 3; i-- > 0;) list = enif_make_list_cell(env, status_tuple(env, rt.all[i]->status()), list);
+  return list;
 }
 
 ERL_NIF_TERM devices(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   Runtime& rt = runtime(env);
   ERL_NIF_TERM list = enif_make_list(env, 0);
-  // Built back to front: OpenCL devices first, then the host.
-  for (Backend* backend : {static_cast<Backend*>(rt.cpu.get()), static_cast<Backend*>(rt.opencl.get())}) {
+  // Built back to front: CUDA devices first, then OpenCL, then the host.
+  for (Backend* backend : rt.all) {
     const auto found = backend->devices();
     for (auto it = found.rbegin(); it != found.rend(); ++it) {
-      ERL_NIF_TERM fields[] = {enif_make_atom(env, it->backend.c_str()), enif_make_int(env, it->index),
-                               make_string(env, it->platform),          make_string(env, it->name),
-                               enif_make_atom(env, it->type.c_str()),   enif_make_uint64(env, it->memory),
-                               enif_make_uint64(env, it->max_alloc),    enif_make_uint(env, it->compute_units)};
-      list = enif_make_list_cell(env, enif_make_tuple_from_array(env, fields, 8), list);
+      ERL_NIF_TERM fields[] = {enif_make_atom(env, it->backend.c_str()),
+                               enif_make_int(env, it->index),
+                               make_string(env, it->platform),
+                               make_string(env, it->name),
+                               enif_make_atom(env, it->type.c_str()),
+                               enif_make_uint64(env, it->memory),
+                               enif_make_uint64(env, it->max_alloc),
+                               enif_make_uint(env, it->compute_units),
+                               it->capability.empty() ? atoms.nil : make_string(env, it->capability)};
+      list = enif_make_list_cell(env, enif_make_tuple_from_array(env, fields, 9), list);
     }
   }
   return list;
@@ -229,7 +242,7 @@ ERL_NIF_TERM trim_host_cache(ErlNifEnv*, int, const ERL_NIF_TERM[]) {
 ERL_NIF_TERM auto_device(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   Runtime& rt = runtime(env);
   rt.resolve_auto();
-  const char* name = rt.auto_backend == rt.cpu.get() ? "cpu" : "opencl";
+  const char* name = rt.auto_backend == rt.cpu.get() ? "cpu" : rt.auto_backend == rt.cuda.get() ? "cuda" : "opencl";
   return enif_make_tuple2(env, enif_make_atom(env, name), enif_make_int(env, rt.auto_device));
 }
 
@@ -243,7 +256,11 @@ int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   try {
     auto rt = std::make_unique<Runtime>();
     rt->cpu = std::make_unique<cpu::CpuBackend>(threads);
-    rt->opencl = opencl::make_backend();  // discovers devices on first use, not here
+    rt->opencl = opencl::make_backend();  // device backends discover on first use, not here
+    rt->cuda = cuda::make_backend();
+    rt->all[0] = rt->cpu.get();
+    rt->all[1] = rt->opencl.get();
+    rt->all[2] = rt->cuda.get();
     *priv = rt.release();
   } catch (...) {
     return 2;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cuda/cuda_backend.hpp"
 #include "backends/opencl/opencl_backend.hpp"
 #include "core/error.hpp"
 #include "test/oracle.hpp"
@@ -18,6 +19,7 @@ using namespace accel::test;
 
 std::unique_ptr<accel::Backend> make(const std::string& name) {
   if (name == "cpu") return std::make_unique<accel::cpu::CpuBackend>(2);
+  if (name == "cuda") return accel::cuda::make_backend();
   return accel::opencl::make_backend();
 }
 
@@ -102,7 +104,7 @@ TEST_P(BackendTest, RejectsDevicesThatDoNotExist) {
   EXPECT_THROW(backend_->logistic_map(src, reinterpret_cast<unsigned char*>(&x), plan, {-1, 0}), accel::ArgumentError);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryBackend, BackendTest, ::testing::Values("cpu", "opencl"),
+INSTANTIATE_TEST_SUITE_P(EveryBackend, BackendTest, ::testing::Values("cpu", "opencl", "cuda"),
                          [](const auto& info) { return info.param; });
 
 TEST(OpenClBackend, BuildsItsProgramOncePerDevice) {
@@ -114,6 +116,30 @@ TEST(OpenClBackend, BuildsItsProgramOncePerDevice) {
   for (int64_t iterations : {1, 10, 3})  // parameters are kernel arguments, not build options
     backend->logistic_map(accel::Int64Source::of_bytes(bytes, 3), bytes, accel::plan_logistic_map(61, 22, iterations), {});
   EXPECT_EQ(accel::opencl::program_builds() - before, 1u);
+}
+
+// Host side of the CUDA backend: with no driver or device (this build machine, CI) it must report
+// why, and refuse calls with an ArgumentError, never crash.
+TEST(CudaBackend, WithoutADeviceItSaysWhyAndRefusesCalls) {
+  auto backend = accel::cuda::make_backend();
+  const auto status = backend->status();
+  EXPECT_EQ(status.name, "cuda");
+  EXPECT_FALSE(status.detail.empty());
+#ifdef ACCEL_WITH_CUDA
+  EXPECT_TRUE(status.compiled);
+#else
+  EXPECT_FALSE(status.compiled);
+#endif
+  if (status.available) GTEST_SKIP() << "a CUDA device is present: " << status.detail;
+  EXPECT_TRUE(backend->devices().empty());
+  int64_t x = 1;
+  auto* bytes = reinterpret_cast<unsigned char*>(&x);
+  try {
+    backend->logistic_map(accel::Int64Source::of_bytes(bytes, 1), bytes, accel::plan_logistic_map(61, 22, 1), {});
+    FAIL() << "a call without a device succeeded";
+  } catch (const accel::ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("backend :cuda is"), std::string::npos) << e.what();
+  }
 }
 
 TEST(OpenClBackend, StatusSaysWhetherItIsCompiledIn) {

@@ -3,16 +3,17 @@ defmodule Accel.Device do
   A device a backend can run on, as listed by `Accel.devices/0`. Pass one as `device:` to select it;
   its `:backend` then selects the backend too.
 
-    * `:backend` - `:cpu` or `:opencl`
+    * `:backend` - `:cpu`, `:opencl` or `:cuda`
     * `:id` - index within the backend's devices
     * `:platform` - OpenCL platform name (`"host"` for the CPU backend)
     * `:name`, `:type` (`:cpu`, `:gpu`, `:accelerator` or `:other`)
     * `:memory` - bytes of device memory; `:max_alloc` - the largest single buffer, in bytes
       (larger inputs are processed in chunks)
-    * `:compute_units` - OpenCL compute units, or CPU threads
+    * `:compute_units` - OpenCL compute units, CUDA multiprocessors, or CPU threads
+    * `:capability` - CUDA compute capability, such as `"9.0"` (`nil` elsewhere)
   """
   @enforce_keys [:backend, :id]
-  defstruct [:backend, :id, :platform, :name, :type, :memory, :max_alloc, :compute_units]
+  defstruct [:backend, :id, :platform, :name, :type, :memory, :max_alloc, :compute_units, :capability]
 
   @type t :: %__MODULE__{
           backend: atom(),
@@ -22,6 +23,7 @@ defmodule Accel.Device do
           type: :cpu | :gpu | :accelerator | :other,
           memory: non_neg_integer(),
           max_alloc: non_neg_integer(),
-          compute_units: non_neg_integer()
+          compute_units: non_neg_integer(),
+          capability: String.t() | nil
         }
 end

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "backends/opencl/opencl_backend.hpp"
+#include "core/chunk_plan.hpp"
 #include "core/error.hpp"
 #include "opencl_kernels.hpp"  // generated: kLogisticMapSource
 
@@ -167,15 +168,13 @@ class OpenClBackend final : public Backend {
       cl::Kernel kernel(program(d, d.fp64 ? "-DACCEL_FP64=1" : ""), "accel_logistic_map");
       if (in.count == 0) return;
       // A buffer may not exceed the device's largest allocation: larger inputs go through in chunks.
-      size_t chunk = std::max<uint64_t>(1, d.info.max_alloc / 8);
-      if (options.chunk_elements != 0) chunk = std::min(chunk, options.chunk_elements);
-      chunk = std::min(chunk, in.count);
+      const size_t chunk = chunk_elements(in.count, d.info.max_alloc / 8, options.chunk_elements);
       cl::Buffer buffer(d.context, CL_MEM_READ_WRITE, chunk * 8);
       const accel_lm_params& c = plan.exact;
       const bool from_range = in.kind == Int64Source::Kind::Range;
       try {
-        for (size_t offset = 0; offset < in.count; offset += chunk) {
-          const size_t m = std::min(chunk, in.count - offset);
+        for (const Chunk& part : plan_chunks(in.count, chunk, 1)) {
+          const size_t offset = part.offset, m = part.count;
           // Non-blocking transfers straight from and into the caller's memory; the in-order queue
           // orders them, and finish() below waits before that memory can go away.
           if (!from_range) d.queue.enqueueWriteBuffer(buffer, CL_FALSE, 0, m * 8, in.bytes + offset * 8);

@@ -1,0 +1,195 @@
+// The CUDA backend, over the CUDA runtime linked statically: the NIF loads wherever the toolkit's
+// libraries are absent, and reports the driver's own reason where no driver or device exists.
+// Discovery happens once, on first use. Each device gets, lazily and once, two streams and two
+// device buffers; a call's chunks alternate between them, so the transfers of one chunk overlap the
+// kernel of the other (in-order within a stream). Calls on a device are serialised by its mutex.
+// The math is kernels/logistic_map.h, compiled here as device code.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include "core/chunk_plan.hpp"
+#include "core/error.hpp"
+#include "kernels/logistic_map.h"
+
+namespace accel::cuda {
+namespace {
+
+std::string reason_for(cudaError_t e) {
+  switch (e) {
+    case cudaErrorMemoryAllocation:
+      return "out_of_memory";
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorDeviceUninitialized:
+      return "device_unavailable";
+    default:
+      return "cuda_error";
+  }
+}
+
+std::string describe(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+// Every runtime call goes through here: the error names the call and CUDA's own error name.
+#define ACCEL_CUDA(call) check((call), #call)
+void check(cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();  // clear a sticky-free error so the next call starts clean
+  throw Error(reason_for(e), std::string(call) + " failed with " + describe(e));
+}
+
+constexpr int kThreads = 256;
+constexpr size_t kSlots = 2;
+
+__global__ void logistic_map_kernel(long long* data, unsigned long long n, long long first, long long step, int from_range,
+                                    accel_lm_params c, int use_f64, accel_lm_f64 f, long long iterations) {
+  const unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const accel_i64 x = from_range ? static_cast<accel_i64>(static_cast<accel_u64>(first) + i * static_cast<accel_u64>(step))
+                                 : static_cast<accel_i64>(data[i]);
+  data[i] = use_f64 ? accel_lm_iterate_f64(x, iterations, c, f) : accel_lm_iterate(x, iterations, c);
+}
+
+struct DeviceState {
+  DeviceInfo info;
+  int ordinal = 0;
+  std::mutex mutex;  // guards everything below and serialises calls on this device
+  bool ready = false;
+  cudaStream_t streams[kSlots] = {};
+  long long* buffers[kSlots] = {};
+  size_t buffer_elements = 0;
+
+  ~DeviceState() {
+    if (!ready) return;
+    cudaSetDevice(ordinal);
+    for (size_t s = 0; s < kSlots; ++s) {
+      if (buffers[s] != nullptr) cudaFree(buffers[s]);
+      if (streams[s] != nullptr) cudaStreamDestroy(streams[s]);
+    }
+  }
+};
+
+class CudaBackend final : public Backend {
+ public:
+  BackendStatus status() override {
+    discover();
+    if (devices_.empty()) return {"cuda", true, false, unavailable_};
+    std::string detail;
+    for (const auto& d : devices_) {
+      if (!detail.empty()) detail += "; ";
+      detail += d->info.name + " (compute capability " + d->info.capability + ")";
+    }
+    return {"cuda", true, true, detail};
+  }
+
+  std::vector<DeviceInfo> devices() override {
+    discover();
+    std::vector<DeviceInfo> out;
+    for (const auto& d : devices_) out.push_back(d->info);
+    return out;
+  }
+
+  bool waits_on_device() const override { return true; }
+
+  void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
+                    const CallOptions& options) override {
+    DeviceState& d = device_at(options.device);
+    std::lock_guard<std::mutex> lock(d.mutex);
+    ACCEL_CUDA(cudaSetDevice(d.ordinal));  // per calling thread: dirty schedulers come and go
+    if (in.count == 0) return;
+    // Two buffers must fit at once, within a quarter of the device's memory.
+    const size_t chunk = chunk_elements(in.count, d.info.memory / 8 / 8, options.chunk_elements);
+    ready(d, chunk);
+    const bool from_range = in.kind == Int64Source::Kind::Range;
+    const int use_f64 = plan.f64_exact ? 1 : 0;
+    try {
+      for (const Chunk& part : plan_chunks(in.count, chunk, kSlots)) {
+        cudaStream_t stream = d.streams[part.slot];
+        long long* buffer = d.buffers[part.slot];
+        if (!from_range)
+          ACCEL_CUDA(cudaMemcpyAsync(buffer, in.bytes + part.offset * 8, part.count * 8, cudaMemcpyHostToDevice, stream));
+        const unsigned blocks = static_cast<unsigned>((part.count + kThreads - 1) / kThreads);
+        logistic_map_kernel<<<blocks, kThreads, 0, stream>>>(buffer, part.count, from_range ? in.at(part.offset) : 0,
+                                                             in.step, from_range, plan.exact, use_f64, plan.f64,
+                                                             plan.iterations);
+        ACCEL_CUDA(cudaGetLastError());
+        ACCEL_CUDA(cudaMemcpyAsync(out + part.offset * 8, buffer, part.count * 8, cudaMemcpyDeviceToHost, stream));
+      }
+      for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaStreamSynchronize(d.streams[s]));
+    } catch (...) {
+      for (size_t s = 0; s < kSlots; ++s) cudaStreamSynchronize(d.streams[s]);  // no copy may outlive `out`
+      throw;
+    }
+  }
+
+ private:
+  void discover() {
+    std::call_once(discovered_, [this] {
+      int count = 0;
+      const cudaError_t e = cudaGetDeviceCount(&count);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        unavailable_ = "no usable CUDA device: cudaGetDeviceCount failed with " + describe(e);
+        return;
+      }
+      for (int i = 0; i < count; ++i) {
+        cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
+        auto state = std::make_unique<DeviceState>();
+        state->ordinal = i;
+        DeviceInfo& info = state->info;
+        info.backend = "cuda";
+        info.index = static_cast<int>(devices_.size());
+        info.platform = "CUDA";
+        info.name = prop.name;
+        info.type = "gpu";
+        info.memory = prop.totalGlobalMem;
+        info.max_alloc = prop.totalGlobalMem;
+        info.compute_units = static_cast<uint32_t>(prop.multiProcessorCount);
+        info.capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+        devices_.push_back(std::move(state));
+      }
+      if (devices_.empty()) unavailable_ = "the CUDA driver reports no devices";
+    });
+  }
+
+  DeviceState& device_at(int index) {
+    discover();
+    if (devices_.empty()) throw ArgumentError("backend :cuda is unavailable: " + unavailable_);
+    if (index < 0 || static_cast<size_t>(index) >= devices_.size())
+      throw ArgumentError("no CUDA device " + std::to_string(index) + ": there are " + std::to_string(devices_.size()) +
+                          " (see Accel.devices/0)");
+    return *devices_[static_cast<size_t>(index)];
+  }
+
+  // Streams once per device; buffers grown to the largest chunk seen, then reused by every call.
+  static void ready(DeviceState& d, size_t chunk) {
+    if (!d.ready) {
+      for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaStreamCreateWithFlags(&d.streams[s], cudaStreamNonBlocking));
+      d.ready = true;
+    }
+    if (d.buffer_elements >= chunk) return;
+    for (size_t s = 0; s < kSlots; ++s) {
+      if (d.buffers[s] != nullptr) ACCEL_CUDA(cudaFree(d.buffers[s]));
+      d.buffers[s] = nullptr;
+    }
+    d.buffer_elements = 0;
+    for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaMalloc(reinterpret_cast<void**>(&d.buffers[s]), chunk * 8));
+    d.buffer_elements = chunk;
+  }
+
+  std::once_flag discovered_;
+  std::vector<std::unique_ptr<DeviceState>> devices_;
+  std::string unavailable_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend() { return std::make_unique<CudaBackend>(); }
+
+}  // namespace accel::cuda

@@ -1,0 +1,30 @@
+// Chunk planning for device backends: sizes 1, chunk - 1, chunk, chunk + 1, limits and slots.
+#include <gtest/gtest.h>
+
+#include "core/chunk_plan.hpp"
+
+TEST(ChunkPlan, ChunkSizeHonoursDeviceLimitAndRequest) {
+  EXPECT_EQ(accel::chunk_elements(1000, 4096, 0), 1000u);  // fits at once
+  EXPECT_EQ(accel::chunk_elements(10000, 4096, 0), 4096u);  // device limit
+  EXPECT_EQ(accel::chunk_elements(10000, 4096, 100), 100u);  // caller asked for less
+  EXPECT_EQ(accel::chunk_elements(10000, 4096, 9000), 4096u);  // never above the device limit
+  EXPECT_EQ(accel::chunk_elements(0, 4096, 0), 1u);
+  EXPECT_EQ(accel::chunk_elements(10, 0, 0), 1u);  // a device reporting 0 still makes progress
+}
+
+TEST(ChunkPlan, CoversEveryElementOnceInOrder) {
+  for (size_t chunk : {1, 7, 8, 9}) {
+    for (size_t total : {size_t{0}, size_t{1}, chunk - 1, chunk, chunk + 1, 10 * chunk + 3}) {
+      const auto plan = accel::plan_chunks(total, chunk, 2);
+      size_t next = 0;
+      for (size_t i = 0; i < plan.size(); ++i) {
+        EXPECT_EQ(plan[i].offset, next);
+        EXPECT_GE(plan[i].count, 1u);
+        EXPECT_LE(plan[i].count, chunk);
+        EXPECT_EQ(plan[i].slot, i % 2);
+        next += plan[i].count;
+      }
+      EXPECT_EQ(next, total) << "chunk " << chunk << " total " << total;
+    }
+  }
+}
