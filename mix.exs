@@ -10,7 +10,7 @@ defmodule Accel.MixProject do
       elixir: "~> 1.14",
       compilers: [:accel_cmake] ++ Mix.compilers(),
       start_permanent: Mix.env() == :prod,
-      deps: [],
+      deps: deps(),
       elixirc_paths: if(Mix.env() == :test, do: ["lib", "test/support"], else: ["lib"]),
       elixirc_options: [warnings_as_errors: System.get_env("CI") in ["true", "1"]],
       description: "Data-parallel kernels for the BEAM on the CPU, OpenCL and CUDA, through a C++17 NIF",
@@ -20,5 +20,11 @@ defmodule Accel.MixProject do
 
   def application do
     [extra_applications: [:logger]]
+  end
+
+  # Flow is optional and, like every hex package, unreachable on our build machines: declare it only
+  # when asked (ACCEL_FLOW=1) so that a project using Flow compiles it before Accel.Flow.
+  defp deps do
+    if System.get_env("ACCEL_FLOW") in ["1", "true"], do: [{:flow, "~> 1.2", optional: true}], else: []
   end
 end

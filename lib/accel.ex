@@ -21,6 +21,7 @@ defmodule Accel do
     backend: :auto,
     device: nil,
     chunk_size: nil,
+    max_bytes: nil,
     as: nil
   ]
   @backends [:auto, :cpu, :opencl, :cuda]
@@ -45,10 +46,13 @@ defmodule Accel do
     * `:backend` - `:auto` (default), `:cpu`, `:opencl` or `:cuda`; see `backends/0`. `:auto` is
       the first CUDA device, else the first OpenCL GPU, else the native CPU backend (faster than
       OpenCL on a CPU); `default_device/0` says which.
-    * `:device` - an `Accel.Device` from `devices/0` (selects its backend too), or an index into
-      the chosen backend's devices
+    * `:device` - an `Accel.Device` from `devices/0` (selects its backend too), an index into the
+      chosen backend's devices, or `:all`: chunks spread over every usable device (see
+      `Accel.Dispatch`; `:chunk_size` defaults to 1_000_000 there)
     * `:chunk_size` - process at most this many elements at a time on a device (default: as many
       as its largest buffer holds); results are identical whatever the chunking
+    * `:max_bytes` - a device-memory budget for the call (default: `config :accel, max_bytes: n`, or
+      none): inputs are chunked so that the two device buffers of a double-buffered call fit in it
     * `:as` - `:list` or `:binary`
 
   ## Examples
@@ -70,18 +74,46 @@ defmodule Accel do
     opts = validate_opts!(opts, @logistic_defaults, "Accel.logistic_map/2")
     check_input!(input)
     as = opts[:as] || if(is_binary(input), do: :binary, else: :list)
-    {backend, device} = target!(opts[:backend], opts[:device])
+    chunk_size = effective_chunk_size(opts)
 
-    Accel.NIF.logistic_map(
-      input,
-      opts[:p],
-      opts[:mu],
-      opts[:iterations],
-      as,
-      backend,
-      device,
-      opts[:chunk_size] || 0
-    )
+    if opts[:device] == :all do
+      logistic_map_all(input, opts, as, chunk_size || 1_000_000)
+    else
+      {backend, device} = target!(opts[:backend], opts[:device])
+
+      Accel.NIF.logistic_map(
+        input,
+        opts[:p],
+        opts[:mu],
+        opts[:iterations],
+        as,
+        backend,
+        device,
+        chunk_size || 0
+      )
+    end
+  end
+
+  # The smaller of chunk_size: and what max_bytes: (or the application's) allows for two buffers.
+  defp effective_chunk_size(opts) do
+    budget = opts[:max_bytes] || Application.get_env(:accel, :max_bytes)
+    check_opt!(:max_bytes, budget)
+    by_budget = if budget, do: max(div(budget, 16), 1)
+    [opts[:chunk_size], by_budget] |> Enum.reject(&is_nil/1) |> Enum.min(fn -> nil end)
+  end
+
+  defp logistic_map_all(input, opts, as, chunk_size) do
+    devices = Enum.filter(devices(), &(opts[:backend] in [:auto, &1.backend]))
+    call_opts = Keyword.take(opts, [:p, :mu, :iterations])
+
+    {results, _stats} =
+      Accel.Dispatch.run(
+        input |> Accel.Stream.chunks(chunk_size: chunk_size) |> Enum.to_list(),
+        devices,
+        fn chunk, device -> logistic_map(chunk, [device: device, as: as] ++ call_opts) end
+      )
+
+    if as == :binary, do: IO.iodata_to_binary(results), else: Enum.concat(results)
   end
 
   @doc """
@@ -95,6 +127,22 @@ defmodule Accel do
       %{name: name, compiled: compiled, available: available, detail: detail}
     end
   end
+
+  @doc """
+  Starts `fun` (typically an Accel call) in a task and returns at once, so the calling process can
+  overlap its own work, or the submission of the next chunk, with the device work. Accel's calls run
+  on dirty schedulers, so the task does not hold a normal scheduler while it waits.
+
+      task = Accel.async(fn -> Accel.logistic_map(chunk_1, as: :binary) end)
+      next = prepare(chunk_2)                    # runs while chunk 1 computes
+      result_1 = Accel.await(task)
+  """
+  @spec async((() -> result)) :: Task.t() when result: term()
+  def async(fun) when is_function(fun, 0), do: Task.async(fun)
+
+  @doc "Waits for a task started by `async/1` (default: as long as it takes) and returns its result."
+  @spec await(Task.t(), timeout()) :: term()
+  def await(%Task{} = task, timeout \\ :infinity), do: Task.await(task, timeout)
 
   @doc """
   Every device of every usable backend: CUDA devices first, then OpenCL devices (in platform order),
@@ -175,7 +223,7 @@ defmodule Accel do
 
   defp target!(_backend, other) do
     raise ArgumentError,
-          "option :device must be an Accel.Device or a non-negative index, got: #{inspect(other, limit: 5)}"
+          "option :device must be an Accel.Device, a non-negative index or :all, got: #{inspect(other, limit: 5)}"
   end
 
   defp check_input!(input) when is_list(input) or is_binary(input), do: :ok
@@ -219,6 +267,10 @@ defmodule Accel do
 
   defp check_opt!(:chunk_size, value) when not (is_nil(value) or (is_integer(value) and value > 0)) do
     raise ArgumentError, "option :chunk_size must be a positive integer, got: #{inspect(value, limit: 5)}"
+  end
+
+  defp check_opt!(:max_bytes, value) when not (is_nil(value) or (is_integer(value) and value > 0)) do
+    raise ArgumentError, "option :max_bytes must be a positive integer, got: #{inspect(value, limit: 5)}"
   end
 
   defp check_opt!(:as, value) when value not in [nil, :list, :binary] do

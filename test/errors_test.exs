@@ -122,7 +122,7 @@ defmodule Accel.ErrorsTest do
     test "unknown options and malformed option lists" do
       assert message(fn -> Accel.logistic_map([1], foo: 1) end) ==
                {ArgumentError,
-                "unknown option :foo for Accel.logistic_map/2; known options: :p, :mu, :iterations, :backend, :device, :chunk_size, :as"}
+                "unknown option :foo for Accel.logistic_map/2; known options: :p, :mu, :iterations, :backend, :device, :chunk_size, :max_bytes, :as"}
 
       assert {ArgumentError, "Accel.logistic_map/2 expects options as a keyword list, got: " <> _} =
                message(fn -> Accel.logistic_map([1], [:p]) end)
@@ -148,7 +148,8 @@ defmodule Accel.ErrorsTest do
                {ArgumentError, "option :device is a :cpu device, but :backend is :opencl"}
 
       assert message(fn -> Accel.logistic_map([1], backend: :cpu, device: -1) end) ==
-               {ArgumentError, "option :device must be an Accel.Device or a non-negative index, got: -1"}
+               {ArgumentError,
+                "option :device must be an Accel.Device, a non-negative index or :all, got: -1"}
 
       assert message(fn -> Accel.logistic_map([1], backend: :cpu, device: 1) end) ==
                {ArgumentError, "the cpu backend has one device, 0; got device 1"}

@@ -1,9 +1,9 @@
 // The OpenCL backend, over the Khronos C++ bindings and the ICD loader: any vendor's devices, and
 // PoCL's CPU device on machines without a GPU. Discovery happens once, on first use. Each device
-// gets, lazily and once, a context, one in-order queue and a cache of built programs; calls on a
-// device are serialised by its mutex (one queue keeps transfers and kernels ordered without events,
-// and a device runs one large kernel at a time anyway). Every OpenCL error becomes accel::Error
-// naming the call and the error code.
+// gets, lazily and once, a context, two in-order queues and a cache of built programs. A call's
+// chunks alternate between the queues, each with its own buffer, so one chunk's transfers overlap
+// the other's kernel (double buffering). Calls on a device are serialised by its mutex. Every
+// OpenCL error becomes accel::Error naming the call and the error code.
 #define CL_HPP_TARGET_OPENCL_VERSION 120
 #define CL_HPP_MINIMUM_OPENCL_VERSION 120
 #define CL_HPP_ENABLE_EXCEPTIONS
@@ -132,7 +132,7 @@ struct DeviceState {
   std::mutex mutex;  // guards everything below and serialises calls on this device
   bool ready = false;
   cl::Context context;
-  cl::CommandQueue queue;
+  cl::CommandQueue queues[2];  // one per buffer slot
   std::map<std::string, cl::Program> programs;  // by build options: each built once
 };
 
@@ -167,17 +167,22 @@ class OpenClBackend final : public Backend {
       ready(d);
       cl::Kernel kernel(program(d, d.fp64 ? "-DACCEL_FP64=1" : ""), "accel_logistic_map");
       if (in.count == 0) return;
-      // A buffer may not exceed the device's largest allocation: larger inputs go through in chunks.
+      // A buffer may not exceed the device's largest allocation: larger inputs go through in chunks,
+      // and only then is a second buffer worth having.
       const size_t chunk = chunk_elements(in.count, d.info.max_alloc / 8, options.chunk_elements);
-      cl::Buffer buffer(d.context, CL_MEM_READ_WRITE, chunk * 8);
+      const size_t slots = chunk < in.count ? 2 : 1;
+      cl::Buffer buffers[2];
+      for (size_t s = 0; s < slots; ++s) buffers[s] = cl::Buffer(d.context, CL_MEM_READ_WRITE, chunk * 8);
       const accel_lm_params& c = plan.exact;
       const bool from_range = in.kind == Int64Source::Kind::Range;
       try {
-        for (const Chunk& part : plan_chunks(in.count, chunk, 1)) {
+        for (const Chunk& part : plan_chunks(in.count, chunk, slots)) {
           const size_t offset = part.offset, m = part.count;
-          // Non-blocking transfers straight from and into the caller's memory; the in-order queue
-          // orders them, and finish() below waits before that memory can go away.
-          if (!from_range) d.queue.enqueueWriteBuffer(buffer, CL_FALSE, 0, m * 8, in.bytes + offset * 8);
+          cl::CommandQueue& queue = d.queues[part.slot];
+          cl::Buffer& buffer = buffers[part.slot];
+          // Non-blocking transfers straight from and into the caller's memory; each in-order queue
+          // orders its slot's commands, and finish() below waits before that memory can go away.
+          if (!from_range) queue.enqueueWriteBuffer(buffer, CL_FALSE, 0, m * 8, in.bytes + offset * 8);
           const cl_long first = from_range ? in.at(offset) : 0;
           kernel.setArg(0, buffer);
           kernel.setArg(1, static_cast<cl_ulong>(m));
@@ -196,10 +201,10 @@ class OpenClBackend final : public Backend {
           kernel.setArg(14, bits(plan.f64.inv_p));
           kernel.setArg(15, bits(plan.f64.mu));
           const size_t global = (m + 255) / 256 * 256;  // a multiple the runtime can split evenly
-          d.queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
-          d.queue.enqueueReadBuffer(buffer, CL_FALSE, 0, m * 8, out + offset * 8);
+          queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
+          queue.enqueueReadBuffer(buffer, CL_FALSE, 0, m * 8, out + offset * 8);
         }
-        d.queue.finish();
+        for (auto& q : d.queues) q.finish();
       } catch (...) {
         drain(d);  // no transfer may outlive the caller's memory
         throw;
@@ -259,7 +264,7 @@ class OpenClBackend final : public Backend {
   static void ready(DeviceState& d) {
     if (d.ready) return;
     d.context = cl::Context(d.device);
-    d.queue = cl::CommandQueue(d.context, d.device);
+    for (auto& q : d.queues) q = cl::CommandQueue(d.context, d.device);
     d.ready = true;
   }
 
@@ -285,9 +290,11 @@ class OpenClBackend final : public Backend {
   }
 
   static void drain(DeviceState& d) noexcept {
-    try {
-      d.queue.finish();
-    } catch (...) {
+    for (auto& q : d.queues) {
+      try {
+        q.finish();
+      } catch (...) {
+      }
     }
   }
 

@@ -1,0 +1,141 @@
+defmodule Accel.Stream do
+  @moduledoc """
+  Pipelines that offload chunks of a large or endless input to Accel.
+
+      1..100_000_000
+      |> Accel.Stream.map_chunks(&Accel.logistic_map(&1, as: :binary), chunk_size: 1_000_000, emit: :chunks)
+      |> Enum.each(&File.write!("out.bin", &1, [:append]))
+
+  Elements are batched into chunks lazily, chunks are dispatched with bounded concurrency and
+  back-pressure (`Task.async_stream/3` underneath: a chunk is taken from the input only when there is
+  room for it), and results come out chunk by chunk, in order unless `ordered: false`. Memory stays
+  bounded by `max_concurrency` chunks however long the input, endless streams included.
+
+  Ranges are split into sub-ranges and binaries into sub-binaries (both without copying or
+  materialising anything); other enumerables into lists.
+  """
+
+  @default_chunk_size 1_000_000
+
+  @doc """
+  Splits `input` into chunks of at most `:chunk_size` elements (default #{@default_chunk_size}),
+  lazily: a `Range` into sub-ranges, a binary of int64s into sub-binaries, any other enumerable into
+  lists.
+
+      iex> Accel.Stream.chunks(1..10, chunk_size: 4) |> Enum.to_list()
+      [1..4, 5..8, 9..10]
+
+      iex> Accel.Stream.chunks(10..1//-3, chunk_size: 3) |> Enum.to_list()
+      [10..4//-3, 1..1//-3]
+
+      iex> Accel.Stream.chunks([1, 2, 3], chunk_size: 2) |> Enum.to_list()
+      [[1, 2], [3]]
+  """
+  @spec chunks(Enumerable.t() | binary(), keyword()) :: Enumerable.t()
+  def chunks(input, opts \\ []) do
+    size = chunk_size!(Keyword.get(opts, :chunk_size, @default_chunk_size))
+    do_chunks(input, size)
+  end
+
+  defp do_chunks(%Range{first: first, step: step} = range, size) do
+    count = Range.size(range)
+
+    Stream.unfold(0, fn
+      done when done >= count -> nil
+      done -> {sub_range(first + done * step, min(size, count - done), step), done + size}
+    end)
+  end
+
+  defp do_chunks(binary, size) when is_binary(binary) do
+    if rem(byte_size(binary), 8) != 0 do
+      raise ArgumentError,
+            "binary input must hold whole signed 64-bit integers: its size, #{byte_size(binary)} bytes, is not a multiple of 8"
+    end
+
+    bytes = size * 8
+
+    Stream.unfold(0, fn
+      offset when offset >= byte_size(binary) -> nil
+      offset -> {binary_part(binary, offset, min(bytes, byte_size(binary) - offset)), offset + bytes}
+    end)
+  end
+
+  defp do_chunks(enumerable, size) do
+    if Enumerable.impl_for(enumerable) == nil do
+      raise ArgumentError, "expected an enumerable or a binary, got: #{inspect(enumerable, limit: 5)}"
+    end
+
+    Stream.chunk_every(enumerable, size)
+  end
+
+  defp sub_range(first, count, step), do: Range.new(first, first + (count - 1) * step, step)
+
+  @doc """
+  Applies `fun` to each chunk of `enumerable` (see `chunks/2`) concurrently, returning a lazy stream
+  of results.
+
+  ## Options
+
+    * `:chunk_size` - elements per chunk (default #{@default_chunk_size})
+    * `:max_concurrency` - chunks in flight at once (default `System.schedulers_online/0`)
+    * `:ordered` - emit results in input order (default `true`)
+    * `:timeout` - per chunk, in milliseconds or `:infinity` (default `:infinity`)
+    * `:on_timeout` - `:exit` (default) or `:kill_task`, which emits `{:exit, :timeout}` for that chunk
+    * `:emit` - `:elements` (default) emits each element of each result (a list, or a binary of
+      int64s); `:chunks` emits each chunk's result as it is
+
+  `max_concurrency`, `ordered`, `timeout` and `on_timeout` behave as in `Task.async_stream/3`.
+
+      iex> 1..10 |> Accel.Stream.map_chunks(&Accel.logistic_map(&1, p: 61), chunk_size: 3) |> Enum.to_list()
+      Accel.logistic_map(1..10, p: 61)
+  """
+  @spec map_chunks(Enumerable.t() | binary(), (term() -> term()), keyword()) :: Enumerable.t()
+  def map_chunks(enumerable, fun, opts \\ []) when is_function(fun, 1) do
+    opts =
+      Accel.validate_opts!(
+        opts,
+        [
+          chunk_size: @default_chunk_size,
+          max_concurrency: System.schedulers_online(),
+          ordered: true,
+          timeout: :infinity,
+          on_timeout: :exit,
+          emit: :elements
+        ],
+        "Accel.Stream.map_chunks/3"
+      )
+
+    emit = opts[:emit]
+
+    unless emit in [:elements, :chunks] do
+      raise ArgumentError, "option :emit must be :elements or :chunks, got: #{inspect(emit)}"
+    end
+
+    enumerable
+    |> chunks(chunk_size: opts[:chunk_size])
+    |> Task.async_stream(fun, Keyword.take(opts, [:max_concurrency, :ordered, :timeout, :on_timeout]))
+    |> emit(emit)
+  end
+
+  defp emit(results, :chunks), do: Stream.map(results, &unwrap/1)
+
+  defp emit(results, :elements) do
+    Stream.flat_map(results, fn result ->
+      case unwrap(result) do
+        binary when is_binary(binary) -> for <<x::signed-native-64 <- binary>>, do: x
+        {:exit, _} = exit -> [exit]
+        other -> other
+      end
+    end)
+  end
+
+  defp unwrap({:ok, result}), do: result
+  defp unwrap({:exit, _reason} = exit), do: exit
+
+  @doc false
+  def chunk_size!(size) when is_integer(size) and size > 0, do: size
+
+  def chunk_size!(other),
+    do:
+      raise(ArgumentError, "option :chunk_size must be a positive integer, got: #{inspect(other, limit: 5)}")
+end

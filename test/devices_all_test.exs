@@ -1,0 +1,49 @@
+defmodule Accel.DevicesAllTest do
+  # device: :all and the work-pulling dispatcher behind it.
+  use ExUnit.Case, async: true
+  alias Accel.Test.Reference
+
+  test "device: :all gives the direct call's result, for every input form" do
+    for chunk <- [1_000, 33_333, 100_000] do
+      assert Accel.logistic_map(1..100_000, device: :all, chunk_size: chunk) == Accel.logistic_map(1..100_000)
+    end
+
+    bin = Reference.to_binary(Enum.to_list(-5_000..5_000))
+    assert Accel.logistic_map(bin, device: :all, chunk_size: 777) == Accel.logistic_map(bin)
+
+    assert Accel.logistic_map(Enum.to_list(1..5_000), device: :all, chunk_size: 999, mu: -3) ==
+             Accel.logistic_map(1..5_000, mu: -3)
+
+    assert Accel.logistic_map(1..10, device: :all, backend: :cpu, as: :binary) ==
+             Accel.logistic_map(1..10, as: :binary)
+  end
+
+  test "faster workers take proportionally more chunks" do
+    delays = %{fast: 1, slow: 12}
+
+    {results, stats} =
+      Accel.Dispatch.run(Enum.to_list(1..120), [:fast, :slow], fn x, worker ->
+        Process.sleep(delays[worker])
+        x
+      end)
+
+    assert results == Enum.to_list(1..120)
+    assert stats.fast.chunks + stats.slow.chunks == 120
+    assert stats.fast.chunks > 3 * stats.slow.chunks, inspect(stats)
+  end
+
+  test "max_bytes: bounds the chunk so that two buffers fit" do
+    assert Accel.logistic_map(1..10_000, backend: :cpu, max_bytes: 1_600) == Accel.logistic_map(1..10_000)
+
+    assert_raise ArgumentError, "option :max_bytes must be a positive integer, got: 0", fn ->
+      Accel.logistic_map(1..3, max_bytes: 0)
+    end
+  end
+
+  test "async/await overlap the caller with the call" do
+    task = Accel.async(fn -> Accel.logistic_map(1..0x1000000, as: :binary) end)
+    # The call takes tens of milliseconds at least: the task is still running when we look.
+    assert Task.yield(task, 0) == nil
+    assert Accel.await(task) == Accel.logistic_map(1..0x1000000, as: :binary)
+  end
+end

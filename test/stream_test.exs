@@ -1,0 +1,170 @@
+defmodule Accel.StreamTest do
+  use ExUnit.Case, async: true
+  alias Accel.Test.Reference
+
+  doctest Accel.Stream
+  doctest Accel.Dispatch
+
+  describe "chunks/2" do
+    test "chunk boundaries: sizes 1, chunk - 1, chunk, chunk + 1" do
+      for chunk <- [1, 2, 7], n <- [0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk + 2] do
+        list = Enum.to_list(1..n//1)
+        from_list = Accel.Stream.chunks(list, chunk_size: chunk) |> Enum.to_list()
+        from_range = Accel.Stream.chunks(1..n//1, chunk_size: chunk) |> Enum.to_list()
+        from_binary = Accel.Stream.chunks(Reference.to_binary(list), chunk_size: chunk) |> Enum.to_list()
+
+        assert Enum.concat(from_list) == list
+        assert Enum.flat_map(from_range, &Enum.to_list/1) == list
+        assert Enum.flat_map(from_binary, &Reference.from_binary/1) == list
+        assert Enum.all?(from_list, &(length(&1) in 1..chunk))
+        assert Enum.map(from_range, &Range.size/1) == Enum.map(from_list, &length/1)
+        assert length(from_binary) == length(from_list), "chunk #{chunk}, n #{n}"
+      end
+    end
+
+    test "ranges with steps and binaries are split without materialising" do
+      assert Accel.Stream.chunks(100..1//-7, chunk_size: 5) |> Enum.flat_map(&Enum.to_list/1) ==
+               Enum.to_list(100..1//-7)
+
+      assert [%Range{}, %Range{}] = Accel.Stream.chunks(1..10, chunk_size: 5) |> Enum.to_list()
+      huge = Accel.Stream.chunks(1..1_000_000_000_000, chunk_size: 10) |> Enum.take(2)
+      assert huge == [1..10, 11..20]
+    end
+
+    test "bad chunk sizes and inputs" do
+      assert_raise ArgumentError, "option :chunk_size must be a positive integer, got: 0", fn ->
+        Accel.Stream.chunks(1..3, chunk_size: 0)
+      end
+
+      assert_raise ArgumentError, ~r/not a multiple of 8/, fn -> Accel.Stream.chunks(<<1, 2, 3>>) end
+      assert_raise ArgumentError, ~r/expected an enumerable or a binary/, fn -> Accel.Stream.chunks(:nope) end
+    end
+  end
+
+  describe "map_chunks/3" do
+    test "same results as the direct call, for every chunk size and emit mode" do
+      expected = Accel.logistic_map(1..10_007)
+
+      for chunk <- [1, 999, 10_006, 10_007, 10_008] do
+        assert Accel.Stream.map_chunks(1..10_007, &Accel.logistic_map/1, chunk_size: chunk) |> Enum.to_list() ==
+                 expected
+
+        binaries =
+          Accel.Stream.map_chunks(1..10_007, &Accel.logistic_map(&1, as: :binary),
+            chunk_size: chunk,
+            emit: :chunks
+          )
+
+        assert binaries |> Enum.to_list() |> IO.iodata_to_binary() == Reference.to_binary(expected)
+      end
+
+      assert Accel.Stream.map_chunks(Enum.to_list(1..10_007), &Accel.logistic_map/1, chunk_size: 100)
+             |> Enum.to_list() ==
+               expected
+    end
+
+    test "binary results are emitted element by element" do
+      assert Accel.Stream.map_chunks(1..10, &Accel.logistic_map(&1, as: :binary), chunk_size: 3)
+             |> Enum.to_list() ==
+               Accel.logistic_map(1..10)
+    end
+
+    test "keeps order, and ordered: false still yields every result" do
+      slow_first = fn [x | _] = chunk ->
+        if x == 1, do: Process.sleep(50)
+        chunk
+      end
+
+      ordered =
+        Accel.Stream.map_chunks(Enum.to_list(1..40), slow_first, chunk_size: 10, max_concurrency: 4)
+        |> Enum.to_list()
+
+      assert ordered == Enum.to_list(1..40)
+
+      unordered =
+        Accel.Stream.map_chunks(Enum.to_list(1..40), slow_first,
+          chunk_size: 10,
+          max_concurrency: 4,
+          ordered: false,
+          emit: :chunks
+        )
+        |> Enum.to_list()
+
+      assert hd(unordered) != Enum.to_list(1..10)
+      assert unordered |> Enum.concat() |> Enum.sort() == Enum.to_list(1..40)
+    end
+
+    test "back-pressure: an endless stream is pulled only as far as results are consumed" do
+      parent = self()
+
+      taken =
+        Stream.iterate(1, &(&1 + 1))
+        |> Accel.Stream.map_chunks(
+          fn chunk ->
+            send(parent, :chunk_started)
+            Accel.logistic_map(chunk)
+          end,
+          chunk_size: 100,
+          max_concurrency: 2
+        )
+        |> Enum.take(250)
+
+      assert taken == Accel.logistic_map(1..250)
+
+      started =
+        Stream.repeatedly(fn -> receive(do: (:chunk_started -> 1), after: (0 -> nil)) end)
+        |> Enum.take_while(& &1)
+
+      # 3 chunks were needed; at most max_concurrency more were started ahead.
+      assert length(started) in 3..5
+    end
+
+    test "bounded memory over a 10^8-element stream" do
+      before = :erlang.memory(:total)
+      parent = self()
+      watcher = spawn_link(fn -> watch_memory(parent, before) end)
+
+      count =
+        1..100_000_000
+        |> Accel.Stream.map_chunks(&Accel.logistic_map(&1, as: :binary), chunk_size: 1_000_000, emit: :chunks)
+        |> Enum.reduce(0, fn bin, acc -> acc + byte_size(bin) end)
+
+      send(watcher, :stop)
+      assert_receive {:peak, peak}, 5_000
+      assert count == 800_000_000
+      # 800 MB of results went through; at most a few chunks of 8 MB were alive at any moment.
+      assert peak - before < 200_000_000, "memory grew by #{div(peak - before, 1_000_000)} MB"
+    end
+
+    test "timeouts behave as in Task.async_stream" do
+      slow = fn chunk ->
+        Process.sleep(200)
+        chunk
+      end
+
+      assert [{:exit, :timeout}] =
+               Accel.Stream.map_chunks(1..3, slow, timeout: 10, on_timeout: :kill_task, emit: :chunks)
+               |> Enum.to_list()
+
+      assert catch_exit(Accel.Stream.map_chunks(1..3, slow, timeout: 10) |> Enum.to_list())
+    end
+
+    test "option errors" do
+      assert_raise ArgumentError, ~r/unknown option :nope for Accel.Stream.map_chunks\/3/, fn ->
+        Accel.Stream.map_chunks(1..3, & &1, nope: 1)
+      end
+
+      assert_raise ArgumentError, "option :emit must be :elements or :chunks, got: :all", fn ->
+        Accel.Stream.map_chunks(1..3, & &1, emit: :all)
+      end
+    end
+  end
+
+  defp watch_memory(parent, peak) do
+    receive do
+      :stop -> send(parent, {:peak, max(peak, :erlang.memory(:total))})
+    after
+      5 -> watch_memory(parent, max(peak, :erlang.memory(:total)))
+    end
+  end
+end
