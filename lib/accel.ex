@@ -140,9 +140,16 @@ defmodule Accel do
   @spec async((() -> result)) :: Task.t() when result: term()
   def async(fun) when is_function(fun, 0), do: Task.async(fun)
 
+  def async(other),
+    do: raise(ArgumentError, "async/1 expects a function of no arguments, got: #{inspect(other, limit: 5)}")
+
   @doc "Waits for a task started by `async/1` (default: as long as it takes) and returns its result."
   @spec await(Task.t(), timeout()) :: term()
-  def await(%Task{} = task, timeout \\ :infinity), do: Task.await(task, timeout)
+  def await(task, timeout \\ :infinity)
+  def await(%Task{} = task, timeout), do: Task.await(task, timeout)
+
+  def await(other, _timeout),
+    do: raise(ArgumentError, "await/2 expects a task from Accel.async/1, got: #{inspect(other, limit: 5)}")
 
   @doc """
   Every device of every usable backend: CUDA devices first, then OpenCL devices (in platform order),

@@ -55,6 +55,20 @@ defmodule Accel.SchedulingTest do
            "a normal scheduler was blocked for #{worst_ms} ms during a #{call_ms} ms call"
   end
 
+  test "concurrent large calls on every available backend, plus many small ones, leave it free" do
+    backends = for %{name: name, available: true} <- Accel.backends(), do: name
+    bin = Accel.logistic_map(1..4_000_000, iterations: 0, as: :binary)
+
+    load = fn ->
+      large = for backend <- backends, do: Task.async(fn -> Accel.logistic_map(bin, backend: backend) end)
+      small = for i <- 1..200, do: Task.async(fn -> Accel.logistic_map(1..100, mu: i) end)
+      Task.await_many(large ++ small, 60_000)
+    end
+
+    {_call_ms, worst_ms} = worst_lateness_during(load)
+    assert worst_ms < @max_lateness_ms, "a normal scheduler was blocked for #{worst_ms} ms under load"
+  end
+
   test "a 1M-element list call runs off the normal scheduler" do
     list = Enum.to_list(1..1_000_000)
     {_call_ms, worst_ms} = worst_lateness_during(fn -> Accel.logistic_map(list, iterations: 200) end)

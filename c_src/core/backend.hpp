@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "core/int64_source.hpp"
 #include "core/logistic_map.hpp"
 
@@ -34,6 +35,7 @@ struct DeviceInfo {
 struct CallOptions {
   int device = 0;             // index into Backend::devices()
   size_t chunk_elements = 0;  // split the input into chunks of at most this many; 0: the backend decides
+  const Cancellation* cancel = nullptr;  // polled between blocks (CPU) or chunks (devices); may be null
 };
 
 class Backend {

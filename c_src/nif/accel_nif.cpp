@@ -124,8 +124,11 @@ ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const LogisticMapPlan plan = plan_logistic_map(decode_int64_arg(env, argv[1], "p"), decode_int64_arg(env, argv[2], "mu"),
                                                  decode_int64_arg(env, argv[3], "iterations"));
   const bool as_list = wants_list(env, argv[4]);
-  const Target target = resolved_target(env, argv);
+  Target target = resolved_target(env, argv);
   Backend& backend = *target.backend;
+  // A dirty call stops early when its caller dies (see core/cancel.hpp).
+  const Cancellation cancel([env] { return enif_is_current_process_alive(env) != 0; });
+  target.options.cancel = &cancel;
   Int64Input in = decode_int64_input(env, argv[0]);
   const size_t n = in.source.count;
 

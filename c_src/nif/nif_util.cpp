@@ -60,9 +60,13 @@ ERL_NIF_TERM raise_accel_error(ErlNifEnv* env, std::string_view reason, std::str
 
 std::string describe_term(ErlNifEnv* env, ERL_NIF_TERM term, size_t max) {
   std::vector<char> buf(max + 4);
-  if (enif_is_atom(env, term)) {  // Elixir spelling: :foo, not foo
-    if (enif_get_atom(env, term, buf.data(), static_cast<unsigned>(buf.size()), ERL_NIF_LATIN1) > 0)
-      return ":" + std::string(buf.data());
+  if (enif_is_atom(env, term)) {  // Elixir spelling: :foo, nil, Foo.Bar
+    if (enif_get_atom(env, term, buf.data(), static_cast<unsigned>(buf.size()), ERL_NIF_LATIN1) > 0) {
+      const std::string name(buf.data());
+      if (name == "nil" || name == "true" || name == "false") return name;
+      if (name.rfind("Elixir.", 0) == 0) return name.substr(7);
+      return ":" + name;
+    }
   }
   double d;
   if (enif_get_double(env, term, &d)) {  // shortest text that reads back as the same double

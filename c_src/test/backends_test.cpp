@@ -3,7 +3,9 @@
 // machine is skipped with its reason.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,28 @@ TEST_P(BackendTest, ForcedChunksGiveTheUnchunkedResult) {
   for (size_t chunk : {1, 7, 1000, 10006, 10007, 10008}) EXPECT_EQ(run(src, plan, chunk), whole) << "chunk " << chunk;
   const auto range = accel::Int64Source::of_range(-5000, 3, 4001);
   EXPECT_EQ(run(range, plan, 13), run(range, plan));
+}
+
+TEST_P(BackendTest, ACancelledCallStopsAndSaysSo) {
+  // The CPU backend checks between slices of steps: 2^40 iterations per element would take hours,
+  // so only cancellation ends this call. Device backends check between chunks (a kernel cannot be
+  // interrupted): 1000 one-element chunks of 2^20 iterations take seconds.
+  const bool cpu = GetParam() == "cpu";
+  const auto plan = accel::plan_logistic_map(6700417, 22, int64_t{1} << (cpu ? 40 : 20));
+  accel::Cancellation cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    cancel.cancel();
+  });
+  std::vector<int64_t> out(1000);
+  try {
+    backend_->logistic_map(accel::Int64Source::of_range(1, 1, out.size()), reinterpret_cast<unsigned char*>(out.data()), plan,
+                           {0, cpu ? size_t{0} : size_t{1}, &cancel});
+    ADD_FAILURE() << "the call was not cancelled";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.reason(), "cancelled");
+  }
+  canceller.join();
 }
 
 TEST_P(BackendTest, WorksInPlaceAndOnEmptyInput) {

@@ -17,7 +17,16 @@ defmodule Accel.Dispatch do
   """
   @spec run([term()], [term()], (term(), term() -> term()), (term() -> non_neg_integer())) ::
           {[term()], map()}
-  def run(chunks, workers, fun, size_fun \\ fn _ -> 1 end) when workers != [] do
+  def run(chunks, workers, fun, size_fun \\ fn _ -> 1 end)
+
+  def run(chunks, workers, fun, size_fun)
+      when not is_list(chunks) or not is_list(workers) or workers == [] or not is_function(fun, 2) or
+             not is_function(size_fun, 1) do
+    raise ArgumentError,
+          "run/4 expects a list of chunks, a non-empty list of workers, a 2-arity function and a 1-arity size function"
+  end
+
+  def run(chunks, workers, fun, size_fun) do
     chunks = List.to_tuple(chunks)
     next = :atomics.new(1, [])
 

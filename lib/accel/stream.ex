@@ -90,7 +90,13 @@ defmodule Accel.Stream do
       Accel.logistic_map(1..10, p: 61)
   """
   @spec map_chunks(Enumerable.t() | binary(), (term() -> term()), keyword()) :: Enumerable.t()
-  def map_chunks(enumerable, fun, opts \\ []) when is_function(fun, 1) do
+  def map_chunks(enumerable, fun, opts \\ [])
+
+  def map_chunks(_enumerable, fun, _opts) when not is_function(fun, 1) do
+    raise ArgumentError, "map_chunks/3 expects a 1-arity function, got: #{inspect(fun, limit: 5)}"
+  end
+
+  def map_chunks(enumerable, fun, opts) do
     opts =
       Accel.validate_opts!(
         opts,

@@ -16,7 +16,13 @@ defmodule Accel.Timing do
       true
   """
   @spec measure((() -> any()), keyword()) :: stats()
-  def measure(fun, opts \\ []) when is_function(fun, 0) do
+  def measure(fun, opts \\ [])
+
+  def measure(fun, _opts) when not is_function(fun, 0) do
+    raise ArgumentError, "measure/2 expects a function of no arguments, got: #{inspect(fun, limit: 5)}"
+  end
+
+  def measure(fun, opts) do
     runs = Keyword.get(opts, :runs, 5)
     loops = Keyword.get(opts, :loops, 1)
     for _ <- 1..Keyword.get(opts, :warmup, 1)//1, do: fun.()

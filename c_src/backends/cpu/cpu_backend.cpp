@@ -46,7 +46,8 @@ void CpuBackend::logistic_map(const Int64Source& in, unsigned char* out, const L
   // Host memory needs no chunking; a requested chunk size only bounds the pool's grain.
   const size_t grain = options.chunk_elements != 0 ? std::min(options.chunk_elements, kGrain) : kGrain;
   pool_.parallel_for(in.count, grain,
-                     [&](size_t begin, size_t end) { logistic_map_span(in, out, begin, end, plan); });
+                     [&](size_t begin, size_t end) { logistic_map_span(in, out, begin, end, plan, options.cancel); });
+  if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
 }
 
 }  // namespace accel::cpu

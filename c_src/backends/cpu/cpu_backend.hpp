@@ -24,8 +24,9 @@ class CpuBackend final : public Backend {
 };
 
 // One thread's share of a logistic-map call: elements [begin, end). Exposed for tests and the
-// standalone benchmark, which time it single-threaded.
+// standalone benchmark, which time it single-threaded. Stops early (leaving `out` partly written)
+// once `cancel` is set; the caller then throws.
 void logistic_map_span(const Int64Source& in, unsigned char* out, size_t begin, size_t end,
-                       const LogisticMapPlan& plan);
+                       const LogisticMapPlan& plan, const Cancellation* cancel = nullptr);
 
 }  // namespace accel::cpu

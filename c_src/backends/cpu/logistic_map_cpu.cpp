@@ -72,35 +72,48 @@ bool fits_f64_first_step(const int64_t* x, size_t m) {
   return ok;
 }
 
-void f64_steps(int64_t* x, size_t m, const LogisticMapPlan& plan) {
+// Steps are taken in slices of this many so that a cancelled call stops within milliseconds even
+// when one block alone has years of work (iterations is any int64).
+constexpr int64_t kStepsPerCheck = 4096;
+
+bool stop(const Cancellation* cancel) { return cancel != nullptr && cancel->cancelled(); }
+
+void f64_steps(int64_t* x, size_t m, const LogisticMapPlan& plan, const Cancellation* cancel) {
   const F64BlockFn block = pick_f64_block(plan.exact.mu_neg != 0);
   const bool first_in_f64 = fits_f64_first_step(x, m);
   if (!first_in_f64)
     for (size_t j = 0; j < m; ++j) x[j] = accel_lm_step(x[j], plan.exact);
   alignas(64) double xd[kBlock];
   for (size_t j = 0; j < m; ++j) xd[j] = static_cast<double>(x[j]);
-  block(xd, m, plan.f64, first_in_f64, plan.iterations - 1);
+  bool first = first_in_f64;
+  for (int64_t left = plan.iterations - 1; (left > 0 || first) && !stop(cancel);) {
+    const int64_t steps = std::min(left, kStepsPerCheck);
+    block(xd, m, plan.f64, first, steps);
+    first = false;
+    left -= steps;
+  }
   for (size_t j = 0; j < m; ++j) x[j] = static_cast<int64_t>(xd[j]);
 }
 
-void integer_steps(int64_t* x, size_t m, const LogisticMapPlan& plan) {
+void integer_steps(int64_t* x, size_t m, const LogisticMapPlan& plan, const Cancellation* cancel) {
   const accel_lm_params c = plan.exact;
   for (size_t j = 0; j < m; ++j) x[j] = accel_lm_step(x[j], c);
-  if (c.int_fast) {
-    for (int64_t k = 1; k < plan.iterations; ++k)
+  for (int64_t k = 1; k < plan.iterations; ++k) {
+    if (k % kStepsPerCheck == 0 && stop(cancel)) return;
+    if (c.int_fast) {
       for (size_t j = 0; j < m; ++j) x[j] = accel_lm_step_reduced(x[j], c);
-  } else {
-    for (int64_t k = 1; k < plan.iterations; ++k)
+    } else {
       for (size_t j = 0; j < m; ++j) x[j] = accel_lm_step(x[j], c);
+    }
   }
 }
 
 }  // namespace
 
 void logistic_map_span(const Int64Source& in, unsigned char* out, size_t begin, size_t end,
-                       const LogisticMapPlan& plan) {
+                       const LogisticMapPlan& plan, const Cancellation* cancel) {
   alignas(64) int64_t x[kBlock];
-  for (size_t b = begin; b < end; b += kBlock) {
+  for (size_t b = begin; b < end && !stop(cancel); b += kBlock) {
     const size_t m = std::min(kBlock, end - b);
     if (in.kind == Int64Source::Kind::Bytes) {
       std::memcpy(x, in.bytes + b * 8, m * 8);
@@ -109,9 +122,9 @@ void logistic_map_span(const Int64Source& in, unsigned char* out, size_t begin, 
     }
     if (plan.iterations > 0) {
       if (plan.f64_exact) {
-        f64_steps(x, m, plan);
+        f64_steps(x, m, plan, cancel);
       } else {
-        integer_steps(x, m, plan);
+        integer_steps(x, m, plan, cancel);
       }
     }
     std::memcpy(out + b * 8, x, m * 8);

@@ -110,6 +110,10 @@ class CudaBackend final : public Backend {
     try {
       for (const Chunk& part : plan_chunks(in.count, chunk, kSlots)) {
         cudaStream_t stream = d.streams[part.slot];
+        // At most two chunks in flight: wait for this slot's previous chunk, which also gives a
+        // cancelled call its chance to stop between chunks.
+        ACCEL_CUDA(cudaStreamSynchronize(stream));
+        if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
         long long* buffer = d.buffers[part.slot];
         if (!from_range)
           ACCEL_CUDA(cudaMemcpyAsync(buffer, in.bytes + part.offset * 8, part.count * 8, cudaMemcpyHostToDevice, stream));

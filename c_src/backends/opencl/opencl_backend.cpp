@@ -175,8 +175,13 @@ class OpenClBackend final : public Backend {
       for (size_t s = 0; s < slots; ++s) buffers[s] = cl::Buffer(d.context, CL_MEM_READ_WRITE, chunk * 8);
       const accel_lm_params& c = plan.exact;
       const bool from_range = in.kind == Int64Source::Kind::Range;
+      cl::Event done[2];  // the last read enqueued on each slot
       try {
         for (const Chunk& part : plan_chunks(in.count, chunk, slots)) {
+          // At most two chunks in flight: wait for this slot's previous chunk, which also gives a
+          // cancelled call its chance to stop between chunks.
+          if (done[part.slot]()) done[part.slot].wait();
+          if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
           const size_t offset = part.offset, m = part.count;
           cl::CommandQueue& queue = d.queues[part.slot];
           cl::Buffer& buffer = buffers[part.slot];
@@ -202,7 +207,7 @@ class OpenClBackend final : public Backend {
           kernel.setArg(15, bits(plan.f64.mu));
           const size_t global = (m + 255) / 256 * 256;  // a multiple the runtime can split evenly
           queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
-          queue.enqueueReadBuffer(buffer, CL_FALSE, 0, m * 8, out + offset * 8);
+          queue.enqueueReadBuffer(buffer, CL_FALSE, 0, m * 8, out + offset * 8, nullptr, &done[part.slot]);
         }
         for (auto& q : d.queues) q.finish();
       } catch (...) {

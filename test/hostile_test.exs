@@ -1,0 +1,208 @@
+defmodule Accel.HostileTest do
+  # Bad input at every position of every public function, all in one VM: each must raise the
+  # documented exception with a message that says what was wrong, and the VM must survive them all.
+  # (BEAM floats cannot be NaN or infinite, so those cannot reach Accel.)
+  use ExUnit.Case, async: false
+  import Bitwise
+
+  @big 1 <<< 64
+  @cpu_device %Accel.Device{backend: :cpu, id: 0}
+
+  defp cases do
+    lm = &Accel.logistic_map/2
+    odd = binary_part(<<0>> <> :binary.copy(<<1>>, 16), 1, 7)
+    deep = Enum.reduce(1..10_000, [1], fn _, acc -> [acc] end)
+
+    [
+      # input kind
+      {"atom input", fn -> lm.(:foo, []) end, ArgumentError,
+       ~r/expected a list of integers, a Range or a binary/},
+      {"integer input", fn -> lm.(42, []) end, ArgumentError, ~r/got: 42/},
+      {"float input", fn -> lm.(1.0, []) end, ArgumentError, ~r/got: 1.0/},
+      {"map input", fn -> lm.(%{a: 1}, []) end, ArgumentError, ~r/got: %\{a: 1\}/},
+      {"tuple input", fn -> lm.({1, 2}, []) end, ArgumentError, ~r/got: \{1, 2\}/},
+      {"pid input", fn -> lm.(self(), []) end, ArgumentError, ~r/got: #PID/},
+      {"reference input", fn -> lm.(make_ref(), []) end, ArgumentError, ~r/got: #Reference/},
+      {"function input", fn -> lm.(fn -> 1 end, []) end, ArgumentError, ~r/got: #Function/},
+      {"bitstring", fn -> lm.(<<1::3>>, []) end, ArgumentError, ~r/bitstring of 3 bits/},
+      {"9-byte binary", fn -> lm.(:binary.copy(<<1>>, 9), []) end, ArgumentError,
+       ~r/9 bytes, is not a multiple of 8/},
+      {"1-byte binary", fn -> lm.(<<1>>, []) end, ArgumentError, ~r/1 bytes, is not a multiple of 8/},
+      {"7-byte sub-binary at an odd offset", fn -> lm.(odd, []) end, ArgumentError, ~r/7 bytes/},
+      # list elements
+      {"float element", fn -> lm.([1, 2.5], []) end, ArgumentError, ~r/index 1 is not an integer: 2.5/},
+      {"atom element", fn -> lm.([1, :a], []) end, ArgumentError, ~r/index 1 is not an integer: :a/},
+      {"nested list element", fn -> lm.([[1]], []) end, ArgumentError, ~r/index 0 is not an integer: \[1\]/},
+      {"10,000-deep nested list", fn -> lm.(deep, []) end, ArgumentError, ~r/index 0 is not an integer/},
+      {"improper list", fn -> lm.([1 | 2], []) end, ArgumentError, ~r/tail after 1 elements is 2/},
+      {"long improper list", fn -> lm.([1, 2, 3 | :tail], []) end, ArgumentError,
+       ~r/tail after 3 elements is :tail/},
+      {"bignum element", fn -> lm.([@big], []) end, ArgumentError,
+       ~r/index 0 is outside the signed 64-bit range/},
+      {"negative bignum element", fn -> lm.([0, -(1 <<< 63) - 1], []) end, ArgumentError,
+       ~r/index 1 is outside/},
+      {"string element", fn -> lm.(["1"], []) end, ArgumentError, ~r/index 0 is not an integer: <<"1">>/},
+      {"tuple element", fn -> lm.([{1}], []) end, ArgumentError, ~r/index 0 is not an integer: \{1\}/},
+      {"nil element", fn -> lm.([nil], []) end, ArgumentError, ~r/index 0 is not an integer: nil/},
+      # ranges
+      {"range with a bignum end", fn -> lm.(0..@big, []) end, ArgumentError,
+       ~r/range bounds must be integers/},
+      {"range with a bignum start", fn -> lm.(-@big..0, []) end, ArgumentError,
+       ~r/range bounds must be integers/},
+      {"range with step 0", fn -> lm.(%Range{first: 1, last: 5, step: 0}, []) end, ArgumentError,
+       ~r/non-zero integer/},
+      {"range with a float step", fn -> lm.(%Range{first: 1, last: 5, step: 1.5}, []) end, ArgumentError,
+       ~r/range step/},
+      {"range with an atom bound", fn -> lm.(%Range{first: :a, last: 5, step: 1}, []) end, ArgumentError,
+       ~r/range bounds/},
+      {"map posing as a range", fn -> lm.(%{__struct__: Range}, []) end, ArgumentError, ~r/range bounds/},
+      {"range of 2^62 elements", fn -> lm.(1..(1 <<< 62), as: :binary) end, Accel.Error,
+       ~r/too large to process/},
+      {"range of 2^40 elements as a list", fn -> lm.(1..(1 <<< 40), []) end, Accel.Error,
+       ~r/would not fit in memory/},
+      {"range of 2^55 elements as a binary", fn -> lm.(1..(1 <<< 55), as: :binary) end, Accel.Error,
+       ~r/could not allocate/},
+      # options
+      {"p: 0", fn -> lm.([1], p: 0) end, ArgumentError, ~r/p must be a positive integer, got: 0/},
+      {"p: -1", fn -> lm.([1], p: -1) end, ArgumentError, ~r/p must be a positive integer, got: -1/},
+      {"p: 2^63", fn -> lm.([1], p: 1 <<< 63) end, ArgumentError,
+       ~r/p must be an integer in the signed 64-bit range/},
+      {"p: 1.5", fn -> lm.([1], p: 1.5) end, ArgumentError, ~r/option :p must be an integer, got: 1.5/},
+      {"p: nil", fn -> lm.([1], p: nil) end, ArgumentError, ~r/option :p must be an integer, got: nil/},
+      {"p: \"7\"", fn -> lm.([1], p: "7") end, ArgumentError, ~r/option :p must be an integer/},
+      {"mu: 2^64", fn -> lm.([1], mu: @big) end, ArgumentError,
+       ~r/mu must be an integer in the signed 64-bit range/},
+      {"mu: :x", fn -> lm.([1], mu: :x) end, ArgumentError, ~r/option :mu must be an integer, got: :x/},
+      {"iterations: -1", fn -> lm.([1], iterations: -1) end, ArgumentError,
+       ~r/non-negative integer, got: -1/},
+      {"iterations: 2^63", fn -> lm.([1], iterations: 1 <<< 63) end, ArgumentError,
+       ~r/iterations must be an integer in the signed/},
+      {"iterations: 0.5", fn -> lm.([1], iterations: 0.5) end, ArgumentError,
+       ~r/option :iterations must be an integer/},
+      {"unknown option", fn -> lm.([1], foo: 1) end, ArgumentError, ~r/unknown option :foo/},
+      {"options not a keyword list", fn -> lm.([1], [:p]) end, ArgumentError,
+       ~r/expects options as a keyword list/},
+      {"options as a map", fn -> lm.([1], %{p: 1}) end, ArgumentError, ~r/expects options as a keyword list/},
+      {"options as an atom", fn -> lm.([1], :nope) end, ArgumentError, ~r/expects options as a keyword list/},
+      {"backend: :gpu", fn -> lm.([1], backend: :gpu) end, ArgumentError, ~r/unknown backend :gpu/},
+      {"backend: \"cpu\"", fn -> lm.([1], backend: "cpu") end, ArgumentError, ~r/unknown backend "cpu"/},
+      {"backend: nil", fn -> lm.([1], backend: nil) end, ArgumentError, ~r/unknown backend nil/},
+      {"as: :tuple", fn -> lm.([1], as: :tuple) end, ArgumentError, ~r/option :as must be :list or :binary/},
+      {"device: -1", fn -> lm.([1], backend: :cpu, device: -1) end, ArgumentError,
+       ~r/option :device must be/},
+      {"device: \"0\"", fn -> lm.([1], backend: :cpu, device: "0") end, ArgumentError,
+       ~r/option :device must be/},
+      {"device index with backend :auto", fn -> lm.([1], device: 0) end, ArgumentError, ~r/needs a :backend/},
+      {"CPU device with backend :opencl", fn -> lm.([1], backend: :opencl, device: @cpu_device) end,
+       ArgumentError, ~r/is a :cpu device, but :backend is :opencl/},
+      {"device: 99", fn -> lm.([1], backend: :cpu, device: 99) end, ArgumentError,
+       ~r/has one device, 0; got device 99/},
+      {"device: huge", fn -> lm.([1], backend: :cpu, device: @big) end, ArgumentError,
+       ~r/device must be an integer in the signed/},
+      {"chunk_size: 0", fn -> lm.([1], chunk_size: 0) end, ArgumentError,
+       ~r/option :chunk_size must be a positive integer/},
+      {"chunk_size: -5", fn -> lm.([1], chunk_size: -5) end, ArgumentError,
+       ~r/chunk_size must be a positive integer, got: -5/},
+      {"chunk_size: 1.5", fn -> lm.([1], chunk_size: 1.5) end, ArgumentError,
+       ~r/chunk_size must be a positive integer, got: 1.5/},
+      {"chunk_size: 2^64", fn -> lm.([1], chunk_size: @big) end, ArgumentError,
+       ~r/chunk_size must be an integer in the signed/},
+      {"max_bytes: 0", fn -> lm.([1], max_bytes: 0) end, ArgumentError,
+       ~r/option :max_bytes must be a positive integer/},
+      {"max_bytes: :big", fn -> lm.([1], max_bytes: :big) end, ArgumentError,
+       ~r/option :max_bytes must be a positive integer/},
+      # crossings
+      {"list_round_trip of a range", fn -> Accel.Crossing.list_round_trip(1..2) end, ArgumentError,
+       ~r/expected a list/},
+      {"list_round_trip of an improper list", fn -> Accel.Crossing.list_round_trip([1 | 2]) end,
+       ArgumentError, ~r/improper list/},
+      {"list_round_trip of floats", fn -> Accel.Crossing.list_round_trip([1.0]) end, ArgumentError,
+       ~r/not an integer: 1.0/},
+      {"range_to_list of a list", fn -> Accel.Crossing.range_to_list([1]) end, ArgumentError,
+       ~r/expected a Range/},
+      {"range_to_list of a bignum range",
+       fn -> Accel.Crossing.range_to_list(%Range{first: 1, last: @big, step: 1}) end, ArgumentError,
+       ~r/range bounds/},
+      {"range_to_list of 2^40 elements", fn -> Accel.Crossing.range_to_list(1..(1 <<< 40)) end, Accel.Error,
+       ~r/would not fit/},
+      {"binary_round_trip of 1 byte", fn -> Accel.Crossing.binary_round_trip(<<1>>) end, ArgumentError,
+       ~r/not a multiple of 8/},
+      {"binary_round_trip of an atom", fn -> Accel.Crossing.binary_round_trip(:x) end, ArgumentError,
+       ~r/expected a binary/},
+      # memory, timing, async
+      {"memory(:gpu)", fn -> Accel.memory(:gpu) end, ArgumentError, ~r/memory\/1 expects a backend name/},
+      {"memory(\"cpu\")", fn -> Accel.memory("cpu") end, ArgumentError, ~r/memory\/1 expects a backend name/},
+      {"Timing.measure of an atom", fn -> Accel.Timing.measure(:x) end, ArgumentError,
+       ~r/expects a function of no arguments/},
+      {"async of an atom", fn -> Accel.async(:x) end, ArgumentError, ~r/async\/1 expects a function/},
+      {"async of a 1-arity function", fn -> Accel.async(fn x -> x end) end, ArgumentError,
+       ~r/async\/1 expects a function/},
+      {"await of a pid", fn -> Accel.await(self()) end, ArgumentError, ~r/await\/2 expects a task/},
+      # streams, dispatch, cluster
+      {"chunks with chunk_size: 0", fn -> Accel.Stream.chunks(1..3, chunk_size: 0) end, ArgumentError,
+       ~r/chunk_size/},
+      {"chunks of an atom", fn -> Accel.Stream.chunks(:nope) end, ArgumentError,
+       ~r/expected an enumerable or a binary/},
+      {"chunks of a 3-byte binary", fn -> Accel.Stream.chunks(<<1, 2, 3>>) end, ArgumentError,
+       ~r/not a multiple of 8/},
+      {"map_chunks with an atom for fun", fn -> Accel.Stream.map_chunks(1..3, :f) end, ArgumentError,
+       ~r/expects a 1-arity function/},
+      {"map_chunks with emit: :all", fn -> Accel.Stream.map_chunks(1..3, & &1, emit: :all) end, ArgumentError,
+       ~r/option :emit/},
+      {"map_chunks with an unknown option", fn -> Accel.Stream.map_chunks(1..3, & &1, x: 1) end,
+       ArgumentError, ~r/unknown option :x/},
+      {"map_chunks with max_concurrency: 0",
+       fn -> Accel.Stream.map_chunks(1..3, & &1, max_concurrency: 0) |> Enum.to_list() end, ArgumentError,
+       ~r/max_concurrency/},
+      {"Dispatch.run with no workers", fn -> Accel.Dispatch.run([1], [], fn x, _ -> x end) end, ArgumentError,
+       ~r/non-empty list of workers/},
+      {"Dispatch.run with a 1-arity fun", fn -> Accel.Dispatch.run([1], [:a], & &1) end, ArgumentError,
+       ~r/2-arity function/},
+      {"Cluster with no nodes", fn -> Accel.Cluster.map_chunks([], 1..3, & &1) end, ArgumentError,
+       ~r/non-empty list of node names/},
+      {"Cluster with a non-list of nodes", fn -> Accel.Cluster.map_chunks(:a@b, 1..3, & &1) end,
+       ArgumentError, ~r/list of node names/},
+      {"Cluster with a 2-arity fun",
+       fn -> Accel.Cluster.map_chunks([node()], 1..3, fn a, b -> {a, b} end) end, ArgumentError,
+       ~r/1-arity function or \{module, function, args\}/},
+      {"Cluster with window: 0", fn -> Accel.Cluster.map_chunks([node()], 1..3, & &1, window: 0) end,
+       ArgumentError, ~r/chunk_size|positive/}
+    ]
+  end
+
+  test "at least 60 distinct bad inputs, each answered with its documented exception" do
+    cases = cases()
+    assert length(cases) >= 60
+
+    assert cases |> Enum.map(&elem(&1, 0)) |> Enum.uniq() |> length() == length(cases),
+           "case names must be distinct"
+
+    failures =
+      for {name, fun, exception, pattern} <- cases,
+          reason = check(fun, exception, pattern),
+          reason != :ok,
+          do: "#{name}: #{reason}"
+
+    assert failures == []
+    # The VM, the NIF and its backends are still fine.
+    assert Accel.logistic_map([1, 2, 3], p: 61) == [28, 25, 37]
+    assert Accel.Crossing.list_round_trip([1, 2]) == [1, 2]
+  end
+
+  defp check(fun, exception, pattern) do
+    fun.()
+    "raised nothing"
+  rescue
+    e ->
+      cond do
+        e.__struct__ != exception ->
+          "raised #{inspect(e.__struct__)}: #{Exception.message(e)}"
+
+        not (Exception.message(e) =~ pattern) ->
+          "message #{inspect(Exception.message(e))} does not match #{inspect(pattern)}"
+
+        true ->
+          :ok
+      end
+  end
+end

@@ -1,0 +1,108 @@
+defmodule Accel.LoadTest do
+  # Load, killed callers and shared resources: the NIF must stay correct and free under all three.
+  use ExUnit.Case, async: false
+  import Bitwise
+  alias Accel.Test.Reference
+
+  @moduletag timeout: 300_000
+
+  defp backends, do: for(%{name: name, available: true} <- Accel.backends(), do: name)
+
+  test "1,000 processes x 100 mixed calls across backends, results checked, no deadlock" do
+    shared = Accel.logistic_map(1..2_000_000, iterations: 0, as: :binary)
+    list = Enum.to_list(-300..300)
+
+    specs =
+      for backend <- backends(), spec <- [:list, :range, :binary, :shared, :crossing] do
+        {spec, backend}
+      end
+
+    run = fn
+      {:list, backend} -> Accel.logistic_map(list, backend: backend, mu: -7)
+      {:range, backend} -> Accel.logistic_map(1..30_000, backend: backend, as: :binary)
+      {:binary, backend} -> Accel.logistic_map(Reference.to_binary(list), backend: backend, p: 1_000_003)
+      {:shared, backend} -> Accel.logistic_map(binary_part(shared, 8 * 1000, 8 * 5000), backend: backend)
+      {:crossing, _} -> Accel.Crossing.list_round_trip(list)
+    end
+
+    expected = Map.new(specs, &{&1, run.(&1)})
+    specs = List.to_tuple(specs)
+
+    results =
+      1..1_000
+      |> Enum.map(fn proc ->
+        Task.async(fn ->
+          Enum.count(1..100, fn call ->
+            spec = elem(specs, rem(proc * 7 + call, tuple_size(specs)))
+            run.(spec) != expected[spec]
+          end)
+        end)
+      end)
+      |> Task.await_many(240_000)
+
+    assert Enum.sum(results) == 0
+  end
+
+  # Occupies every dirty CPU scheduler with calls that would run for hours, kills their callers,
+  # then needs a dirty scheduler: only cancellation lets the last call run.
+  test "callers killed in the middle of dirty calls free their schedulers and memory" do
+    baseline = settle()
+    dirty = :erlang.system_info(:dirty_cpu_schedulers)
+
+    victims =
+      for _ <- 1..dirty do
+        spawn(fn -> Accel.logistic_map(1..100_000, iterations: 1 <<< 40, as: :binary) end)
+      end
+
+    Process.sleep(200)
+    Enum.each(victims, &Process.exit(&1, :kill))
+    task = Task.async(fn -> Accel.logistic_map(1..200_000, as: :binary) end)
+    assert {:ok, result} = Task.yield(task, 30_000), "no dirty scheduler came free"
+    assert result == Reference.to_binary(Reference.logistic_map(1..200_000))
+    assert settle() == baseline
+  end
+
+  @tag :opencl
+  test "callers killed in the middle of OpenCL calls" do
+    baseline = settle()
+
+    victims =
+      for _ <- 1..3 do
+        spawn(fn -> Accel.logistic_map(1..1_000, backend: :opencl, iterations: 1 <<< 20, chunk_size: 1) end)
+      end
+
+    Process.sleep(200)
+    Enum.each(victims, &Process.exit(&1, :kill))
+    task = Task.async(fn -> Accel.logistic_map(1..1_000, backend: :opencl) end)
+    assert {:ok, result} = Task.yield(task, 30_000), "the OpenCL device did not come free"
+    assert result == Reference.logistic_map(1..1_000)
+    assert settle() == baseline
+  end
+
+  test "one Accel-owned binary used from many processes at once, then released" do
+    baseline = settle()
+
+    outcome =
+      Task.async(fn ->
+        shared = Accel.logistic_map(1..1_000_000, iterations: 0, as: :binary)
+        expected = Accel.logistic_map(shared)
+
+        1..50
+        |> Enum.map(fn i ->
+          Task.async(fn -> Accel.logistic_map(shared, backend: Enum.at(backends(), rem(i, 2), :cpu)) end)
+        end)
+        |> Task.await_many(60_000)
+        |> Enum.all?(&(&1 == expected))
+      end)
+      |> Task.await(60_000)
+
+    assert outcome
+    assert settle() == baseline
+  end
+
+  defp settle do
+    for pid <- Process.list(), do: :erlang.garbage_collect(pid)
+    Process.sleep(20)
+    Accel.memory(:cpu)
+  end
+end
