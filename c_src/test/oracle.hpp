@@ -24,11 +24,17 @@ inline int64_t oracle(int64_t x, int64_t mu, int64_t p, int64_t iterations) {
   return x;
 }
 
+// Values around p (those that exist in int64: p + 1 does not when p is INT64_MAX), around the
+// 2^32 and 2^26 thresholds of the fast paths, and at the ends of int64.
 inline std::vector<int64_t> edge_inputs(int64_t p) {
-  return {0,       1,       -1,      2,        -2,       kMax,           kMin,           kMax - 1,
-          kMin + 1, p,      -p,      p - 1,    1 - p,    p + 1,          -p - 1,         4294967295LL,
-          -4294967295LL,    4294967296LL,      -4294967296LL,            3037000499LL,   67108863LL,
-          -67108863LL,      67108864LL,        -67108864LL};
+  std::vector<int64_t> v = {0,         1,          -1,           2,            -2,           kMax,
+                            kMin,      kMax - 1,   kMin + 1,     p,            -p,           p - 1,
+                            1 - p,     4294967295LL, -4294967295LL, 4294967296LL, -4294967296LL, 3037000499LL,
+                            67108863LL, -67108863LL, 67108864LL,   -67108864LL};
+  int64_t x;
+  if (!__builtin_add_overflow(p, 1, &x)) v.push_back(x);
+  if (!__builtin_sub_overflow(-p, 1, &x)) v.push_back(x);
+  return v;
 }
 
 // Full range, 32-bit, small, and near the extremes, in turn.
