@@ -4,18 +4,7 @@ defmodule Accel.LogisticMapTest do
 
   doctest Accel
 
-  @known [
-    5_756_693,
-    3_714_507,
-    3_456_095,
-    6_578_590,
-    2_830_244,
-    6_018_359,
-    3_928_136,
-    3_291_622,
-    2_592_373,
-    2_538_985
-  ]
+  @known Reference.known_first_ten()
 
   describe "known values" do
     test "1..10 with the defaults" do

@@ -13,6 +13,21 @@ defmodule Accel.Test.Reference do
   defp iterate(x, _p, _mu, 0), do: x
   defp iterate(x, p, mu, n), do: iterate(rem(mu * x * (x + 1), p), p, mu, n - 1)
 
+  # The values the issue gives for 1..10 with the defaults: a check on the reference itself.
+  def known_first_ten,
+    do: [
+      5_756_693,
+      3_714_507,
+      3_456_095,
+      6_578_590,
+      2_830_244,
+      6_018_359,
+      3_928_136,
+      3_291_622,
+      2_592_373,
+      2_538_985
+    ]
+
   def to_binary(xs), do: for(x <- xs, into: <<>>, do: <<x::signed-native-64>>)
   def from_binary(bin), do: for(<<x::signed-native-64 <- bin>>, do: x)
 

@@ -13,6 +13,7 @@
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "core/chunk_plan.hpp"
+#include "core/device_backend.hpp"
 #include "core/error.hpp"
 #include "kernels/logistic_map.h"
 
@@ -33,14 +34,14 @@ std::string reason_for(cudaError_t e) {
   }
 }
 
-std::string describe(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+std::string cuda_error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
 
 // Every runtime call goes through here: the error names the call and CUDA's own error name.
 #define ACCEL_CUDA(call) check((call), #call)
 void check(cudaError_t e, const char* call) {
   if (e == cudaSuccess) return;
   cudaGetLastError();  // clear a sticky-free error so the next call starts clean
-  throw Error(reason_for(e), std::string(call) + " failed with " + describe(e));
+  throw Error(reason_for(e), std::string(call) + " failed with " + cuda_error_text(e));
 }
 
 constexpr int kThreads = 256;
@@ -74,28 +75,8 @@ struct DeviceState {
   }
 };
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public DeviceBackend<DeviceState> {
  public:
-  BackendStatus status() override {
-    discover();
-    if (devices_.empty()) return {"cuda", true, false, unavailable_};
-    std::string detail;
-    for (const auto& d : devices_) {
-      if (!detail.empty()) detail += "; ";
-      detail += d->info.name + " (compute capability " + d->info.capability + ")";
-    }
-    return {"cuda", true, true, detail};
-  }
-
-  std::vector<DeviceInfo> devices() override {
-    discover();
-    std::vector<DeviceInfo> out;
-    for (const auto& d : devices_) out.push_back(d->info);
-    return out;
-  }
-
-  bool waits_on_device() const override { return true; }
-
   void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
                     const CallOptions& options) override {
     DeviceState& d = device_at(options.device);
@@ -132,43 +113,36 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  void discover() {
-    std::call_once(discovered_, [this] {
-      int count = 0;
-      const cudaError_t e = cudaGetDeviceCount(&count);
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        unavailable_ = "no usable CUDA device: cudaGetDeviceCount failed with " + describe(e);
-        return;
-      }
-      for (int i = 0; i < count; ++i) {
-        cudaDeviceProp prop;
-        if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
-        auto state = std::make_unique<DeviceState>();
-        state->ordinal = i;
-        DeviceInfo& info = state->info;
-        info.backend = "cuda";
-        info.index = static_cast<int>(devices_.size());
-        info.platform = "CUDA";
-        info.name = prop.name;
-        info.type = "gpu";
-        info.memory = prop.totalGlobalMem;
-        info.max_alloc = prop.totalGlobalMem;
-        info.compute_units = static_cast<uint32_t>(prop.multiProcessorCount);
-        info.capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
-        devices_.push_back(std::move(state));
-      }
-      if (devices_.empty()) unavailable_ = "the CUDA driver reports no devices";
-    });
+  std::string name() const override { return "cuda"; }
+
+  std::string describe(const DeviceInfo& info) const override {
+    return info.name + " (compute capability " + info.capability + ")";
   }
 
-  DeviceState& device_at(int index) {
-    discover();
-    if (devices_.empty()) throw ArgumentError("backend :cuda is unavailable: " + unavailable_);
-    if (index < 0 || static_cast<size_t>(index) >= devices_.size())
-      throw ArgumentError("no CUDA device " + std::to_string(index) + ": there are " + std::to_string(devices_.size()) +
-                          " (see Accel.devices/0)");
-    return *devices_[static_cast<size_t>(index)];
+  std::string find_devices(std::vector<std::unique_ptr<DeviceState>>& out) override {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return "no usable CUDA device: cudaGetDeviceCount failed with " + cuda_error_text(e);
+    }
+    for (int i = 0; i < count; ++i) {
+      cudaDeviceProp prop;
+      if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
+      auto state = std::make_unique<DeviceState>();
+      state->ordinal = i;
+      DeviceInfo& info = state->info;
+      info.backend = "cuda";
+      info.platform = "CUDA";
+      info.name = prop.name;
+      info.type = "gpu";
+      info.memory = prop.totalGlobalMem;
+      info.max_alloc = prop.totalGlobalMem;
+      info.compute_units = static_cast<uint32_t>(prop.multiProcessorCount);
+      info.capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+      out.push_back(std::move(state));
+    }
+    return "the CUDA driver reports no devices";
   }
 
   // Streams once per device; buffers grown to the largest chunk seen, then reused by every call.
@@ -187,9 +161,6 @@ class CudaBackend final : public Backend {
     d.buffer_elements = chunk;
   }
 
-  std::once_flag discovered_;
-  std::vector<std::unique_ptr<DeviceState>> devices_;
-  std::string unavailable_;
 };
 
 }  // namespace

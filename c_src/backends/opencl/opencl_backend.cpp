@@ -20,6 +20,7 @@
 
 #include "backends/opencl/opencl_backend.hpp"
 #include "core/chunk_plan.hpp"
+#include "core/device_backend.hpp"
 #include "core/error.hpp"
 #include "opencl_kernels.hpp"  // generated: kLogisticMapSource
 
@@ -68,7 +69,7 @@ std::string reason_for(cl_int code) {
   }
 }
 
-std::string describe(const cl::Error& e) {
+std::string cl_error_text(const cl::Error& e) {
   return std::string(e.what()) + " failed with " + error_name(e.err()) + " (" + std::to_string(e.err()) + ")";
 }
 
@@ -136,28 +137,8 @@ struct DeviceState {
   std::map<std::string, cl::Program> programs;  // by build options: each built once
 };
 
-class OpenClBackend final : public Backend {
+class OpenClBackend final : public DeviceBackend<DeviceState> {
  public:
-  BackendStatus status() override {
-    discover();
-    if (devices_.empty()) return {"opencl", true, false, unavailable_};
-    std::string detail;
-    for (const auto& d : devices_) {
-      if (!detail.empty()) detail += "; ";
-      detail += d->info.platform + ": " + d->info.name + " (" + d->info.type + ")";
-    }
-    return {"opencl", true, true, detail};
-  }
-
-  std::vector<DeviceInfo> devices() override {
-    discover();
-    std::vector<DeviceInfo> out;
-    for (const auto& d : devices_) out.push_back(d->info);
-    return out;
-  }
-
-  bool waits_on_device() const override { return true; }
-
   void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
                     const CallOptions& options) override {
     DeviceState& d = device_at(options.device);
@@ -215,55 +196,49 @@ class OpenClBackend final : public Backend {
         throw;
       }
     } catch (const cl::Error& e) {
-      throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(options.device) + " (" + d.info.name + "): " + describe(e));
+      throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(options.device) + " (" + d.info.name + "): " + cl_error_text(e));
     }
   }
 
  private:
-  void discover() {
-    std::call_once(discovered_, [this] {
-      ChildWaitGuard child_wait;
-      try {
-        std::vector<cl::Platform> platforms;
-        cl::Platform::get(&platforms);
-        for (const auto& platform : platforms) {
-          std::vector<cl::Device> found;
-          try {
-            platform.getDevices(CL_DEVICE_TYPE_ALL, &found);
-          } catch (const cl::Error&) {
-            continue;  // a platform without devices
-          }
-          for (const auto& device : found) {
-            auto state = std::make_unique<DeviceState>();
-            state->device = device;
-            DeviceInfo& info = state->info;
-            info.backend = "opencl";
-            info.index = static_cast<int>(devices_.size());
-            info.platform = platform.getInfo<CL_PLATFORM_NAME>();
-            info.name = device.getInfo<CL_DEVICE_NAME>();
-            info.type = type_name(device.getInfo<CL_DEVICE_TYPE>());
-            info.memory = device.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
-            info.max_alloc = device.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
-            info.compute_units = device.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
-            state->fp64 = device.getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() != 0;
-            devices_.push_back(std::move(state));
-          }
-        }
-        if (devices_.empty()) unavailable_ = "OpenCL platforms found, but no devices";
-      } catch (const cl::Error& e) {
-        devices_.clear();
-        unavailable_ = "no OpenCL platform found: " + describe(e);
-      }
-    });
+  std::string name() const override { return "opencl"; }
+
+  std::string describe(const DeviceInfo& info) const override {
+    return info.platform + ": " + info.name + " (" + info.type + ")";
   }
 
-  DeviceState& device_at(int index) {
-    discover();
-    if (devices_.empty()) throw ArgumentError("backend :opencl is unavailable: " + unavailable_);
-    if (index < 0 || static_cast<size_t>(index) >= devices_.size())
-      throw ArgumentError("no OpenCL device " + std::to_string(index) + ": there are " + std::to_string(devices_.size()) +
-                          " (see Accel.devices/0)");
-    return *devices_[static_cast<size_t>(index)];
+  std::string find_devices(std::vector<std::unique_ptr<DeviceState>>& out) override {
+    ChildWaitGuard child_wait;
+    try {
+      std::vector<cl::Platform> platforms;
+      cl::Platform::get(&platforms);
+      for (const auto& platform : platforms) {
+        std::vector<cl::Device> found;
+        try {
+          platform.getDevices(CL_DEVICE_TYPE_ALL, &found);
+        } catch (const cl::Error&) {
+          continue;  // a platform without devices
+        }
+        for (const auto& device : found) {
+          auto state = std::make_unique<DeviceState>();
+          state->device = device;
+          DeviceInfo& info = state->info;
+          info.backend = "opencl";
+          info.platform = platform.getInfo<CL_PLATFORM_NAME>();
+          info.name = device.getInfo<CL_DEVICE_NAME>();
+          info.type = type_name(device.getInfo<CL_DEVICE_TYPE>());
+          info.memory = device.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
+          info.max_alloc = device.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
+          info.compute_units = device.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
+          state->fp64 = device.getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() != 0;
+          out.push_back(std::move(state));
+        }
+      }
+      return "OpenCL platforms found, but no devices";
+    } catch (const cl::Error& e) {
+      out.clear();
+      return "no OpenCL platform found: " + cl_error_text(e);
+    }
   }
 
   static void ready(DeviceState& d) {
@@ -289,7 +264,7 @@ class OpenClBackend final : public Backend {
       } catch (const cl::Error&) {
         log = "(no build log)";
       }
-      throw Error("build_failed", "OpenCL program build failed on " + d.info.name + ": " + describe(e) + "\n" + log);
+      throw Error("build_failed", "OpenCL program build failed on " + d.info.name + ": " + cl_error_text(e) + "\n" + log);
     }
     return d.programs.emplace(options, std::move(program)).first->second;
   }
@@ -303,9 +278,6 @@ class OpenClBackend final : public Backend {
     }
   }
 
-  std::once_flag discovered_;
-  std::vector<std::unique_ptr<DeviceState>> devices_;
-  std::string unavailable_;
 };
 
 }  // namespace

@@ -1,0 +1,70 @@
+// What the device backends (OpenCL, CUDA) share: devices discovered once on first use, the status
+// Accel.backends/0 reports, the device list, and lookup by index with the reason when there is
+// none. A backend supplies its per-device State (holding a DeviceInfo `info`), discovery, and how a
+// device is described in its status.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+
+namespace accel {
+
+template <typename State>
+class DeviceBackend : public Backend {
+ public:
+  BackendStatus status() override {
+    discover();
+    if (devices_.empty()) return {name(), true, false, unavailable_};
+    std::string detail;
+    for (const auto& d : devices_) {
+      if (!detail.empty()) detail += "; ";
+      detail += describe(d->info);
+    }
+    return {name(), true, true, detail};
+  }
+
+  std::vector<DeviceInfo> devices() override {
+    discover();
+    std::vector<DeviceInfo> out;
+    for (const auto& d : devices_) out.push_back(d->info);
+    return out;
+  }
+
+  bool waits_on_device() const override { return true; }
+
+ protected:
+  virtual std::string name() const = 0;
+  virtual std::string describe(const DeviceInfo& info) const = 0;
+  // Appends every usable device; returns why there is none (used only when none was found).
+  virtual std::string find_devices(std::vector<std::unique_ptr<State>>& out) = 0;
+
+  State& device_at(int index) {
+    discover();
+    if (devices_.empty()) throw ArgumentError("backend :" + name() + " is unavailable: " + unavailable_);
+    if (index < 0 || static_cast<size_t>(index) >= devices_.size())
+      throw ArgumentError("no " + display_name() + " device " + std::to_string(index) + ": there are " +
+                          std::to_string(devices_.size()) + " (see Accel.devices/0)");
+    return *devices_[static_cast<size_t>(index)];
+  }
+
+  void discover() {
+    std::call_once(discovered_, [this] {
+      unavailable_ = find_devices(devices_);
+      for (size_t i = 0; i < devices_.size(); ++i) devices_[i]->info.index = static_cast<int>(i);
+    });
+  }
+
+ private:
+  std::string display_name() const { return name() == "opencl" ? "OpenCL" : name() == "cuda" ? "CUDA" : name(); }
+
+  std::once_flag discovered_;
+  std::vector<std::unique_ptr<State>> devices_;
+  std::string unavailable_;
+};
+
+}  // namespace accel
