@@ -56,6 +56,8 @@ defmodule Accel.HostileTest do
       {"range with an atom bound", fn -> lm.(%Range{first: :a, last: 5, step: 1}, []) end, ArgumentError,
        ~r/range bounds/},
       {"map posing as a range", fn -> lm.(%{__struct__: Range}, []) end, ArgumentError, ~r/range bounds/},
+      {"the whole int64 range", fn -> lm.(-(1 <<< 63)..((1 <<< 63) - 1), as: :binary) end, Accel.Error,
+       ~r/2\^64 elements is too large/},
       {"range of 2^62 elements", fn -> lm.(1..(1 <<< 62), as: :binary) end, Accel.Error,
        ~r/too large to process/},
       {"range of 2^40 elements as a list", fn -> lm.(1..(1 <<< 40), []) end, Accel.Error,

@@ -1,6 +1,7 @@
 // The NIF table: thin functions that decode terms, call core/ and the backends, and encode results.
-// Scheduling is decided here, before anything large is decoded: small calls run on the calling
-// (normal) scheduler, everything else is rescheduled onto a dirty CPU scheduler.
+// Scheduling is decided here, before anything large is decoded: calls that wait on a device run on
+// a dirty IO scheduler; small CPU calls run on the calling (normal) scheduler; every other CPU call
+// is rescheduled onto a dirty CPU scheduler.
 #include <erl_nif.h>
 
 #include <atomic>

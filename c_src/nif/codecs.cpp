@@ -23,9 +23,16 @@ struct RangeSpec {
   size_t count = 0;
 };
 
+bool get_int64(ErlNifEnv* env, ERL_NIF_TERM term, int64_t* out) {
+  ErlNifSInt64 v;  // its own type: not necessarily the same as int64_t
+  if (!enif_get_int64(env, term, &v)) return false;
+  *out = static_cast<int64_t>(v);
+  return true;
+}
+
 bool get_map_int64(ErlNifEnv* env, ERL_NIF_TERM map, ERL_NIF_TERM key, int64_t* out) {
   ERL_NIF_TERM value;
-  return enif_get_map_value(env, map, key, &value) && enif_get_int64(env, value, reinterpret_cast<ErlNifSInt64*>(out));
+  return enif_get_map_value(env, map, key, &value) && get_int64(env, value, out);
 }
 
 bool is_range(ErlNifEnv* env, ERL_NIF_TERM term) {
@@ -42,17 +49,23 @@ RangeSpec decode_range(ErlNifEnv* env, ERL_NIF_TERM term) {
   ERL_NIF_TERM step_term;
   if (!enif_get_map_value(env, term, atoms.step, &step_term)) {
     r.step = r.first <= last ? 1 : -1;  // ranges from before Elixir 1.12 carry no step
-  } else if (!enif_get_int64(env, step_term, reinterpret_cast<ErlNifSInt64*>(&r.step)) || r.step == 0) {
+  } else if (!get_int64(env, step_term, &r.step) || r.step == 0) {
     throw ArgumentError("range step must be a non-zero integer in the signed 64-bit range, got: " +
                         describe_term(env, term));
   }
-  // Unsigned differences are exact whenever the range is non-empty in its direction.
+  // Unsigned differences are exact whenever the range is non-empty in its direction. The count of
+  // the whole int64 range, 2^64, does not fit: it is refused rather than wrapped to 0.
+  uint64_t steps = 0;
+  bool empty = true;
   if (r.step > 0 && r.first <= last) {
-    r.count = (static_cast<uint64_t>(last) - static_cast<uint64_t>(r.first)) / static_cast<uint64_t>(r.step) + 1;
+    steps = (static_cast<uint64_t>(last) - static_cast<uint64_t>(r.first)) / static_cast<uint64_t>(r.step);
+    empty = false;
   } else if (r.step < 0 && r.first >= last) {
-    const uint64_t magnitude = uint64_t{0} - static_cast<uint64_t>(r.step);
-    r.count = (static_cast<uint64_t>(r.first) - static_cast<uint64_t>(last)) / magnitude + 1;
+    steps = (static_cast<uint64_t>(r.first) - static_cast<uint64_t>(last)) / (uint64_t{0} - static_cast<uint64_t>(r.step));
+    empty = false;
   }
+  if (!empty && steps == UINT64_MAX) throw Error("out_of_memory", "a range of 2^64 elements is too large to process");
+  r.count = empty ? 0 : steps + 1;
   return r;
 }
 
@@ -96,8 +109,8 @@ size_t count_int64_input(ErlNifEnv* env, ERL_NIF_TERM term, size_t limit) {
   if (is_range(env, term)) {
     try {
       return decode_range(env, term).count;
-    } catch (const ArgumentError&) {
-      return 0;
+    } catch (const std::exception&) {
+      return 0;  // decode_int64_input reports the problem
     }
   }
   return 0;
