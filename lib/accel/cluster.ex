@@ -25,7 +25,8 @@ defmodule Accel.Cluster do
 
     * `:chunk_size` - elements per chunk (default 1_000_000)
     * `:window` - chunks dispatched together before their results are emitted (default 4 per node)
-    * `:timeout` - per chunk and call, in milliseconds or `:infinity` (default `:infinity`)
+    * `:timeout` - per chunk and call, in milliseconds or `:infinity` (default `:infinity`); a node
+      whose call times out is treated as lost, and its chunk goes to the others
   """
   @spec map_chunks(
           [node()],
