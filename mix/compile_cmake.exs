@@ -38,6 +38,7 @@ defmodule Mix.Tasks.Compile.AccelCmake do
   def clean do
     File.rm_rf!(build_dir())
     File.rm(Path.join("priv", "accel_nif.so"))
+    File.rm(Path.join("priv", "accel_opencl.so"))
     :ok
   end
 

@@ -19,7 +19,7 @@ defmodule Accel.DevicesAllTest do
   end
 
   test "faster workers take proportionally more chunks" do
-    delays = %{fast: 1, slow: 12}
+    delays = %{fast: 1, slow: 30}
 
     {results, stats} =
       Accel.Dispatch.run(Enum.to_list(1..120), [:fast, :slow], fn x, worker ->

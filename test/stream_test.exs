@@ -71,7 +71,7 @@ defmodule Accel.StreamTest do
 
     test "keeps order, and ordered: false still yields every result" do
       slow_first = fn [x | _] = chunk ->
-        if x == 1, do: Process.sleep(50)
+        if x == 1, do: Process.sleep(200)
         chunk
       end
 
@@ -119,23 +119,6 @@ defmodule Accel.StreamTest do
       assert length(started) in 3..5
     end
 
-    test "bounded memory over a 10^8-element stream" do
-      before = :erlang.memory(:total)
-      parent = self()
-      watcher = spawn_link(fn -> watch_memory(parent, before) end)
-
-      count =
-        1..100_000_000
-        |> Accel.Stream.map_chunks(&Accel.logistic_map(&1, as: :binary), chunk_size: 1_000_000, emit: :chunks)
-        |> Enum.reduce(0, fn bin, acc -> acc + byte_size(bin) end)
-
-      send(watcher, :stop)
-      assert_receive {:peak, peak}, 5_000
-      assert count == 800_000_000
-      # 800 MB of results went through; at most a few chunks of 8 MB were alive at any moment.
-      assert peak - before < 200_000_000, "memory grew by #{div(peak - before, 1_000_000)} MB"
-    end
-
     test "timeouts behave as in Task.async_stream" do
       slow = fn chunk ->
         Process.sleep(200)
@@ -157,14 +140,6 @@ defmodule Accel.StreamTest do
       assert_raise ArgumentError, "option :emit must be :elements or :chunks, got: :all", fn ->
         Accel.Stream.map_chunks(1..3, & &1, emit: :all)
       end
-    end
-  end
-
-  defp watch_memory(parent, peak) do
-    receive do
-      :stop -> send(parent, {:peak, max(peak, :erlang.memory(:total))})
-    after
-      5 -> watch_memory(parent, max(peak, :erlang.memory(:total)))
     end
   end
 end

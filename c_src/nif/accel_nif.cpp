@@ -255,12 +255,19 @@ ERL_NIF_TERM auto_device(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
 int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   make_atoms(env);
   if (!open_codec_resources(env)) return 1;
-  unsigned threads = 0;  // load_info: CPU threads, 0 for one per hardware thread
-  if (!enif_get_uint(env, load_info, &threads)) threads = 0;
+  // load_info: {CPU threads (0: one per hardware thread), the priv directory (plugins live there)}
+  unsigned threads = 0;
+  char priv_dir[4096] = ".";
+  int arity = 0;
+  const ERL_NIF_TERM* info = nullptr;
+  if (enif_get_tuple(env, load_info, &arity, &info) && arity == 2) {
+    if (!enif_get_uint(env, info[0], &threads)) threads = 0;
+    if (enif_get_string(env, info[1], priv_dir, sizeof priv_dir, ERL_NIF_LATIN1) <= 0) std::strcpy(priv_dir, ".");
+  }
   try {
     auto rt = std::make_unique<Runtime>();
     rt->cpu = std::make_unique<cpu::CpuBackend>(threads);
-    rt->opencl = opencl::make_backend();  // device backends discover on first use, not here
+    rt->opencl = opencl::load_backend(priv_dir);  // device backends discover on first use, not here
     rt->cuda = cuda::make_backend();
     rt->all[0] = rt->cpu.get();
     rt->all[1] = rt->opencl.get();

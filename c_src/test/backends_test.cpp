@@ -166,6 +166,30 @@ TEST(CudaBackend, WithoutADeviceItSaysWhyAndRefusesCalls) {
   }
 }
 
+#ifdef ACCEL_WITH_OPENCL
+// The NIF gets the OpenCL backend from the plugin: a missing plugin (or ICD loader) must leave a
+// backend that says why, and the real plugin must give the same backend as linking it directly.
+TEST(OpenClPlugin, LoadsOrSaysWhyNot) {
+  const auto missing = accel::opencl::load_backend("/nonexistent")->status();
+  EXPECT_TRUE(missing.compiled);
+  EXPECT_FALSE(missing.available);
+  EXPECT_NE(missing.detail.find("the OpenCL plugin could not be loaded"), std::string::npos) << missing.detail;
+
+  auto plugin = accel::opencl::load_backend(ACCEL_PLUGIN_DIR);
+  const auto status = plugin->status();
+  EXPECT_EQ(status.available, accel::opencl::make_backend()->status().available) << status.detail;
+  if (!status.available) GTEST_SKIP() << status.detail;
+  int64_t xs[3] = {1, 2, 3};
+  auto* bytes = reinterpret_cast<unsigned char*>(xs);
+  plugin->logistic_map(accel::Int64Source::of_bytes(bytes, 3), bytes, accel::plan_logistic_map(61, 22, 10), {});
+  EXPECT_EQ(xs[0], 28);
+  EXPECT_EQ(xs[2], 37);
+  // An error thrown inside the plugin is caught here by type, as the NIF's boundary catches it.
+  EXPECT_THROW(plugin->logistic_map(accel::Int64Source::of_bytes(bytes, 3), bytes, accel::plan_logistic_map(61, 22, 1), {7, 0}),
+               accel::ArgumentError);
+}
+#endif
+
 TEST(OpenClBackend, StatusSaysWhetherItIsCompiledIn) {
   const auto status = accel::opencl::make_backend()->status();
   EXPECT_EQ(status.name, "opencl");

@@ -5,9 +5,11 @@ defmodule Accel.NIF do
   @on_load :load
 
   def load do
-    path = :filename.join(:code.priv_dir(:accel), ~c"accel_nif")
+    priv = :code.priv_dir(:accel)
     threads = Application.get_env(:accel, :cpu_threads, 0)
-    :erlang.load_nif(path, if(is_integer(threads) and threads >= 0, do: threads, else: 0))
+    threads = if is_integer(threads) and threads >= 0, do: threads, else: 0
+    # The priv directory also holds the OpenCL plugin, which the NIF loads itself.
+    :erlang.load_nif(:filename.join(priv, ~c"accel_nif"), {threads, priv})
   end
 
   def logistic_map(_input, _p, _mu, _iterations, _as, _backend, _device, _chunk_size),

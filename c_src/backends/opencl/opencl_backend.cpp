@@ -287,3 +287,8 @@ std::unique_ptr<Backend> make_backend() { return std::make_unique<OpenClBackend>
 uint64_t program_builds() { return g_program_builds.load(std::memory_order_relaxed); }
 
 }  // namespace accel::opencl
+
+// The plugin's entry point (accel_opencl.so), found by opencl_loader.cpp with dlsym.
+extern "C" __attribute__((visibility("default"))) accel::Backend* accel_opencl_plugin_create() {
+  return accel::opencl::make_backend().release();
+}

@@ -1,25 +1,16 @@
-// Stands in for the OpenCL backend in builds without OpenCL: reports it absent, refuses calls.
+// Stands in for the OpenCL backend in builds without OpenCL (tests, benchmark and NIF alike).
+#include "backends/absent_backend.hpp"
 #include "backends/opencl/opencl_backend.hpp"
-#include "core/error.hpp"
 
 namespace accel::opencl {
+
 namespace {
+constexpr const char* kAbsent = "not compiled into this build (CMake found no OpenCL ICD loader or C++ headers)";
+}
 
-class AbsentBackend final : public Backend {
- public:
-  BackendStatus status() override {
-    return {"opencl", false, false, "not compiled into this build (CMake found no OpenCL ICD loader or C++ headers)"};
-  }
-  std::vector<DeviceInfo> devices() override { return {}; }
-  bool waits_on_device() const override { return true; }
-  void logistic_map(const Int64Source&, unsigned char*, const LogisticMapPlan&, const CallOptions&) override {
-    throw ArgumentError("backend :opencl is not compiled into this build of Accel");
-  }
-};
+std::unique_ptr<Backend> make_backend() { return std::make_unique<AbsentBackend>("opencl", false, kAbsent); }
 
-}  // namespace
-
-std::unique_ptr<Backend> make_backend() { return std::make_unique<AbsentBackend>(); }
+std::unique_ptr<Backend> load_backend(const std::string&) { return make_backend(); }
 
 uint64_t program_builds() { return 0; }
 
