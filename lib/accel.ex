@@ -146,7 +146,16 @@ defmodule Accel do
   @doc "Waits for a task started by `async/1` (default: as long as it takes) and returns its result."
   @spec await(Task.t(), timeout()) :: term()
   def await(task, timeout \\ :infinity)
-  def await(%Task{} = task, timeout), do: Task.await(task, timeout)
+
+  def await(%Task{} = task, timeout) when timeout == :infinity or (is_integer(timeout) and timeout >= 0),
+    do: Task.await(task, timeout)
+
+  def await(%Task{}, timeout),
+    do:
+      raise(
+        ArgumentError,
+        "await/2 expects a timeout in milliseconds or :infinity, got: #{inspect(timeout, limit: 5)}"
+      )
 
   def await(other, _timeout),
     do: raise(ArgumentError, "await/2 expects a task from Accel.async/1, got: #{inspect(other, limit: 5)}")

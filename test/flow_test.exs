@@ -46,5 +46,9 @@ defmodule Accel.FlowTest do
     assert length(results) == 11
     joined = results |> Enum.sort() |> Enum.map(&elem(&1, 1)) |> IO.iodata_to_binary()
     assert joined == Accel.logistic_map(1..10_000, as: :binary)
+
+    assert_raise ArgumentError, "map_chunks/3 expects a 1-arity function, got: :f", fn ->
+      module.map_chunks(1..3, :f)
+    end
   end
 end

@@ -50,13 +50,19 @@ defmodule Accel.Cluster do
       )
 
     window = Accel.Stream.chunk_size!(opts[:window])
+    timeout = opts[:timeout]
+
+    unless timeout == :infinity or (is_integer(timeout) and timeout >= 0) do
+      raise ArgumentError,
+            "option :timeout must be milliseconds or :infinity, got: #{inspect(timeout, limit: 5)}"
+    end
 
     enumerable
     |> Accel.Stream.chunks(chunk_size: opts[:chunk_size])
     |> Stream.with_index()
     |> Stream.chunk_every(window)
     |> Stream.transform(nodes, fn batch, alive ->
-      {results, alive} = run_batch(batch, alive, fun, opts[:timeout])
+      {results, alive} = run_batch(batch, alive, fun, timeout)
       {results, alive}
     end)
   end

@@ -60,8 +60,9 @@ defmodule Accel.Crossing do
   """
   @spec measure(keyword()) :: [map()]
   def measure(opts \\ []) do
-    n = Keyword.get(opts, :elements, 1_000_000)
-    runs = Keyword.get(opts, :runs, 5)
+    opts = Accel.validate_opts!(opts, [elements: 1_000_000, runs: 5], "Accel.Crossing.measure/1")
+    n = Accel.Timing.count!(opts, :elements, 1)
+    runs = Accel.Timing.count!(opts, :runs, 1)
     list = Enum.to_list(1..n)
     binary = Accel.logistic_map(1..n, iterations: 0, as: :binary)
 

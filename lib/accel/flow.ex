@@ -21,7 +21,13 @@ if Code.ensure_loaded?(Flow) do
     Options: `:chunk_size`, and Flow's own `:stages` (default: schedulers online), `:max_demand`
     (default 1) and `:min_demand`.
     """
-    def map_chunks(input, fun, opts \\ []) when is_function(fun, 1) do
+    def map_chunks(input, fun, opts \\ [])
+
+    def map_chunks(_input, fun, _opts) when not is_function(fun, 1) do
+      raise ArgumentError, "map_chunks/3 expects a 1-arity function, got: #{inspect(fun, limit: 5)}"
+    end
+
+    def map_chunks(input, fun, opts) do
       {chunk_opts, flow_opts} = Keyword.split(opts, [:chunk_size])
       flow_opts = Keyword.merge([stages: System.schedulers_online(), max_demand: 1], flow_opts)
 

@@ -23,9 +23,10 @@ defmodule Accel.Timing do
   end
 
   def measure(fun, opts) do
-    runs = Keyword.get(opts, :runs, 5)
-    loops = Keyword.get(opts, :loops, 1)
-    for _ <- 1..Keyword.get(opts, :warmup, 1)//1, do: fun.()
+    opts = Accel.validate_opts!(opts, [runs: 5, loops: 1, warmup: 1], "Accel.Timing.measure/2")
+    runs = count!(opts, :runs, 1)
+    loops = count!(opts, :loops, 1)
+    for _ <- 1..count!(opts, :warmup, 0)//1, do: fun.()
 
     samples =
       for _ <- 1..runs do
@@ -35,6 +36,19 @@ defmodule Accel.Timing do
       end
 
     summarize(samples) |> Map.merge(%{runs: runs, loops: loops})
+  end
+
+  @doc false
+  # An integer option of at least `min`, or ArgumentError naming it.
+  def count!(opts, key, min) do
+    case opts[key] do
+      n when is_integer(n) and n >= min ->
+        n
+
+      other ->
+        raise ArgumentError,
+              "option #{inspect(key)} must be an integer >= #{min}, got: #{inspect(other, limit: 5)}"
+    end
   end
 
   @doc "min / median / max of a non-empty list of numbers."

@@ -6,8 +6,6 @@
 // The math is kernels/logistic_map.h, compiled here as device code.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstring>
 #include <mutex>
 #include <string>
 
