@@ -3,7 +3,7 @@
 # (input built there, untimed), and every row's result is checked against the reference before its
 # time counts. Writes bench/results/logistic_map.{md,csv,svg}.
 #
-#   bin/bench [--runs 3] [--quick] [--elements N]
+#   bin/bench [--runs 3] [--quick] [--elements N] [--tag NAME: results go to logistic_map_NAME.*]
 Code.require_file("support/report.ex", __DIR__)
 
 defmodule LogisticMapElixir do
@@ -44,7 +44,9 @@ defmodule LogisticMapBench do
   @known_full_md5 "b23119456b61a1cc70ca80c8254867a4"
 
   def main(args) do
-    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, quick: :boolean, elements: :integer])
+    {opts, _} =
+      OptionParser.parse!(args, strict: [runs: :integer, quick: :boolean, elements: :integer, tag: :string])
+
     n = opts[:elements] || if(opts[:quick], do: 0x100000, else: @full)
     runs = opts[:runs] || 3
     # Rows under a second get more samples: their medians are what the ratios compare.
@@ -103,41 +105,74 @@ defmodule LogisticMapBench do
         end
       )
 
-    opencl = if opencl_available?(), do: opencl_rows(n, fast_runs, int64s), else: []
-    native = native_rows(n, fast_runs, reference)
-    rows = elixir ++ accel ++ opencl ++ native
+    devices = Enum.flat_map([:opencl, :cuda], &device_rows(&1, n, fast_runs, int64s))
+    native = native_rows(n, fast_runs, reference) ++ cuda_probe_rows(n, fast_runs)
+    rows = elixir ++ accel ++ devices ++ native
     best = elixir |> Enum.map(&Accel.Timing.summarize(&1.samples).median) |> Enum.min()
-    write(rows, best, n, {runs, fast_runs}, targets(rows, best))
+    write(rows, best, n, {runs, fast_runs}, targets(rows, best), opts[:tag])
   end
 
-  defp opencl_available?, do: Enum.any?(Accel.backends(), &(&1.name == :opencl and &1.available))
+  # The first call of this OS process on a device backend pays device discovery, context creation and
+  # (OpenCL) the program build (PoCL also keeps compiled kernels in an on-disk cache across runs);
+  # later calls reuse them.
+  defp device_rows(backend, n, runs, int64s) do
+    case Enum.find(Accel.devices(), &(&1.backend == backend)) do
+      nil ->
+        []
 
-  # The first OpenCL call of this OS process pays device discovery, context creation and the program
-  # build (PoCL also keeps compiled kernels in an on-disk cache across runs); later calls reuse them.
-  defp opencl_rows(n, runs, int64s) do
-    device = Enum.find(Accel.devices(), &(&1.backend == :opencl))
-    label = "Accel OpenCL (#{device.name})"
+      device ->
+        label = "Accel #{device_label(backend)} (#{device.name})"
 
-    first =
-      row(
-        {label <> ", first call", "range -> binary", :default, fn -> nil end,
-         fn _ -> Accel.logistic_map(1..n, backend: :opencl, as: :binary) end},
-        1,
-        :binary
-      )
+        first =
+          row(
+            {label <> ", first call", "range -> binary", :default, fn -> nil end,
+             fn _ -> Accel.logistic_map(1..n, backend: backend, as: :binary) end},
+            1,
+            :binary
+          )
 
-    steady =
-      Enum.map(
-        [
-          {"range -> list", fn -> nil end, fn _ -> Accel.logistic_map(1..n, backend: :opencl) end, :list},
-          {"range -> binary", fn -> nil end,
-           fn _ -> Accel.logistic_map(1..n, backend: :opencl, as: :binary) end, :binary},
-          {"binary -> binary", int64s, &Accel.logistic_map(&1, backend: :opencl), :binary}
-        ],
-        fn {form, setup, fun, check} -> row({label, form, :default, setup, fun}, runs, check) end
-      )
+        steady =
+          Enum.map(
+            [
+              {"range -> list", fn -> nil end, fn _ -> Accel.logistic_map(1..n, backend: backend) end, :list},
+              {"range -> binary", fn -> nil end,
+               fn _ -> Accel.logistic_map(1..n, backend: backend, as: :binary) end, :binary},
+              {"binary -> binary", int64s, &Accel.logistic_map(&1, backend: backend), :binary}
+            ],
+            fn {form, setup, fun, check} -> row({label, form, :default, setup, fun}, runs, check) end
+          )
 
-    [first | steady]
+        [first | steady]
+    end
+  end
+
+  defp device_label(:opencl), do: "OpenCL"
+  defp device_label(:cuda), do: "CUDA"
+
+  # bench/native/cuda_probe.cu (built with the CUDA backend): PCIe copies of the workload's bytes and
+  # Accel's CUDA kernel alone, in device time. It checks the kernel's result itself.
+  defp cuda_probe_rows(n, runs) do
+    exe = Path.join([Mix.Project.build_path(), "native", "cuda_probe"])
+
+    if File.exists?(exe) and Enum.any?(Accel.devices(), &(&1.backend == :cuda)) do
+      IO.puts("CUDA probe (#{exe})")
+      {text, 0} = System.cmd(exe, [Integer.to_string(n), Integer.to_string(runs)])
+
+      text
+      |> String.split("\n", trim: true)
+      |> Enum.map(&String.split(&1, ","))
+      |> Enum.group_by(&hd/1, fn [_, seconds] -> String.to_float(seconds) end)
+      |> Enum.map(fn {what, samples} ->
+        %{
+          name: "CUDA probe #{what}",
+          form: "#{n * 8} bytes",
+          process: "device time (events)",
+          samples: samples
+        }
+      end)
+    else
+      []
+    end
   end
 
   defp stage_counts(schedulers), do: Stream.iterate(1, &(&1 * 2)) |> Enum.take_while(&(&1 <= 2 * schedulers))
@@ -307,6 +342,7 @@ defmodule LogisticMapBench do
       end
 
     opencl ++
+      cuda_targets(rows) ++
       [
         {"Accel range -> list vs Elixir Enum, default heaps", enum_default / r_default, ">= 5x"},
         {"Accel range -> list vs Elixir Enum, pre-sized heaps", enum_presized / r_presized, ">= 5x"},
@@ -319,7 +355,35 @@ defmodule LogisticMapBench do
       ]
   end
 
-  defp write(rows, best, n, {runs, fast_runs}, targets) do
+  # The CUDA targets: binary -> binary within 2x of the PCIe time of its bytes (one copy each way,
+  # pageable memory as the NIF's binaries are), and the range kernel under 10 ms of device time.
+  defp cuda_targets(rows) do
+    if Enum.any?(rows, &(&1.name == "CUDA probe kernel_range")) do
+      b2b =
+        rows
+        |> Enum.find(
+          &(&1.name =~ "Accel CUDA (" and not (&1.name =~ "first") and &1.form == "binary -> binary")
+        )
+        |> then(&Accel.Timing.summarize(&1.samples).median)
+
+      probe = fn what ->
+        Accel.Timing.summarize(Enum.find(rows, &(&1.name == "CUDA probe " <> what)).samples).median
+      end
+
+      pcie = probe.("h2d_pageable") + probe.("d2h_pageable")
+      pinned = probe.("h2d_pinned") + probe.("d2h_pinned")
+
+      [
+        {"Accel CUDA binary -> binary / PCIe copy time both ways (pageable)", b2b / pcie, "<= 2"},
+        {"Accel CUDA binary -> binary / PCIe copy time both ways (pinned)", b2b / pinned, "(report)"},
+        {"CUDA range kernel, device time in ms", probe.("kernel_range") * 1000, "<= 10"}
+      ]
+    else
+      []
+    end
+  end
+
+  defp write(rows, best, n, {runs, fast_runs}, targets, tag) do
     {os, _} = System.cmd("uname", ["-srm"])
     cpu = File.read!("/proc/cpuinfo") |> then(&Regex.run(~r/model name\s*:\s*(.*)/, &1)) |> List.last()
 
@@ -346,20 +410,25 @@ defmodule LogisticMapBench do
         #{target_md}
 
         Machine: #{cpu}, #{System.schedulers_online()} schedulers, #{String.trim(os)}; OTP #{System.otp_release()},
-        Elixir #{System.version()}. #{runs} samples per pure-Elixir row and #{fast_runs} per other row, each in a fresh BEAM process whose input was built
+        Elixir #{System.version()}. Devices: #{devices_line()}. #{runs} samples per pure-Elixir row and #{fast_runs} per other row, each in a fresh BEAM process whose input was built
         before timing. Accel allocates each output per call from its buffer cache (huge-page mappings;
         the first call of a size maps and faults fresh pages, later calls reuse released ones); the
         standalone C++ rows say how their output was allocated. Every row's result was checked against
         the pure-Elixir reference (MD5 #{:persistent_term.get(:ref).md5}) before its time was counted.
         """
 
-    suffix = if n == @full, do: "", else: "_#{n}"
+    suffix = if(tag, do: "_#{tag}", else: "") <> if(n == @full, do: "", else: "_#{n}")
     File.mkdir_p!("bench/results")
     File.write!("bench/results/logistic_map#{suffix}.md", md)
     File.write!("bench/results/logistic_map#{suffix}.csv", Report.csv(rows, best))
     File.write!("bench/results/logistic_map#{suffix}.svg", Report.svg(rows, "Logistic map, #{n} elements"))
     IO.puts("\n" <> md)
     IO.puts("Wrote bench/results/logistic_map#{suffix}.{md,csv,svg}")
+  end
+
+  defp devices_line do
+    Accel.devices()
+    |> Enum.map_join("; ", fn d -> "#{d.backend} #{d.id}: #{d.name}" end)
   end
 
   defp parse_goal(x), do: x |> String.trim_trailing("x") |> Float.parse() |> elem(0)

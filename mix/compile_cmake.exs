@@ -4,7 +4,9 @@ defmodule Mix.Tasks.Compile.AccelCmake do
   `lib/`, because Mix runs compilers before it compiles the project's own modules.
 
   Configures once into `_build/<env>/native`, then lets CMake decide what is stale. Warnings are
-  errors when `CI` or `ACCEL_WERROR` is set.
+  errors when `CI` or `ACCEL_WERROR` is set. `ACCEL_CMAKE_ARGS` adds CMake arguments at configure time
+  (e.g. `ACCEL_CMAKE_ARGS="-DACCEL_CUDA_ARCHITECTURES=90"`); delete `_build/<env>/native` to apply
+  new ones to an existing build.
   """
   use Mix.Task.Compiler
 
@@ -53,16 +55,17 @@ defmodule Mix.Tasks.Compile.AccelCmake do
   defp configure(build_dir) do
     werror = System.get_env("CI") in ["true", "1"] or System.get_env("ACCEL_WERROR") in ["true", "1"]
 
-    args = [
-      "-S",
-      File.cwd!(),
-      "-B",
-      build_dir,
-      "-DCMAKE_BUILD_TYPE=Release",
-      "-DACCEL_PRIV_DIR=#{Path.expand("priv")}",
-      "-DERTS_INCLUDE_DIR=#{erts_include_dir()}",
-      "-DACCEL_WERROR=#{if werror, do: "ON", else: "OFF"}"
-    ]
+    args =
+      [
+        "-S",
+        File.cwd!(),
+        "-B",
+        build_dir,
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DACCEL_PRIV_DIR=#{Path.expand("priv")}",
+        "-DERTS_INCLUDE_DIR=#{erts_include_dir()}",
+        "-DACCEL_WERROR=#{if werror, do: "ON", else: "OFF"}"
+      ] ++ OptionParser.split(System.get_env("ACCEL_CMAKE_ARGS", ""))
 
     if File.exists?(Path.join(build_dir, "CMakeCache.txt")) and not werror_changed?(build_dir, werror) do
       :ok

@@ -24,9 +24,13 @@ defmodule Accel.OpenCLTest do
     end
   end
 
-  test "backend: :auto is the first OpenCL GPU, else the CPU backend" do
+  test "backend: :auto is the first CUDA device, else the first OpenCL GPU, else the CPU backend" do
+    devices = Accel.devices()
+
     expected =
-      Enum.find(Accel.devices(), &(&1.backend == :opencl and &1.type == :gpu)) || List.last(Accel.devices())
+      Enum.find(devices, &(&1.backend == :cuda)) ||
+        Enum.find(devices, &(&1.backend == :opencl and &1.type == :gpu)) ||
+        Enum.find(devices, &(&1.backend == :cpu))
 
     assert Accel.default_device() == expected
     assert Accel.logistic_map(1..1000, backend: :auto) == Accel.logistic_map(1..1000, device: expected)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace accel {
@@ -29,6 +30,25 @@ inline std::vector<Chunk> plan_chunks(size_t total, size_t chunk, size_t slots) 
   for (size_t offset = 0, i = 0; offset < total; offset += chunk, ++i)
     plan.push_back({offset, std::min(chunk, total - offset), i % slots});
   return plan;
+}
+
+// A device kernel cannot be interrupted, and a caller that gives up (its process dies) must free
+// the device within a bounded time: `iterations: 2^40` is a valid call. So a chunk's iterations run
+// in launches of at most this many, each worth about `launch_budget` units of
+// logistic_map_cost (f64 element-steps), with the cancellation checked between launches.
+// x after a + b iterations is x after a, iterated b more times, so the result is unchanged.
+// Returns at least 1, at most `iterations` (0 when there are none: one launch still runs).
+inline int64_t iterations_per_launch(uint64_t chunk_cost, int64_t iterations, uint64_t launch_budget) {
+  if (iterations <= 0) return 0;
+  const uint64_t per_iteration = std::max<uint64_t>(chunk_cost / static_cast<uint64_t>(iterations), 1);
+  const uint64_t fit = std::max<uint64_t>(launch_budget / per_iteration, 1);
+  return fit >= static_cast<uint64_t>(iterations) ? iterations : static_cast<int64_t>(fit);
+}
+
+// The launch budget of a device with `compute_units` (multiprocessors, OpenCL compute units):
+// tens of milliseconds of work per launch on a GPU, about 0.1 s on a two-core CPU device.
+inline uint64_t launch_budget(uint32_t compute_units) {
+  return static_cast<uint64_t>(std::max<uint32_t>(compute_units, 1)) << 24;
 }
 
 }  // namespace accel

@@ -88,12 +88,24 @@ TEST_P(BackendTest, ForcedChunksGiveTheUnchunkedResult) {
   EXPECT_EQ(run(range, plan, 13), run(range, plan));
 }
 
+TEST_P(BackendTest, CallsSplitIntoSeveralLaunchesGiveTheSameResult) {
+  // Enough iterations that a device runs each chunk as several bounded launches (chunk_plan.hpp),
+  // on the f64 path and on the 128-bit path; the CPU backend is the reference.
+  accel::cpu::CpuBackend reference(2);
+  for (const auto& [p, elements] : {std::pair<int64_t, size_t>{6700417, 100000}, {(int64_t{1} << 62) + 135, 2000}}) {
+    const auto plan = accel::plan_logistic_map(p, 22, 1000);
+    const auto range = accel::Int64Source::of_range(1, 1, elements);
+    std::vector<int64_t> expected(elements);
+    reference.logistic_map(range, reinterpret_cast<unsigned char*>(expected.data()), plan, {});
+    EXPECT_EQ(run(range, plan), expected) << "p = " << p;
+  }
+}
+
 TEST_P(BackendTest, ACancelledCallStopsAndSaysSo) {
-  // The CPU backend checks between slices of steps: 2^40 iterations per element would take hours,
-  // so only cancellation ends this call. Device backends check between chunks (a kernel cannot be
-  // interrupted): 1000 one-element chunks of 2^20 iterations take seconds.
-  const bool cpu = GetParam() == "cpu";
-  const auto plan = accel::plan_logistic_map(6700417, 22, int64_t{1} << (cpu ? 40 : 20));
+  // 2^40 iterations per element would take hours, so only cancellation ends this call. The CPU
+  // backend checks between slices of steps; device backends between launches of bounded work (a
+  // kernel cannot be interrupted), even within one chunk.
+  const auto plan = accel::plan_logistic_map(6700417, 22, int64_t{1} << 40);
   accel::Cancellation cancel;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -102,7 +114,7 @@ TEST_P(BackendTest, ACancelledCallStopsAndSaysSo) {
   std::vector<int64_t> out(1000);
   try {
     backend_->logistic_map(accel::Int64Source::of_range(1, 1, out.size()), reinterpret_cast<unsigned char*>(out.data()), plan,
-                           {0, cpu ? size_t{0} : size_t{1}, &cancel});
+                           {0, 0, &cancel});
     ADD_FAILURE() << "the call was not cancelled";
   } catch (const accel::Error& e) {
     EXPECT_EQ(e.reason(), "cancelled");

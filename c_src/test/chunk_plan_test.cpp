@@ -28,3 +28,13 @@ TEST(ChunkPlan, CoversEveryElementOnceInOrder) {
     }
   }
 }
+
+TEST(IterationsPerLaunch, BoundsTheWorkOfOneLaunch) {
+  // 1000 elements at 1 unit per step: a budget of 10^6 units allows 1000 iterations per launch.
+  EXPECT_EQ(accel::iterations_per_launch(1000 * 5000, 5000, 1000000), 1000);
+  EXPECT_EQ(accel::iterations_per_launch(1000 * 10, 10, 1000000), 10);   // all in one launch
+  EXPECT_EQ(accel::iterations_per_launch(0, 0, 1000000), 0);             // none: one launch still runs
+  EXPECT_EQ(accel::iterations_per_launch(~uint64_t{0}, int64_t{1} << 40, 1), 1);  // never 0
+  EXPECT_EQ(accel::launch_budget(0), accel::launch_budget(1));
+  EXPECT_EQ(accel::launch_budget(132), uint64_t{132} << 24);
+}

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/logistic_map_kernel.cuh"
 #include "core/chunk_plan.hpp"
 #include "core/device_backend.hpp"
 #include "core/error.hpp"
-#include "kernels/logistic_map.h"
 
 namespace accel::cuda {
 namespace {
@@ -44,15 +44,6 @@ void check(cudaError_t e, const char* call) {
 
 constexpr int kThreads = 256;
 constexpr size_t kSlots = 2;
-
-__global__ void logistic_map_kernel(long long* data, unsigned long long n, long long first, long long step, int from_range,
-                                    accel_lm_params c, int use_f64, accel_lm_f64 f, long long iterations) {
-  const unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const accel_i64 x = from_range ? static_cast<accel_i64>(static_cast<accel_u64>(first) + i * static_cast<accel_u64>(step))
-                                 : static_cast<accel_i64>(data[i]);
-  data[i] = use_f64 ? accel_lm_iterate_f64(x, iterations, c, f) : accel_lm_iterate(x, iterations, c);
-}
 
 struct DeviceState {
   DeviceInfo info;
@@ -86,6 +77,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     ready(d, chunk);
     const bool from_range = in.kind == Int64Source::Kind::Range;
     const int use_f64 = plan.f64_exact ? 1 : 0;
+    const uint64_t budget = launch_budget(d.info.compute_units);
     try {
       for (const Chunk& part : plan_chunks(in.count, chunk, kSlots)) {
         cudaStream_t stream = d.streams[part.slot];
@@ -97,10 +89,20 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
         if (!from_range)
           ACCEL_CUDA(cudaMemcpyAsync(buffer, in.bytes + part.offset * 8, part.count * 8, cudaMemcpyHostToDevice, stream));
         const unsigned blocks = static_cast<unsigned>((part.count + kThreads - 1) / kThreads);
-        logistic_map_kernel<<<blocks, kThreads, 0, stream>>>(buffer, part.count, from_range ? in.at(part.offset) : 0,
-                                                             in.step, from_range, plan.exact, use_f64, plan.f64,
-                                                             plan.iterations);
-        ACCEL_CUDA(cudaGetLastError());
+        const int64_t batch = iterations_per_launch(logistic_map_cost(part.count, plan), plan.iterations, budget);
+        int64_t ran = 0;
+        do {  // one launch unless the chunk's iterations would hold the device too long
+          const int64_t now = plan.iterations - ran < batch ? plan.iterations - ran : batch;
+          const bool generate = from_range && ran == 0;
+          logistic_map_kernel<<<blocks, kThreads, 0, stream>>>(buffer, part.count, generate ? in.at(part.offset) : 0,
+                                                               in.step, generate, plan.exact, use_f64, plan.f64, now);
+          ACCEL_CUDA(cudaGetLastError());
+          ran += now;
+          if (ran < plan.iterations) {
+            ACCEL_CUDA(cudaStreamSynchronize(stream));
+            if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
+          }
+        } while (ran < plan.iterations);
         ACCEL_CUDA(cudaMemcpyAsync(out + part.offset * 8, buffer, part.count * 8, cudaMemcpyDeviceToHost, stream));
       }
       for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaStreamSynchronize(d.streams[s]));

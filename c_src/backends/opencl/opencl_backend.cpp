@@ -156,6 +156,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       for (size_t s = 0; s < slots; ++s) buffers[s] = cl::Buffer(d.context, CL_MEM_READ_WRITE, chunk * 8);
       const accel_lm_params& c = plan.exact;
       const bool from_range = in.kind == Int64Source::Kind::Range;
+      const uint64_t budget = launch_budget(d.info.compute_units);
       cl::Event done[2];  // the last read enqueued on each slot
       try {
         for (const Chunk& part : plan_chunks(in.count, chunk, slots)) {
@@ -169,25 +170,35 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
           // Non-blocking transfers straight from and into the caller's memory; each in-order queue
           // orders its slot's commands, and finish() below waits before that memory can go away.
           if (!from_range) queue.enqueueWriteBuffer(buffer, CL_FALSE, 0, m * 8, in.bytes + offset * 8);
-          const cl_long first = from_range ? in.at(offset) : 0;
           kernel.setArg(0, buffer);
           kernel.setArg(1, static_cast<cl_ulong>(m));
-          kernel.setArg(2, first);
           kernel.setArg(3, static_cast<cl_long>(in.step));
-          kernel.setArg(4, static_cast<cl_int>(from_range));
           kernel.setArg(5, static_cast<cl_ulong>(c.p));
           kernel.setArg(6, static_cast<cl_ulong>(c.mu_mod));
           kernel.setArg(7, static_cast<cl_ulong>(c.barrett));
           kernel.setArg(8, static_cast<cl_long>(c.mu_neg));
           kernel.setArg(9, static_cast<cl_long>(c.mu_small));
           kernel.setArg(10, static_cast<cl_long>(c.int_fast));
-          kernel.setArg(11, static_cast<cl_long>(plan.iterations));
           kernel.setArg(12, static_cast<cl_int>(d.fp64 && plan.f64_exact));
           kernel.setArg(13, bits(plan.f64.p));
           kernel.setArg(14, bits(plan.f64.inv_p));
           kernel.setArg(15, bits(plan.f64.mu));
           const size_t global = (m + 255) / 256 * 256;  // a multiple the runtime can split evenly
-          queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
+          const int64_t batch = iterations_per_launch(logistic_map_cost(m, plan), plan.iterations, budget);
+          int64_t ran = 0;
+          do {  // one launch unless the chunk's iterations would hold the device too long
+            const int64_t now = plan.iterations - ran < batch ? plan.iterations - ran : batch;
+            const bool generate = from_range && ran == 0;
+            kernel.setArg(2, static_cast<cl_long>(generate ? in.at(offset) : 0));
+            kernel.setArg(4, static_cast<cl_int>(generate));
+            kernel.setArg(11, static_cast<cl_long>(now));
+            queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
+            ran += now;
+            if (ran < plan.iterations) {
+              queue.finish();
+              if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
+            }
+          } while (ran < plan.iterations);
           queue.enqueueReadBuffer(buffer, CL_FALSE, 0, m * 8, out + offset * 8, nullptr, &done[part.slot]);
         }
         for (auto& q : d.queues) q.finish();
