@@ -37,6 +37,8 @@ defmodule Accel do
   modulo `p` before they could overflow, never truncated.
 
   Returns a list for list and range input and a binary for binary input, unless `:as` says otherwise.
+  An `:s64` `Accel.Tensor` gives a new tensor on the same device, with no host round trip (only
+  `:p`, `:mu` and `:iterations` apply).
 
   ## Options
 
@@ -69,8 +71,22 @@ defmodule Accel do
       iex> Accel.logistic_map(1..3, p: 61, as: :binary) |> byte_size()
       24
   """
-  @spec logistic_map(int64_input(), keyword()) :: [integer()] | binary()
-  def logistic_map(input, opts \\ []) do
+  @spec logistic_map(int64_input() | Accel.Tensor.t(), keyword()) :: [integer()] | binary() | Accel.Tensor.t()
+  def logistic_map(input, opts \\ [])
+
+  def logistic_map(%Accel.Tensor{} = t, opts) do
+    opts = validate_opts!(opts, @logistic_defaults, "Accel.logistic_map/2")
+
+    for key <- [:backend, :device, :chunk_size, :max_bytes, :as], opts[key] != @logistic_defaults[key] do
+      raise ArgumentError,
+            "option #{inspect(key)} does not apply to a tensor: it runs where the tensor is " <>
+              "(move it with Accel.Tensor.transfer/2) and returns a tensor"
+    end
+
+    Accel.Tensor.logistic_map(t, opts[:p], opts[:mu], opts[:iterations])
+  end
+
+  def logistic_map(input, opts) do
     opts = validate_opts!(opts, @logistic_defaults, "Accel.logistic_map/2")
     check_input!(input)
     as = opts[:as] || if(is_binary(input), do: :binary, else: :list)
@@ -195,19 +211,30 @@ defmodule Accel do
   end
 
   @doc """
-  Bytes of memory Accel has allocated and not yet released on a backend (`:cpu`: host memory behind
-  large results and scratch buffers). Memory behind a result binary is released when the binary is
-  garbage-collected.
+  Bytes of memory Accel has allocated and not yet released on a device: an `Accel.Device`, or a
+  backend name for all of its devices. On `:cpu` this is host memory behind tensors, large
+  results and scratch buffers (memory behind a result binary is released when the binary is
+  garbage-collected); on `:opencl` and `:cuda` it is the device memory behind tensors.
 
-  Released buffers of 2 MiB and more are kept, up to 768 MiB in all, for the next call of about the
-  same size (their pages are already mapped, which saves a large call up to half its time). They are
-  not counted here; `trim_memory/0` returns them to the operating system.
+  Released host buffers of 2 MiB and more are kept, up to 768 MiB in all, for the next call of about
+  the same size (their pages are already mapped, which saves a large call up to half its time). They
+  are not counted here; `trim_memory/0` returns them to the operating system.
   """
-  @spec memory(:cpu) :: non_neg_integer()
+  @spec memory(Accel.Device.t() | :cpu | :opencl | :cuda) :: non_neg_integer()
   def memory(:cpu), do: elem(Accel.NIF.host_memory(), 0)
+  def memory(%Accel.Device{backend: :cpu}), do: memory(:cpu)
+  def memory(%Accel.Device{backend: backend, id: id}), do: Accel.NIF.tensor_memory(backend, id)
+
+  def memory(backend) when backend in [:opencl, :cuda] do
+    devices() |> Enum.filter(&(&1.backend == backend)) |> Enum.map(&memory/1) |> Enum.sum()
+  end
 
   def memory(other),
-    do: raise(ArgumentError, "memory/1 expects a backend name such as :cpu, got: #{inspect(other)}")
+    do:
+      raise(
+        ArgumentError,
+        "memory/1 expects an Accel.Device or a backend name such as :cpu, got: #{inspect(other)}"
+      )
 
   @doc """
   Returns the buffers Accel keeps for reuse (see `memory/1`) to the operating system. Returns the

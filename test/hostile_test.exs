@@ -132,8 +132,10 @@ defmodule Accel.HostileTest do
       {"binary_round_trip of an atom", fn -> Accel.Crossing.binary_round_trip(:x) end, ArgumentError,
        ~r/expected a binary/},
       # memory, timing, async
-      {"memory(:gpu)", fn -> Accel.memory(:gpu) end, ArgumentError, ~r/memory\/1 expects a backend name/},
-      {"memory(\"cpu\")", fn -> Accel.memory("cpu") end, ArgumentError, ~r/memory\/1 expects a backend name/},
+      {"memory(:gpu)", fn -> Accel.memory(:gpu) end, ArgumentError,
+       ~r/memory\/1 expects an Accel.Device or a backend name/},
+      {"memory(\"cpu\")", fn -> Accel.memory("cpu") end, ArgumentError,
+       ~r/memory\/1 expects an Accel.Device or a backend name/},
       {"Timing.measure of an atom", fn -> Accel.Timing.measure(:x) end, ArgumentError,
        ~r/expects a function of no arguments/},
       {"Timing.measure with runs: 0", fn -> Accel.Timing.measure(fn -> :ok end, runs: 0) end, ArgumentError,
@@ -184,12 +186,70 @@ defmodule Accel.HostileTest do
        ~r/1-arity function or \{module, function, args\}/},
       {"Cluster with window: 0", fn -> Accel.Cluster.map_chunks([node()], 1..3, & &1, window: 0) end,
        ArgumentError, ~r/chunk_size|positive/}
+    ] ++ tensor_cases()
+  end
+
+  # Tensors: freed ones, ones on another device, sizes whose byte count overflows, forged structs
+  # and raw NIF calls with arguments the public API never passes.
+  defp tensor_cases do
+    alias Accel.Tensor, as: T
+    freed = T.iota({4}, backend: :cpu)
+    T.free(freed)
+    t = T.iota({2, 3}, backend: :cpu)
+    forged = %{t | ref: make_ref()}
+    nif = Accel.NIF
+
+    [
+      {"tensor: use after free", fn -> T.to_list(freed) end, ArgumentError, ~r/was freed/},
+      {"tensor: free twice, then add", fn -> T.free(freed) && T.add(freed, 1) end, ArgumentError,
+       ~r/was freed/},
+      {"tensor: freed operand of matmul",
+       fn -> T.matmul(T.reshape(freed, {2, 2}), T.reshape(freed, {2, 2})) end, ArgumentError, ~r/was freed/},
+      {"tensor: forged ref", fn -> T.to_binary(forged) end, ArgumentError, ~r/expected an Accel.Tensor/},
+      {"tensor: shape overflowing 2^64 elements", fn -> T.iota({1 <<< 40, 1 <<< 40}, backend: :cpu) end,
+       ArgumentError, ~r/count must be an integer in the signed 64-bit range|exceed 2\^48 bytes/},
+      {"tensor: 2^62 s64 elements", fn -> T.iota({1 <<< 62}, backend: :cpu) end, ArgumentError,
+       ~r/would exceed 2\^48 bytes/},
+      {"tensor: negative dimension", fn -> T.iota({-1}, backend: :cpu) end, ArgumentError,
+       ~r/not a non-negative integer/},
+      {"tensor: shape not a tuple", fn -> T.iota([3], backend: :cpu) end, ArgumentError,
+       ~r/shape must be a tuple/},
+      {"tensor: unknown type", fn -> T.iota({3}, type: :f16, backend: :cpu) end, ArgumentError,
+       ~r/type must be one of/},
+      {"tensor: binary too short for the shape", fn -> T.from_binary(<<1, 2, 3>>, :s64, {1}) end,
+       ArgumentError, ~r/does not hold shape/},
+      {"tensor: ragged list", fn -> T.from_list([[1, 2], [3]]) end, ArgumentError,
+       ~r/index \[1\] should have 2/},
+      {"tensor: non-number element", fn -> T.from_list([1, :a]) end, ArgumentError,
+       ~r/index \[1\] is not a number/},
+      {"tensor: element out of range for u8", fn -> T.from_list([256], type: :u8) end, ArgumentError,
+       ~r/does not fit type :u8/},
+      {"tensor: other-device operand", fn -> T.add(t, %{t | device: {:opencl, 0}, ref: make_ref()}) end,
+       ArgumentError, ~r/expected an Accel.Tensor/},
+      {"tensor: bad axis", fn -> T.sum(t, axis: 2) end, ArgumentError, ~r/axis must be an integer in -2..1/},
+      {"tensor: unknown option", fn -> T.sum(t, dims: 1) end, ArgumentError, ~r/unknown option :dims/},
+      {"tensor: transfer to nowhere", fn -> T.transfer(t, :gpu) end, ArgumentError, ~r/transfer\/2 expects/},
+      {"tensor NIF: reduce layout larger than the tensor",
+       fn -> nif.tensor_reduce(:sum, t.ref, 1 <<< 40, 1 <<< 40, 1) end, ArgumentError,
+       ~r/does not match the tensor.s 6|overflows/},
+      {"tensor NIF: transpose of the wrong size", fn -> nif.tensor_transpose(t.ref, 100, 100) end,
+       ArgumentError, ~r/does not match/},
+      {"tensor NIF: matmul claiming more elements",
+       fn -> nif.tensor_matmul(t.ref, t.ref, 1000, 1000, 1000) end, ArgumentError, ~r/BLAS|does not match/},
+      {"tensor NIF: negative count", fn -> nif.tensor_iota(:s64, -1, :cpu, 0) end, ArgumentError,
+       ~r/count must be non-negative/},
+      {"tensor NIF: unknown op", fn -> nif.tensor_unary(:cube, t.ref) end, ArgumentError,
+       ~r/unknown operation: :cube/},
+      {"tensor NIF: bignum scalar", fn -> nif.tensor_binary(:add, t.ref, 1 <<< 70) end, ArgumentError,
+       ~r/or a number in the signed 64-bit range/},
+      {"tensor NIF: pid as operand", fn -> nif.tensor_binary(:add, self(), t.ref) end, ArgumentError,
+       ~r/expected an Accel.Tensor or a number/}
     ]
   end
 
-  test "at least 60 distinct bad inputs, each answered with its documented exception" do
+  test "at least 100 distinct bad inputs, each answered with its documented exception" do
     cases = cases()
-    assert length(cases) >= 60
+    assert length(cases) >= 100
 
     assert cases |> Enum.map(&elem(&1, 0)) |> Enum.uniq() |> length() == length(cases),
            "case names must be distinct"

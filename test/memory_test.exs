@@ -46,6 +46,8 @@ defmodule Accel.MemoryTest do
   end
 
   test "memory/1 rejects unknown backends" do
-    assert_raise ArgumentError, ~r/memory\/1 expects a backend name/, fn -> Accel.memory(:nope) end
+    assert_raise ArgumentError, ~r/memory\/1 expects an Accel.Device or a backend name/, fn ->
+      Accel.memory(:nope)
+    end
   end
 end

@@ -1,14 +1,18 @@
-// The interface every compute backend implements (cpu, opencl; cuda mirrors it), the device and
-// status records Accel.devices/0 and Accel.backends/0 report. Backends never see BEAM terms.
+// The interface every compute backend implements (cpu, opencl, cuda), the device and status records
+// Accel.devices/0 and Accel.backends/0 report. Backends never see BEAM terms. The tensor half works
+// on DeviceBuffers the backend allocated; core/tensor.cpp checks every count before calling it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/cancel.hpp"
 #include "core/int64_source.hpp"
+#include "core/error.hpp"
 #include "core/logistic_map.hpp"
+#include "core/tensor.hpp"
 
 namespace accel {
 
@@ -51,6 +55,47 @@ class Backend {
   // (in place). Throws ArgumentError for a device index out of range. Thread-safe.
   virtual void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
                             const CallOptions& options) = 0;
+
+  // ---- tensors. Device backends may run operations asynchronously, in order per device: only
+  // download() (and an integer divide, which must report a zero divisor) waits for the device. ----
+
+  // The defaults refuse: a backend without a device (AbsentBackend) never allocates, so the others
+  // are never reached for it. Throws Error("out_of_memory") when the device is full, ArgumentError
+  // for a bad device index.
+  virtual std::shared_ptr<DeviceBuffer> allocate(int, size_t) { no_tensors(); }
+  virtual void upload(DeviceBuffer&, const void*) { no_tensors(); }  // dst.bytes() bytes
+  virtual void download(const DeviceBuffer&, void*, size_t /*bytes: a prefix*/) { no_tensors(); }
+  virtual void iota(DeviceBuffer&, DType, size_t) { no_tensors(); }
+  virtual void cast(const DeviceBuffer&, DType, DeviceBuffer&, DType, size_t) { no_tensors(); }
+  // Throws ArgumentError when an integer divide meets a zero divisor.
+  virtual void binary(BinaryOp, DType, const Operand&, const Operand&, DeviceBuffer&, size_t) { no_tensors(); }
+  virtual void unary(UnaryOp, DType, const DeviceBuffer&, DeviceBuffer&, size_t) { no_tensors(); }
+  // `in` is [outer][len][inner]; `out` gets outer * inner values of sum_type(type) (Sum) or type.
+  virtual void reduce(ReduceOp, DType, const DeviceBuffer&, DeviceBuffer&, size_t /*outer*/, size_t /*len*/,
+                      size_t /*inner*/) {
+    no_tensors();
+  }
+  virtual void transpose(size_t /*element_size*/, const DeviceBuffer&, DeviceBuffer&, size_t /*rows*/, size_t /*cols*/) {
+    no_tensors();
+  }
+  // Row-major out[m][n] = a[m][k] * b[k][n], F32 or F64, through the backend's BLAS.
+  virtual void matmul(DType, const DeviceBuffer&, const DeviceBuffer&, DeviceBuffer&, size_t /*m*/, size_t /*k*/,
+                      size_t /*n*/) {
+    no_tensors();
+  }
+  virtual void logistic_map_buffer(const DeviceBuffer&, DeviceBuffer&, size_t, const LogisticMapPlan&, const CallOptions&) {
+    no_tensors();
+  }
+  // False for F64 on a device without doubles.
+  virtual bool supports(DType, int) { return true; }
+  // Bytes of tensor memory allocated on the device and not yet released.
+  virtual int64_t allocated_bytes(int) { return 0; }
+
+ protected:
+  [[noreturn]] void no_tensors() {
+    const BackendStatus s = status();
+    throw ArgumentError("backend :" + s.name + " is unavailable: " + s.detail);
+  }
 };
 
 }  // namespace accel

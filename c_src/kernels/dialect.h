@@ -1,13 +1,17 @@
 /* The few definitions that let one kernel text compile as host C++17, CUDA C++ and OpenCL C:
- * 64-bit integer types, the function qualifier, the 64x64->high-64 multiply, whether doubles exist
- * (ACCEL_HAS_F64) and round-to-nearest-integer (ACCEL_RINT). Nothing else. */
+ * integer types, the function qualifier, the 64x64->high-64 multiply, whether doubles exist
+ * (ACCEL_HAS_F64), round-to-nearest-integer (ACCEL_RINT) and single-precision math function names
+ * (ACCEL_F32: expf in C and CUDA, the overloaded exp in OpenCL C). Nothing else. */
 #ifndef ACCEL_KERNELS_DIALECT_H
 #define ACCEL_KERNELS_DIALECT_H
 
 #if defined(__OPENCL_VERSION__)
 typedef long accel_i64;
 typedef ulong accel_u64;
+typedef int accel_i32;
+typedef uchar accel_u8;
 #define ACCEL_FN static inline
+#define ACCEL_F32(fn) fn
 #define ACCEL_HAS_INT128 0
 #define accel_mulhi_u64(a, b) mul_hi((accel_u64)(a), (accel_u64)(b))
 #ifdef ACCEL_FP64 /* the host passes -DACCEL_FP64=1 to devices with cl_khr_fp64 */
@@ -25,7 +29,10 @@ typedef ulong accel_u64;
 #include <stdint.h>
 typedef int64_t accel_i64;
 typedef uint64_t accel_u64;
+typedef int32_t accel_i32;
+typedef uint8_t accel_u8;
 #define ACCEL_FN __host__ __device__ static inline
+#define ACCEL_F32(fn) fn##f
 #define ACCEL_HAS_INT128 0
 #define ACCEL_HAS_F64 1
 #define ACCEL_RINT(x) rint(x)
@@ -38,10 +45,14 @@ ACCEL_FN accel_u64 accel_mulhi_u64(accel_u64 a, accel_u64 b) {
 }
 
 #else /* host C or C++ (GCC and Clang provide unsigned __int128 on 64-bit targets) */
+#include <math.h>
 #include <stdint.h>
 typedef int64_t accel_i64;
 typedef uint64_t accel_u64;
+typedef int32_t accel_i32;
+typedef uint8_t accel_u8;
 #define ACCEL_FN static inline
+#define ACCEL_F32(fn) fn##f
 #ifndef ACCEL_HAS_INT128 /* a test may define it 0 to exercise the portable fallbacks on the host */
 #define ACCEL_HAS_INT128 1
 #endif

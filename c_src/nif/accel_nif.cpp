@@ -16,45 +16,11 @@
 #include "core/logistic_map.hpp"
 #include "nif/codecs.hpp"
 #include "nif/nif_util.hpp"
+#include "nif/runtime.hpp"
+#include "nif/tensor_nif.hpp"
 
 namespace accel::nif {
 namespace {
-
-struct Runtime {
-  std::unique_ptr<cpu::CpuBackend> cpu;
-  std::unique_ptr<Backend> opencl;
-  std::unique_ptr<Backend> cuda;
-
-  Backend* all[3] = {};  // cpu, opencl, cuda: the order Accel.backends/0 reports
-
-  // backend: :auto is the first CUDA device, else the first OpenCL GPU, else the CPU backend (which
-  // beats OpenCL on a CPU device: see README). Resolved once, by the first call that needs it; that
-  // call runs on a dirty IO scheduler because device discovery may take a while.
-  std::once_flag auto_once;
-  std::atomic<bool> auto_resolved{false};
-  Backend* auto_backend = nullptr;
-  int auto_device = 0;
-
-  void resolve_auto() {
-    std::call_once(auto_once, [this] {
-      auto_backend = cpu.get();
-      if (!cuda->devices().empty()) {
-        auto_backend = cuda.get();
-      } else {
-        for (const DeviceInfo& d : opencl->devices()) {
-          if (d.type == "gpu") {
-            auto_backend = opencl.get();
-            auto_device = d.index;
-            break;
-          }
-        }
-      }
-      auto_resolved = true;
-    });
-  }
-};
-
-Runtime& runtime(ErlNifEnv* env) { return *static_cast<Runtime*>(enif_priv_data(env)); }
 
 // A call runs inline when it converts at most kInlineElements elements (~25 ns each for lists) and
 // its compute costs at most kInlineCost units (logistic_map_cost): a few hundred microseconds on
@@ -63,14 +29,6 @@ constexpr size_t kInlineElements = 10000;
 constexpr uint64_t kInlineCost = 400000;
 
 bool runs_inline(size_t elements, uint64_t cost) { return elements <= kInlineElements && cost <= kInlineCost; }
-
-ERL_NIF_TERM schedule_dirty_cpu(ErlNifEnv* env, const char* name, NifFn fn, int argc, const ERL_NIF_TERM argv[]) {
-  return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, fn, argc, argv);
-}
-
-ERL_NIF_TERM schedule_dirty_io(ErlNifEnv* env, const char* name, NifFn fn, int argc, const ERL_NIF_TERM argv[]) {
-  return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_IO_BOUND, fn, argc, argv);
-}
 
 struct Target {
   Backend* backend = nullptr;  // nullptr: :auto, not resolved yet
@@ -254,7 +212,7 @@ ERL_NIF_TERM auto_device(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
 
 int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   make_atoms(env);
-  if (!open_codec_resources(env)) return 1;
+  if (!open_codec_resources(env) || !open_tensor_resources(env)) return 1;
   // load_info: {CPU threads (0: one per hardware thread), the priv directory (plugins live there)}
   unsigned threads = 0;
   char priv_dir[4096] = ".";
@@ -299,6 +257,21 @@ ErlNifFunc nif_funcs[] = {
     {"list_round_trip", 1, guarded<sized_by_input<list_round_trip_run>>, 0},
     {"range_to_list", 1, guarded<sized_by_input<range_to_list_run>>, 0},
     {"binary_round_trip", 1, guarded<sized_by_input<binary_round_trip_run>>, 0},
+    {"tensor_from_binary", 4, guarded<tensor_from_binary>, 0},
+    {"tensor_iota", 4, guarded<tensor_iota>, 0},
+    {"tensor_to_binary", 2, guarded<tensor_to_binary>, 0},
+    {"tensor_info", 1, guarded<tensor_info>, 0},
+    {"tensor_free", 1, guarded<tensor_free>, 0},
+    {"tensor_cast", 2, guarded<tensor_cast>, 0},
+    {"tensor_binary", 3, guarded<tensor_binary>, 0},
+    {"tensor_unary", 2, guarded<tensor_unary>, 0},
+    {"tensor_reduce", 5, guarded<tensor_reduce>, 0},
+    {"tensor_transpose", 3, guarded<tensor_transpose>, 0},
+    {"tensor_matmul", 5, guarded<tensor_matmul>, 0},
+    {"tensor_logistic_map", 4, guarded<tensor_logistic_map>, 0},
+    {"tensor_transfer", 3, guarded<tensor_transfer>, 0},
+    {"tensor_memory", 2, guarded<tensor_memory>, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"tensor_take_pressure", 1, guarded<tensor_take_pressure>, 0},
 };
 
 }  // namespace

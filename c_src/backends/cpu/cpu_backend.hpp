@@ -1,6 +1,9 @@
 // The native CPU backend: the shared kernels run over every core through one ThreadPool that lives
-// as long as the NIF is loaded. It has one device, the host.
+// as long as the NIF is loaded. It has one device, the host; its tensors live in host memory
+// (tensor_cpu.cpp) and its matmul is OpenBLAS's, where the build found it.
 #pragma once
+
+#include <atomic>
 
 #include "core/backend.hpp"
 #include "core/thread_pool.hpp"
@@ -16,11 +19,32 @@ class CpuBackend final : public Backend {
   bool waits_on_device() const override { return false; }
   void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan, const CallOptions& options) override;
 
+  std::shared_ptr<DeviceBuffer> allocate(int device, size_t bytes) override;
+  void upload(DeviceBuffer& dst, const void* src) override;
+  void download(const DeviceBuffer& src, void* dst, size_t bytes) override;
+  void iota(DeviceBuffer& out, DType type, size_t n) override;
+  void cast(const DeviceBuffer& in, DType from, DeviceBuffer& out, DType to, size_t n) override;
+  void binary(BinaryOp op, DType type, const Operand& a, const Operand& b, DeviceBuffer& out, size_t n) override;
+  void unary(UnaryOp op, DType type, const DeviceBuffer& in, DeviceBuffer& out, size_t n) override;
+  void reduce(ReduceOp op, DType type, const DeviceBuffer& in, DeviceBuffer& out, size_t outer, size_t len,
+              size_t inner) override;
+  void transpose(size_t element_size, const DeviceBuffer& in, DeviceBuffer& out, size_t rows, size_t cols) override;
+  void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
+              size_t n) override;
+  void logistic_map_buffer(const DeviceBuffer& in, DeviceBuffer& out, size_t n, const LogisticMapPlan& plan,
+                           const CallOptions& options) override;
+  int64_t allocated_bytes(int) override { return tensor_bytes_->load(std::memory_order_relaxed); }
+
   unsigned threads() const { return pool_.threads(); }
 
  private:
+  template <typename Op>
+  void binary_with(Op code, DType type, const Operand& a, const Operand& b, DeviceBuffer& out, size_t n);
+
   ThreadPool pool_;
   DeviceInfo device_;
+  // Shared with every buffer, which may outlive the backend (a tensor held at unload).
+  std::shared_ptr<std::atomic<int64_t>> tensor_bytes_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 // One thread's share of a logistic-map call: elements [begin, end). Exposed for tests and the

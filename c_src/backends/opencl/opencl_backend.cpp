@@ -17,12 +17,18 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "backends/opencl/opencl_backend.hpp"
 #include "core/chunk_plan.hpp"
 #include "core/device_backend.hpp"
 #include "core/error.hpp"
-#include "opencl_kernels.hpp"  // generated: kLogisticMapSource
+#include "opencl_kernels.hpp"         // generated: kLogisticMapSource
+#include "opencl_tensor_kernels.hpp"  // generated: kTensorSource
+
+#ifdef ACCEL_WITH_CLBLAST
+#include <clblast.h>
+#endif
 
 namespace accel::opencl {
 namespace {
@@ -134,8 +140,47 @@ struct DeviceState {
   bool ready = false;
   cl::Context context;
   cl::CommandQueue queues[2];  // one per buffer slot
-  std::map<std::string, cl::Program> programs;  // by build options: each built once
+  std::map<std::string, cl::Program> programs;  // by source and build options: each built once
+  std::map<std::string, cl::Kernel> kernels;     // tensor kernels by name, made once
+  cl::Buffer zero_divisor;                        // an integer divide's flag (tensors)
+  // Tensor bytes on this device; shared with each buffer, which may outlive a call.
+  std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
 };
+
+// A tensor's memory: released with clReleaseMemObject, which OpenCL defers until the commands
+// queued on it have finished, so a tensor dropped while its kernels run is safe.
+class ClBuffer final : public DeviceBuffer {
+ public:
+  ClBuffer(cl::Buffer mem, size_t bytes, int device, std::shared_ptr<std::atomic<int64_t>> counter)
+      : DeviceBuffer(bytes, device), mem_(std::move(mem)), counter_(std::move(counter)) {
+    counter_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  }
+  ~ClBuffer() override { counter_->fetch_sub(static_cast<int64_t>(bytes()), std::memory_order_relaxed); }
+  const cl::Buffer& mem() const { return mem_; }
+
+ private:
+  cl::Buffer mem_;
+  std::shared_ptr<std::atomic<int64_t>> counter_;
+};
+
+const cl::Buffer& mem(const DeviceBuffer& b) { return static_cast<const ClBuffer&>(b).mem(); }
+
+// The logistic map kernel's arguments other than the data, count, range and iterations (0-4, 11).
+void set_logistic_constants(cl::Kernel& kernel, const LogisticMapPlan& plan, bool fp64) {
+  const accel_lm_params& c = plan.exact;
+  kernel.setArg(5, static_cast<cl_ulong>(c.p));
+  kernel.setArg(6, static_cast<cl_ulong>(c.mu_mod));
+  kernel.setArg(7, static_cast<cl_ulong>(c.barrett));
+  kernel.setArg(8, static_cast<cl_long>(c.mu_neg));
+  kernel.setArg(9, static_cast<cl_long>(c.mu_small));
+  kernel.setArg(10, static_cast<cl_long>(c.int_fast));
+  kernel.setArg(12, static_cast<cl_int>(fp64 && plan.f64_exact));
+  kernel.setArg(13, bits(plan.f64.p));
+  kernel.setArg(14, bits(plan.f64.inv_p));
+  kernel.setArg(15, bits(plan.f64.mu));
+}
+
+size_t global_size(size_t n) { return (n + 255) / 256 * 256; }  // a multiple the runtime splits evenly
 
 class OpenClBackend final : public DeviceBackend<DeviceState> {
  public:
@@ -146,7 +191,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     std::lock_guard<std::mutex> lock(d.mutex);
     try {
       ready(d);
-      cl::Kernel kernel(program(d, d.fp64 ? "-DACCEL_FP64=1" : ""), "accel_logistic_map");
+      cl::Kernel kernel(program(d, kLogisticMapSource, d.fp64 ? "-DACCEL_FP64=1" : ""), "accel_logistic_map");
       if (in.count == 0) return;
       // A buffer may not exceed the device's largest allocation: larger inputs go through in chunks,
       // and only then is a second buffer worth having.
@@ -154,7 +199,6 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       const size_t slots = chunk < in.count ? 2 : 1;
       cl::Buffer buffers[2];
       for (size_t s = 0; s < slots; ++s) buffers[s] = cl::Buffer(d.context, CL_MEM_READ_WRITE, chunk * 8);
-      const accel_lm_params& c = plan.exact;
       const bool from_range = in.kind == Int64Source::Kind::Range;
       const uint64_t budget = launch_budget(d.info.compute_units);
       cl::Event done[2];  // the last read enqueued on each slot
@@ -173,17 +217,8 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
           kernel.setArg(0, buffer);
           kernel.setArg(1, static_cast<cl_ulong>(m));
           kernel.setArg(3, static_cast<cl_long>(in.step));
-          kernel.setArg(5, static_cast<cl_ulong>(c.p));
-          kernel.setArg(6, static_cast<cl_ulong>(c.mu_mod));
-          kernel.setArg(7, static_cast<cl_ulong>(c.barrett));
-          kernel.setArg(8, static_cast<cl_long>(c.mu_neg));
-          kernel.setArg(9, static_cast<cl_long>(c.mu_small));
-          kernel.setArg(10, static_cast<cl_long>(c.int_fast));
-          kernel.setArg(12, static_cast<cl_int>(d.fp64 && plan.f64_exact));
-          kernel.setArg(13, bits(plan.f64.p));
-          kernel.setArg(14, bits(plan.f64.inv_p));
-          kernel.setArg(15, bits(plan.f64.mu));
-          const size_t global = (m + 255) / 256 * 256;  // a multiple the runtime can split evenly
+          set_logistic_constants(kernel, plan, d.fp64);
+          const size_t global = global_size(m);
           const int64_t batch = iterations_per_launch(logistic_map_cost(m, plan), plan.iterations, budget);
           int64_t ran = 0;
           do {  // one launch unless the chunk's iterations would hold the device too long
@@ -210,6 +245,173 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(options.device) + " (" + d.info.name + "): " + cl_error_text(e));
     }
   }
+
+  // ---- tensors: every operation is queued on the device's first queue, in order; a call returns
+  // once its commands are queued (clFlush), except downloads and integer divides, which wait. ----
+
+  std::shared_ptr<DeviceBuffer> allocate(int device, size_t bytes) override {
+    return on_device(device, [&](DeviceState& d) -> std::shared_ptr<DeviceBuffer> {
+      if (bytes > d.info.max_alloc)
+        throw Error("out_of_memory", "a tensor of " + std::to_string(bytes) + " bytes exceeds " + d.info.name +
+                                         "'s largest buffer (" + std::to_string(d.info.max_alloc) + " bytes)");
+      cl::Buffer mem(d.context, CL_MEM_READ_WRITE, std::max<size_t>(bytes, 1));
+      return std::make_shared<ClBuffer>(std::move(mem), bytes, device, d.tensor_bytes);
+    });
+  }
+
+  void upload(DeviceBuffer& dst, const void* src) override {
+    on_device(dst.device(), [&](DeviceState& d) { d.queues[0].enqueueWriteBuffer(mem(dst), CL_TRUE, 0, dst.bytes(), src); });
+  }
+
+  void download(const DeviceBuffer& src, void* dst, size_t bytes) override {
+    on_device(src.device(), [&](DeviceState& d) { d.queues[0].enqueueReadBuffer(mem(src), CL_TRUE, 0, bytes, dst); });
+  }
+
+  void iota(DeviceBuffer& out, DType type, size_t n) override {
+    on_device(out.device(), [&](DeviceState& d) {
+      launch(d, std::string("accel_iota_") + dtype_name(type), n, mem(out), static_cast<cl_ulong>(n));
+    });
+  }
+
+  void cast(const DeviceBuffer& in, DType from, DeviceBuffer& out, DType to, size_t n) override {
+    on_device(in.device(), [&](DeviceState& d) {
+      if (from == to) {
+        d.queues[0].enqueueCopyBuffer(mem(in), mem(out), 0, 0, in.bytes());
+        d.queues[0].flush();
+        return;
+      }
+      launch(d, std::string("accel_cast_") + dtype_name(from) + "_" + dtype_name(to), n, mem(in), mem(out),
+             static_cast<cl_ulong>(n));
+    });
+  }
+
+  void binary(BinaryOp op, DType type, const Operand& a, const Operand& b, DeviceBuffer& out, size_t n) override {
+    on_device(out.device(), [&](DeviceState& d) {
+      const bool check_zero = op == BinaryOp::Divide && !is_float(type);
+      if (check_zero) {
+        if (!d.zero_divisor()) d.zero_divisor = cl::Buffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int));
+        const cl_int zero = 0;
+        d.queues[0].enqueueFillBuffer(d.zero_divisor, zero, 0, sizeof zero);
+      } else if (!d.zero_divisor()) {
+        d.zero_divisor = cl::Buffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int));
+      }
+      cl::Kernel& k = kernel(d, std::string("accel_binary_") + dtype_name(type));
+      k.setArg(0, static_cast<cl_int>(op));
+      set_operand(k, 1, a, type);
+      set_operand(k, 4, b, type);
+      k.setArg(7, mem(out));
+      k.setArg(8, static_cast<cl_ulong>(n));
+      k.setArg(9, d.zero_divisor);
+      d.queues[0].enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(n)), cl::NullRange);
+      if (!check_zero) {
+        d.queues[0].flush();
+        return;
+      }
+      cl_int found = 0;
+      d.queues[0].enqueueReadBuffer(d.zero_divisor, CL_TRUE, 0, sizeof found, &found);
+      if (found != 0) throw ArgumentError("integer division by zero in Accel.Tensor.divide/2");
+    });
+  }
+
+  void unary(UnaryOp op, DType type, const DeviceBuffer& in, DeviceBuffer& out, size_t n) override {
+    on_device(in.device(), [&](DeviceState& d) {
+      launch(d, std::string("accel_unary_") + dtype_name(type), n, static_cast<cl_int>(op), mem(in), mem(out),
+             static_cast<cl_ulong>(n));
+    });
+  }
+
+  void reduce(ReduceOp op, DType type, const DeviceBuffer& in, DeviceBuffer& out, size_t outer, size_t len,
+              size_t inner) override {
+    on_device(in.device(), [&](DeviceState& d) {
+      // Passes of partial results until one per output remains (reduction_groups()).
+      const DType result = op == ReduceOp::Sum ? sum_type(type) : type;
+      const bool sum = op == ReduceOp::Sum;
+      cl::Buffer src = mem(in);
+      DType src_type = type;
+      for (size_t l = len;;) {
+        const size_t groups = reduction_groups(outer * inner, l);
+        cl::Buffer dst = groups == 1 ? mem(out) : cl::Buffer(d.context, CL_MEM_READ_WRITE, outer * groups * inner * dtype_size(result));
+        const std::string name = std::string(sum ? "accel_sum_" : "accel_pick_") + dtype_name(src_type);
+        const cl_ulong o = outer, ln = l, k = inner, g = groups;
+        if (sum)
+          launch(d, name, outer * groups * inner, src, dst, o, ln, k, g);
+        else
+          launch(d, name, outer * groups * inner, static_cast<cl_int>(op), src, dst, o, ln, k, g);
+        if (groups == 1) break;
+        src = dst;  // the previous partials are released once their pass has run
+        src_type = result;
+        l = groups;
+      }
+    });
+  }
+
+  void transpose(size_t element_size, const DeviceBuffer& in, DeviceBuffer& out, size_t rows, size_t cols) override {
+    on_device(in.device(), [&](DeviceState& d) {
+      launch(d, "accel_transpose_" + std::to_string(element_size), rows * cols, mem(in), mem(out),
+             static_cast<cl_ulong>(rows), static_cast<cl_ulong>(cols));
+    });
+  }
+
+  void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
+              size_t n) override {
+#ifdef ACCEL_WITH_CLBLAST
+    on_device(a.device(), [&](DeviceState& d) {
+      if (k == 0) {
+        d.queues[0].enqueueFillBuffer(mem(out), cl_uchar{0}, 0, out.bytes());
+        return;
+      }
+      cl_command_queue queue = d.queues[0]();
+      const auto layout = clblast::Layout::kRowMajor;
+      const auto no = clblast::Transpose::kNo;
+      const clblast::StatusCode status =
+          type == DType::F32 ? clblast::Gemm<float>(layout, no, no, m, n, k, 1.0f, mem(a)(), 0, k, mem(b)(), 0, n, 0.0f,
+                                                    mem(out)(), 0, n, &queue)
+                             : clblast::Gemm<double>(layout, no, no, m, n, k, 1.0, mem(a)(), 0, k, mem(b)(), 0, n, 0.0,
+                                                     mem(out)(), 0, n, &queue);
+      if (status != clblast::StatusCode::kSuccess)
+        throw Error(status == clblast::StatusCode::kOpenCLOutOfResources || status == clblast::StatusCode::kOpenCLOutOfHostMemory
+                        ? "out_of_memory"
+                        : "opencl_error",
+                    "CLBlast Gemm failed with status " + std::to_string(static_cast<int>(status)));
+      d.queues[0].flush();
+    });
+#else
+    (void)type, (void)a, (void)b, (void)out, (void)m, (void)k, (void)n;
+    throw ArgumentError("matmul on :opencl needs CLBlast, which this build did not find (run bin/setup, then rebuild)");
+#endif
+  }
+
+  void logistic_map_buffer(const DeviceBuffer& in, DeviceBuffer& out, size_t n, const LogisticMapPlan& plan,
+                           const CallOptions& options) override {
+    on_device(in.device(), [&](DeviceState& d) {
+      cl::CommandQueue& queue = d.queues[0];
+      queue.enqueueCopyBuffer(mem(in), mem(out), 0, 0, n * 8);
+      cl::Kernel k(program(d, kLogisticMapSource, d.fp64 ? "-DACCEL_FP64=1" : ""), "accel_logistic_map");
+      k.setArg(0, mem(out));
+      k.setArg(1, static_cast<cl_ulong>(n));
+      k.setArg(2, cl_long{0});
+      k.setArg(3, cl_long{0});
+      k.setArg(4, cl_int{0});
+      set_logistic_constants(k, plan, d.fp64);
+      const int64_t batch = iterations_per_launch(logistic_map_cost(n, plan), plan.iterations,
+                                                  launch_budget(d.info.compute_units));
+      for (int64_t ran = 0; ran < plan.iterations;) {  // bounded launches, as logistic_map() does
+        const int64_t now = std::min(batch, plan.iterations - ran);
+        k.setArg(11, static_cast<cl_long>(now));
+        queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(n)), cl::NullRange);
+        ran += now;
+        if (ran < plan.iterations) {
+          queue.finish();
+          if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
+        }
+      }
+      queue.flush();
+    });
+  }
+
+  bool supports(DType type, int device) override { return type != DType::F64 || device_at(device).fp64; }
+
+  int64_t allocated_bytes(int device) override { return device_at(device).tensor_bytes->load(std::memory_order_relaxed); }
 
  private:
   std::string name() const override { return "opencl"; }
@@ -252,6 +454,59 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     }
   }
 
+  // Runs f on the device's state under its mutex, with OpenCL errors turned into accel::Error.
+  template <typename F>
+  auto on_device(int device, F&& f) -> decltype(f(std::declval<DeviceState&>())) {
+    DeviceState& d = device_at(device);
+    ChildWaitGuard child_wait;
+    std::lock_guard<std::mutex> lock(d.mutex);
+    try {
+      ready(d);
+      // On a CPU device (PoCL) a queued kernel may be compiled and linked only when it runs, by a
+      // child process whose wait needs the SIGCHLD disposition ChildWaitGuard holds: so the work
+      // must finish before the guard goes. Async queues would buy nothing there anyway.
+      struct FinishOnCpu {
+        DeviceState& d;
+        ~FinishOnCpu() {
+          if (d.info.type == "cpu") drain(d);
+        }
+      } finish{d};
+      return f(d);
+    } catch (const cl::Error& e) {
+      throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(device) + " (" + d.info.name + "): " + cl_error_text(e));
+    }
+  }
+
+  static cl::Kernel& kernel(DeviceState& d, const std::string& name) {
+    auto it = d.kernels.find(name);
+    if (it != d.kernels.end()) return it->second;
+    cl::Program& p = program(d, kTensorSource, d.fp64 ? "-DACCEL_FP64=1" : "");
+    return d.kernels.emplace(name, cl::Kernel(p, name.c_str())).first->second;
+  }
+
+  // One work-item per element of n; arguments in order.
+  template <typename... Args>
+  static void launch(DeviceState& d, const std::string& name, size_t n, const Args&... args) {
+    cl::Kernel& k = kernel(d, name);
+    cl_uint index = 0;
+    (k.setArg(index++, args), ...);
+    d.queues[0].enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(n)), cl::NullRange);
+    d.queues[0].flush();
+  }
+
+  // A binary operand as (buffer, count, scalar) arguments; count 0 marks a scalar.
+  static void set_operand(cl::Kernel& k, cl_uint at, const Operand& o, DType type) {
+    k.setArg(at, o.buffer != nullptr ? mem(*o.buffer) : cl::Buffer());
+    k.setArg(at + 1, static_cast<cl_ulong>(o.buffer != nullptr ? o.count : 0));
+    switch (type) {
+      case DType::F32: k.setArg(at + 2, static_cast<cl_float>(o.scalar.f)); break;
+      case DType::F64: k.setArg(at + 2, static_cast<cl_double>(o.scalar.f)); break;
+      case DType::S64: k.setArg(at + 2, static_cast<cl_long>(o.scalar.i)); break;
+      case DType::S32: k.setArg(at + 2, static_cast<cl_int>(o.scalar.i)); break;
+      case DType::U8: k.setArg(at + 2, static_cast<cl_uchar>(o.scalar.i)); break;
+    }
+  }
+
   static void ready(DeviceState& d) {
     if (d.ready) return;
     d.context = cl::Context(d.device);
@@ -261,10 +516,11 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
 
   // Built once per (device, options) and reused by every later call: the original experiment
   // rebuilt its kernel on every call.
-  static cl::Program& program(DeviceState& d, const std::string& options) {
-    auto it = d.programs.find(options);
+  static cl::Program& program(DeviceState& d, const char* source, const std::string& options) {
+    const std::string key = std::string(source == kTensorSource ? "tensor " : "logistic_map ") + options;
+    auto it = d.programs.find(key);
     if (it != d.programs.end()) return it->second;
-    cl::Program program(d.context, std::string(kLogisticMapSource));
+    cl::Program program(d.context, std::string(source));
     g_program_builds.fetch_add(1, std::memory_order_relaxed);
     try {
       program.build(std::vector<cl::Device>{d.device}, options.c_str());
@@ -277,7 +533,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       }
       throw Error("build_failed", "OpenCL program build failed on " + d.info.name + ": " + cl_error_text(e) + "\n" + log);
     }
-    return d.programs.emplace(options, std::move(program)).first->second;
+    return d.programs.emplace(key, std::move(program)).first->second;
   }
 
   static void drain(DeviceState& d) noexcept {

@@ -1,0 +1,232 @@
+// The checked tensor operations: every count, type, backend and device is verified here before a
+// backend touches memory, and every output buffer is allocated here, sized from checked counts.
+#include "core/tensor.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <limits>
+#include <tuple>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "core/host_buffer.hpp"
+
+namespace accel {
+namespace {
+
+// The largest tensor Accel accepts: 2^48 bytes (256 TiB) keeps every size product below 2^63.
+constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
+
+std::string where(const Tensor& t) {
+  return ":" + t.backend->status().name + " device " + std::to_string(t.device);
+}
+
+void check_supported(Backend& backend, int device, DType type) {
+  if (!backend.supports(type, device))
+    throw ArgumentError(std::string("type :") + dtype_name(type) + " is not supported on :" + backend.status().name +
+                        " device " + std::to_string(device) + " (it has no double precision); use :f32");
+}
+
+Tensor allocate_like(Backend& backend, int device, DType type, uint64_t count) {
+  check_supported(backend, device, type);
+  Tensor t;
+  t.backend = &backend;
+  t.device = device;
+  t.type = type;
+  t.count = static_cast<size_t>(count);
+  t.buffer = backend.allocate(device, checked_bytes(count, type));
+  return t;
+}
+
+void check_same_place(const Tensor& a, const Tensor& b) {
+  if (a.backend != b.backend || a.device != b.device)
+    throw ArgumentError("tensors are on different devices (" + where(a) + " and " + where(b) +
+                        "): move one with Accel.Tensor.transfer/2");
+}
+
+void check_same_type(const Tensor& a, const Tensor& b) {
+  if (a.type != b.type)
+    throw ArgumentError(std::string("tensor types differ: :") + dtype_name(a.type) + " and :" + dtype_name(b.type) +
+                        "; convert one with Accel.Tensor.as_type/2");
+}
+
+// Checked product of unsigned counts.
+uint64_t product(uint64_t a, uint64_t b, const char* what) {
+  if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) throw ArgumentError(std::string(what) + " overflows");
+  return a * b;
+}
+
+// A scalar converted to the tensor's type: integers must fit it, floats only combine with floats.
+Scalar convert_scalar(const ScalarValue& v, DType type) {
+  Scalar s;
+  if (is_float(type)) {
+    s.f = v.is_float ? v.f : static_cast<double>(v.i);
+    return s;
+  }
+  if (v.is_float)
+    throw ArgumentError(std::string("a float scalar cannot combine with a tensor of type :") + dtype_name(type) +
+                        "; convert the tensor with Accel.Tensor.as_type/2");
+  const int64_t lo = type == DType::S32 ? INT32_MIN : type == DType::U8 ? 0 : INT64_MIN;
+  const int64_t hi = type == DType::S32 ? INT32_MAX : type == DType::U8 ? 255 : INT64_MAX;
+  if (v.i < lo || v.i > hi)
+    throw ArgumentError("scalar " + std::to_string(v.i) + " is out of range for type :" + dtype_name(type));
+  s.i = v.i;
+  return s;
+}
+
+}  // namespace
+
+size_t dtype_size(DType type) {
+  switch (type) {
+    case DType::F64:
+    case DType::S64:
+      return 8;
+    case DType::F32:
+    case DType::S32:
+      return 4;
+    case DType::U8:
+      return 1;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType type) {
+  switch (type) {
+    case DType::F32:
+      return "f32";
+    case DType::F64:
+      return "f64";
+    case DType::S64:
+      return "s64";
+    case DType::S32:
+      return "s32";
+    case DType::U8:
+      return "u8";
+  }
+  return "?";
+}
+
+size_t checked_bytes(uint64_t count, DType type) {
+  if (count > kMaxBytes / dtype_size(type))
+    throw ArgumentError("a tensor of " + std::to_string(count) + " elements of type :" + dtype_name(type) +
+                        " would exceed 2^48 bytes");
+  return static_cast<size_t>(count * dtype_size(type));
+}
+
+Tensor tensor_from_bytes(Backend& backend, int device, DType type, const void* bytes, size_t size) {
+  if (size % dtype_size(type) != 0)
+    throw ArgumentError("a binary of " + std::to_string(size) + " bytes is not a whole number of :" + dtype_name(type) +
+                        " elements (" + std::to_string(dtype_size(type)) + " bytes each)");
+  Tensor t = allocate_like(backend, device, type, size / dtype_size(type));
+  if (size != 0) backend.upload(*t.buffer, bytes);
+  return t;
+}
+
+Tensor tensor_iota(Backend& backend, int device, DType type, uint64_t count) {
+  Tensor t = allocate_like(backend, device, type, count);
+  if (count != 0) backend.iota(*t.buffer, type, t.count);
+  return t;
+}
+
+void tensor_to_bytes(const Tensor& t, void* out, uint64_t count) {
+  count = std::min<uint64_t>(count, t.count);
+  if (count != 0) t.backend->download(*t.buffer, out, static_cast<size_t>(count) * dtype_size(t.type));
+}
+
+Tensor tensor_cast(const Tensor& t, DType to) {
+  Tensor out = allocate_like(*t.backend, t.device, to, t.count);
+  if (t.count != 0) t.backend->cast(*t.buffer, t.type, *out.buffer, to, t.count);
+  return out;
+}
+
+Tensor tensor_binary(BinaryOp op, const Tensor* a, const ScalarValue& a_scalar, const Tensor* b,
+                     const ScalarValue& b_scalar) {
+  if (a == nullptr && b == nullptr) throw ArgumentError("at least one operand must be a tensor");
+  const Tensor& first = a != nullptr ? *a : *b;
+  if (a != nullptr && b != nullptr) {
+    check_same_place(*a, *b);
+    check_same_type(*a, *b);
+  }
+  const size_t n = std::max(a != nullptr ? a->count : 0, b != nullptr ? b->count : 0);
+  Operand left, right;
+  for (auto [t, scalar, operand] : {std::tuple{a, &a_scalar, &left}, std::tuple{b, &b_scalar, &right}}) {
+    if (t == nullptr) {
+      operand->scalar = convert_scalar(*scalar, first.type);
+      continue;
+    }
+    if (t->count == 0 ? n != 0 : n % t->count != 0)
+      throw ArgumentError("operands of " + std::to_string(a->count) + " and " + std::to_string(b->count) +
+                          " elements do not broadcast");  // both are tensors here: a scalar has no count
+    operand->buffer = t->buffer.get();
+    operand->count = t->count;
+  }
+  Tensor out = allocate_like(*first.backend, first.device, first.type, n);
+  if (n != 0) first.backend->binary(op, first.type, left, right, *out.buffer, n);
+  return out;
+}
+
+Tensor tensor_unary(UnaryOp op, const Tensor& t) {
+  if (!is_float(t.type) && op != UnaryOp::Negate && op != UnaryOp::Abs)
+    throw ArgumentError(std::string("this function needs a float tensor (:f32 or :f64), got :") + dtype_name(t.type) +
+                        "; convert it with Accel.Tensor.as_type/2");
+  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
+  if (t.count != 0) t.backend->unary(op, t.type, *t.buffer, *out.buffer, t.count);
+  return out;
+}
+
+Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner) {
+  if (product(product(outer, len, "the reduced shape"), inner, "the reduced shape") != t.count)
+    throw ArgumentError("a reduction over " + std::to_string(outer) + " x " + std::to_string(len) + " x " +
+                        std::to_string(inner) + " elements does not match the tensor's " + std::to_string(t.count));
+  if (len == 0 && op != ReduceOp::Sum && outer * inner != 0)
+    throw ArgumentError(std::string(op == ReduceOp::Min ? "min" : "max") + " of an empty axis is undefined");
+  const DType type = op == ReduceOp::Sum ? sum_type(t.type) : t.type;
+  Tensor out = allocate_like(*t.backend, t.device, type, outer * inner);
+  if (out.count != 0) t.backend->reduce(op, t.type, *t.buffer, *out.buffer, outer, len, inner);
+  return out;
+}
+
+Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols) {
+  if (product(rows, cols, "the shape") != t.count)
+    throw ArgumentError("a " + std::to_string(rows) + " x " + std::to_string(cols) + " transpose does not match the tensor's " +
+                        std::to_string(t.count) + " elements");
+  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
+  if (t.count != 0) t.backend->transpose(dtype_size(t.type), *t.buffer, *out.buffer, rows, cols);
+  return out;
+}
+
+Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n) {
+  check_same_place(a, b);
+  check_same_type(a, b);
+  if (!is_float(a.type))
+    throw ArgumentError(std::string("matmul runs on the backend's BLAS, which takes :f32 or :f64, got :") +
+                        dtype_name(a.type) + "; convert with Accel.Tensor.as_type/2");
+  if (product(m, k, "the shape") != a.count || product(k, n, "the shape") != b.count)
+    throw ArgumentError("matmul of " + std::to_string(m) + " x " + std::to_string(k) + " by " + std::to_string(k) + " x " +
+                        std::to_string(n) + " does not match tensors of " + std::to_string(a.count) + " and " +
+                        std::to_string(b.count) + " elements");
+  Tensor out = allocate_like(*a.backend, a.device, a.type, product(m, n, "the result shape"));
+  if (out.count != 0) a.backend->matmul(a.type, *a.buffer, *b.buffer, *out.buffer, m, k, n);
+  return out;
+}
+
+Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options) {
+  if (t.type != DType::S64)
+    throw ArgumentError(std::string("Accel.logistic_map/2 needs an :s64 tensor, got :") + dtype_name(t.type));
+  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
+  if (t.count != 0) t.backend->logistic_map_buffer(*t.buffer, *out.buffer, t.count, plan, options);
+  return out;
+}
+
+Tensor tensor_transfer(const Tensor& t, Backend& backend, int device) {
+  if (&backend == t.backend && device == t.device) return t;
+  Tensor out = allocate_like(backend, device, t.type, t.count);
+  if (t.count == 0) return out;
+  // Through host memory: backends share no address space. One staging copy, freed on return.
+  HostBuffer staging(t.buffer->bytes());
+  t.backend->download(*t.buffer, staging.data(), t.buffer->bytes());
+  backend.upload(*out.buffer, staging.data());
+  return out;
+}
+
+}  // namespace accel

@@ -1,0 +1,119 @@
+// Tensors in the core: element types, the operations, a device buffer owned by a backend, and the
+// checked operations the NIF calls (tensor.cpp). Shapes are the Elixir side's business; here a
+// tensor is a backend, a device, an element type and a count, and every operation checks that the
+// counts it is given agree with the buffers it touches, so no call can read or write out of bounds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/logistic_map.hpp"
+#include "kernels/tensor.h"
+
+namespace accel {
+
+class Backend;
+struct CallOptions;
+
+enum class DType : int {
+  F32 = ACCEL_F32_TYPE,
+  F64 = ACCEL_F64_TYPE,
+  S64 = ACCEL_S64_TYPE,
+  S32 = ACCEL_S32_TYPE,
+  U8 = ACCEL_U8_TYPE,
+};
+size_t dtype_size(DType type);
+const char* dtype_name(DType type);  // "f32", ...
+inline bool is_float(DType type) { return type == DType::F32 || type == DType::F64; }
+// What sum/1 returns: s64 for every integer type (exact modulo 2^64), the same type for floats.
+inline DType sum_type(DType type) { return is_float(type) ? type : DType::S64; }
+
+enum class BinaryOp : int { Add = ACCEL_OP_ADD, Subtract = ACCEL_OP_SUBTRACT, Multiply = ACCEL_OP_MULTIPLY, Divide = ACCEL_OP_DIVIDE };
+enum class UnaryOp : int {
+  Negate = ACCEL_OP_NEGATE,
+  Abs = ACCEL_OP_ABS,
+  Exp = ACCEL_OP_EXP,
+  Log = ACCEL_OP_LOG,
+  Sqrt = ACCEL_OP_SQRT,
+  Tanh = ACCEL_OP_TANH,
+  Sigmoid = ACCEL_OP_SIGMOID,
+};
+enum class ReduceOp : int { Sum = ACCEL_REDUCE_SUM, Min = ACCEL_REDUCE_MIN, Max = ACCEL_REDUCE_MAX };
+
+// Memory on one device of one backend. Subclasses own host memory (CPU), a cl_mem or a CUDA
+// pointer, and release it in their destructor, which never throws and never waits for the device.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(size_t bytes, int device) : bytes_(bytes), device_(device) {}
+  virtual ~DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  size_t bytes() const { return bytes_; }
+  int device() const { return device_; }
+
+ private:
+  size_t bytes_;
+  int device_;
+};
+
+// A scalar operand, already converted to the tensor's type by the core (the i field for integer
+// types, f for float types).
+struct Scalar {
+  int64_t i = 0;
+  double f = 0;
+};
+
+// One side of a binary operation: a buffer of `count` elements, repeated to the output's length
+// (count divides it: trailing-shape broadcasting), or a scalar when buffer is null.
+struct Operand {
+  const DeviceBuffer* buffer = nullptr;
+  size_t count = 0;
+  Scalar scalar;
+};
+
+struct Tensor {
+  Backend* backend = nullptr;
+  int device = 0;
+  DType type = DType::F32;
+  size_t count = 0;
+  std::shared_ptr<DeviceBuffer> buffer;  // shared: an operation in flight keeps it alive past free/1
+};
+
+// What a scalar term held, before conversion to a tensor's type.
+struct ScalarValue {
+  bool is_float = false;
+  int64_t i = 0;
+  double f = 0;
+};
+
+// The operations, each checked (ArgumentError naming what disagrees) before a backend runs it.
+Tensor tensor_from_bytes(Backend& backend, int device, DType type, const void* bytes, size_t size);
+Tensor tensor_iota(Backend& backend, int device, DType type, uint64_t count);
+// The first `count` elements (at most t.count) into `out`.
+void tensor_to_bytes(const Tensor& t, void* out, uint64_t count);
+Tensor tensor_transfer(const Tensor& t, Backend& backend, int device);
+Tensor tensor_cast(const Tensor& t, DType to);
+// a or b may be a scalar (tensor null). Output count: the larger operand's.
+Tensor tensor_binary(BinaryOp op, const Tensor* a, const ScalarValue& a_scalar, const Tensor* b, const ScalarValue& b_scalar);
+Tensor tensor_unary(UnaryOp op, const Tensor& t);
+// Reduces axis `len` of a tensor laid out as [outer][len][inner]: outer * inner results.
+Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner);
+Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);
+Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n);
+Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options);
+
+// Device reductions run in passes of partial results (out[o][g][k] combines in[o][j][k] for
+// j = g, g + groups, ...): enough partials to fill a GPU, each over at least 64 elements of the axis.
+// A pass with groups == 1 writes the final result. Shared by the OpenCL and CUDA backends.
+inline size_t reduction_groups(size_t outputs, size_t len) {
+  const size_t want = (size_t{1} << 16) / (outputs == 0 ? 1 : outputs);
+  const size_t most = len / 64 == 0 ? 1 : len / 64;
+  return want < 1 ? 1 : want > most ? most : want;
+}
+
+// count * size in bytes, or ArgumentError when that overflows or exceeds what any machine holds.
+size_t checked_bytes(uint64_t count, DType type);
+
+}  // namespace accel

@@ -1,0 +1,364 @@
+// Tensor NIFs. A tensor is a resource owning a core Tensor (whose buffer lives on its backend's
+// device); free/1 drops the buffer early, and any later use raises. Scheduling: operations on
+// device backends run on dirty IO (they wait on the device or its driver); CPU operations on at
+// most kInlineElements elements run inline, larger ones and every matmul and logistic map on dirty
+// CPU. Every argument is checked: these functions are private, but nothing here trusts its caller.
+#include "nif/tensor_nif.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/tensor.hpp"
+#include "nif/codecs.hpp"
+#include "nif/nif_util.hpp"
+#include "nif/runtime.hpp"
+
+namespace accel::nif {
+namespace {
+
+constexpr size_t kInlineElements = 16384;  // ~10-50 us for the slowest elementwise kernel
+
+ErlNifResourceType* g_tensor_type = nullptr;
+// Tensor bytes allocated since the last collection the Elixir side ran (tensor_take_pressure).
+std::atomic<uint64_t> g_bytes_since_gc{0};
+
+struct TensorResource {
+  std::mutex mutex;
+  Tensor tensor;
+  bool freed = false;
+};
+
+void destroy_tensor(ErlNifEnv*, void* object) { static_cast<TensorResource*>(object)->~TensorResource(); }
+
+ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor) {
+  void* memory = enif_alloc_resource(g_tensor_type, sizeof(TensorResource));
+  if (memory == nullptr) throw std::bad_alloc();
+  auto* resource = new (memory) TensorResource();
+  g_bytes_since_gc.fetch_add(tensor.buffer ? tensor.buffer->bytes() : 0, std::memory_order_relaxed);
+  resource->tensor = std::move(tensor);
+  ERL_NIF_TERM term = enif_make_resource(env, resource);
+  enif_release_resource(resource);  // the term owns it now
+  return term;
+}
+
+TensorResource* resource_of(ErlNifEnv* env, ERL_NIF_TERM term) {
+  void* object = nullptr;
+  return enif_get_resource(env, term, g_tensor_type, &object) ? static_cast<TensorResource*>(object) : nullptr;
+}
+
+// A copy of the tensor (sharing its buffer, which stays alive while this call uses it).
+Tensor get_tensor(ErlNifEnv* env, ERL_NIF_TERM term) {
+  TensorResource* r = resource_of(env, term);
+  if (r == nullptr) throw ArgumentError("expected an Accel.Tensor, got: " + describe_term(env, term));
+  std::lock_guard<std::mutex> lock(r->mutex);
+  if (r->freed) throw ArgumentError("the tensor was freed with Accel.Tensor.free/1 and cannot be used");
+  return r->tensor;
+}
+
+std::string atom_text(ErlNifEnv* env, ERL_NIF_TERM term) {
+  char text[32];
+  if (enif_get_atom(env, term, text, sizeof text, ERL_NIF_LATIN1) <= 0) return {};
+  return text;
+}
+
+DType decode_type(ErlNifEnv* env, ERL_NIF_TERM term) {
+  const std::string name = atom_text(env, term);
+  for (DType t : {DType::F32, DType::F64, DType::S64, DType::S32, DType::U8})
+    if (name == dtype_name(t)) return t;
+  throw ArgumentError("type must be one of :f32, :f64, :s64, :s32, :u8, got: " + describe_term(env, term));
+}
+
+uint64_t decode_count(ErlNifEnv* env, ERL_NIF_TERM term, const char* name) {
+  const int64_t v = decode_int64_arg(env, term, name);
+  if (v < 0) throw ArgumentError(std::string(name) + " must be non-negative, got: " + std::to_string(v));
+  return static_cast<uint64_t>(v);
+}
+
+Backend* backend_named(Runtime& rt, const std::string& name) {
+  if (name == "cpu") return rt.cpu.get();
+  if (name == "opencl") return rt.opencl.get();
+  if (name == "cuda") return rt.cuda.get();
+  return nullptr;
+}
+
+// (backend atom, device index or -1 for the backend's default) -> where a new tensor goes.
+Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_term, int* device) {
+  Runtime& rt = runtime(env);
+  const int64_t index = decode_int64_arg(env, device_term, "device");
+  if (index < -1 || index > (1 << 20)) throw ArgumentError("device must be a non-negative index, got: " + std::to_string(index));
+  const std::string text = atom_text(env, name);
+  Backend* backend = backend_named(rt, text);
+  *device = index < 0 ? 0 : static_cast<int>(index);
+  if (text == "auto") {
+    rt.resolve_auto();
+    backend = rt.auto_backend;
+    if (index < 0) *device = rt.auto_device;
+  }
+  if (backend == nullptr) throw ArgumentError("unknown backend: " + describe_term(env, name));
+  return *backend;
+}
+
+const char* backend_name(ErlNifEnv* env, const Tensor& t) {
+  Runtime& rt = runtime(env);
+  return t.backend == rt.cpu.get() ? "cpu" : t.backend == rt.cuda.get() ? "cuda" : "opencl";
+}
+
+// ---- scheduling ----
+
+// Decides from the tensor in argv[Arg] (or the next argument, when that one is a scalar).
+template <NifFn Run, int Arg, bool AlwaysDirty>
+ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  TensorResource* r = resource_of(env, argv[Arg]);
+  if (r == nullptr && Arg + 1 < argc) r = resource_of(env, argv[Arg + 1]);
+  if (r == nullptr) return Run(env, argc, argv);  // raises the precise error
+  Backend* backend = nullptr;
+  size_t count = 0;
+  {
+    std::lock_guard<std::mutex> lock(r->mutex);
+    if (!r->freed) {
+      backend = r->tensor.backend;
+      count = r->tensor.count;
+    }
+  }
+  if (backend == nullptr) return Run(env, argc, argv);  // freed: raises (outside the lock)
+  if (backend->waits_on_device()) return schedule_dirty_io(env, "tensor", guarded<Run>, argc, argv);
+  if (!AlwaysDirty && count <= kInlineElements) return Run(env, argc, argv);
+  return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
+}
+
+// For new tensors: by the backend atom in argv[Place] and the element count.
+template <NifFn Run, int Place>
+ERL_NIF_TERM scheduled_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], size_t count) {
+  const std::string name = atom_text(env, argv[Place]);
+  Runtime& rt = runtime(env);
+  const bool cpu = name == "cpu" || (name == "auto" && rt.auto_resolved && rt.auto_backend == rt.cpu.get());
+  if (!cpu) return schedule_dirty_io(env, "tensor", guarded<Run>, argc, argv);
+  if (count <= kInlineElements) return Run(env, argc, argv);
+  return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
+}
+
+// ---- the operations ----
+
+// (binary, type, backend, device)
+ERL_NIF_TERM from_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  ErlNifBinary bin;
+  if (!enif_inspect_binary(env, argv[0], &bin)) throw ArgumentError("expected a binary, got: " + describe_term(env, argv[0]));
+  const DType type = decode_type(env, argv[1]);
+  int device = 0;
+  Backend& backend = decode_place(env, argv[2], argv[3], &device);
+  return make_tensor(env, tensor_from_bytes(backend, device, type, bin.data, bin.size));
+}
+
+// (type, count, backend, device)
+ERL_NIF_TERM iota_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const DType type = decode_type(env, argv[0]);
+  const uint64_t count = decode_count(env, argv[1], "count");
+  int device = 0;
+  Backend& backend = decode_place(env, argv[2], argv[3], &device);
+  return make_tensor(env, tensor_iota(backend, device, type, count));
+}
+
+// (t, limit): the first `limit` elements (all when limit >= count) as a binary.
+ERL_NIF_TERM to_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const Tensor t = get_tensor(env, argv[0]);
+  const uint64_t count = std::min<uint64_t>(decode_count(env, argv[1], "limit"), t.count);
+  unsigned char* out = nullptr;
+  ERL_NIF_TERM result = make_output_binary(env, count * dtype_size(t.type), &out);
+  tensor_to_bytes(t, out, count);
+  return result;
+}
+
+ERL_NIF_TERM cast_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return make_tensor(env, accel::tensor_cast(get_tensor(env, argv[0]), decode_type(env, argv[1])));
+}
+
+BinaryOp decode_binary_op(ErlNifEnv* env, ERL_NIF_TERM term) {
+  const std::string op = atom_text(env, term);
+  if (op == "add") return BinaryOp::Add;
+  if (op == "subtract") return BinaryOp::Subtract;
+  if (op == "multiply") return BinaryOp::Multiply;
+  if (op == "divide") return BinaryOp::Divide;
+  throw ArgumentError("unknown operation: " + describe_term(env, term));
+}
+
+// A tensor, or a number into `scalar`.
+bool decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, Tensor* tensor, ScalarValue* scalar) {
+  if (resource_of(env, term) != nullptr) {
+    *tensor = get_tensor(env, term);
+    return true;
+  }
+  ErlNifSInt64 i;
+  double f;
+  if (enif_get_int64(env, term, &i)) {
+    scalar->i = i;
+  } else if (enif_get_double(env, term, &f)) {
+    scalar->is_float = true;
+    scalar->f = f;
+  } else {
+    throw ArgumentError("expected an Accel.Tensor or a number in the signed 64-bit range, got: " + describe_term(env, term));
+  }
+  return false;
+}
+
+// (op, a, b)
+ERL_NIF_TERM binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const BinaryOp op = decode_binary_op(env, argv[0]);
+  Tensor a, b;
+  ScalarValue sa, sb;
+  const bool a_tensor = decode_operand(env, argv[1], &a, &sa);
+  const bool b_tensor = decode_operand(env, argv[2], &b, &sb);
+  return make_tensor(env, accel::tensor_binary(op, a_tensor ? &a : nullptr, sa, b_tensor ? &b : nullptr, sb));
+}
+
+ERL_NIF_TERM unary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::string op = atom_text(env, argv[0]);
+  const char* names[] = {"negate", "abs", "exp", "log", "sqrt", "tanh", "sigmoid"};
+  for (int code = 0; code < 7; ++code)
+    if (op == names[code])
+      return make_tensor(env, accel::tensor_unary(static_cast<UnaryOp>(code), get_tensor(env, argv[1])));
+  throw ArgumentError("unknown operation: " + describe_term(env, argv[0]));
+}
+
+// (op, t, outer, len, inner)
+ERL_NIF_TERM reduce_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::string name = atom_text(env, argv[0]);
+  const ReduceOp op = name == "sum" ? ReduceOp::Sum : name == "min" ? ReduceOp::Min : name == "max" ? ReduceOp::Max
+                                                                                                    : throw ArgumentError("unknown reduction: " + describe_term(env, argv[0]));
+  return make_tensor(env, accel::tensor_reduce(op, get_tensor(env, argv[1]), decode_count(env, argv[2], "outer"),
+                                               decode_count(env, argv[3], "len"), decode_count(env, argv[4], "inner")));
+}
+
+ERL_NIF_TERM transpose_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return make_tensor(env, accel::tensor_transpose(get_tensor(env, argv[0]), decode_count(env, argv[1], "rows"),
+                                                  decode_count(env, argv[2], "cols")));
+}
+
+// (a, b, m, k, n)
+ERL_NIF_TERM matmul_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return make_tensor(env, accel::tensor_matmul(get_tensor(env, argv[0]), get_tensor(env, argv[1]),
+                                               decode_count(env, argv[2], "m"), decode_count(env, argv[3], "k"),
+                                               decode_count(env, argv[4], "n")));
+}
+
+// (t, p, mu, iterations)
+ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const Tensor t = get_tensor(env, argv[0]);
+  const LogisticMapPlan plan = plan_logistic_map(decode_int64_arg(env, argv[1], "p"), decode_int64_arg(env, argv[2], "mu"),
+                                                 decode_int64_arg(env, argv[3], "iterations"));
+  const Cancellation cancel([env] { return enif_is_current_process_alive(env) != 0; });
+  CallOptions options;
+  options.device = t.device;
+  options.cancel = &cancel;
+  return make_tensor(env, accel::tensor_logistic_map(t, plan, options));
+}
+
+// (t, backend, device)
+ERL_NIF_TERM transfer_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const Tensor t = get_tensor(env, argv[0]);
+  int device = 0;
+  Backend& backend = decode_place(env, argv[1], argv[2], &device);
+  return make_tensor(env, accel::tensor_transfer(t, backend, device));
+}
+
+}  // namespace
+
+bool open_tensor_resources(ErlNifEnv* env) {
+  auto flags = static_cast<ErlNifResourceFlags>(ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER);
+  g_tensor_type = enif_open_resource_type(env, nullptr, "accel_tensor", destroy_tensor, flags, nullptr);
+  return g_tensor_type != nullptr;
+}
+
+ERL_NIF_TERM tensor_from_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  ErlNifBinary bin;
+  const size_t count = enif_inspect_binary(env, argv[0], &bin) ? bin.size / 8 : 0;
+  return scheduled_new<from_binary_run, 2>(env, argc, argv, count);
+}
+
+ERL_NIF_TERM tensor_iota(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  ErlNifUInt64 count = 0;
+  if (!enif_get_uint64(env, argv[1], &count)) count = 0;  // iota_run reports it
+  return scheduled_new<iota_run, 2>(env, argc, argv, count);
+}
+
+ERL_NIF_TERM tensor_to_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<to_binary_run, 0, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_info(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const Tensor t = get_tensor(env, argv[0]);
+  return enif_make_tuple4(env, enif_make_atom(env, backend_name(env, t)), enif_make_int(env, t.device),
+                          enif_make_atom(env, dtype_name(t.type)), enif_make_uint64(env, t.count));
+}
+
+ERL_NIF_TERM tensor_free(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  TensorResource* r = resource_of(env, argv[0]);
+  if (r == nullptr) throw ArgumentError("expected an Accel.Tensor, got: " + describe_term(env, argv[0]));
+  std::shared_ptr<DeviceBuffer> released;
+  {
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->freed = true;
+    released = std::move(r->tensor.buffer);
+  }
+  return atoms.ok;  // `released` goes here, or with the last operation still using it
+}
+
+ERL_NIF_TERM tensor_cast(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<cast_run, 0, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<binary_run, 1, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_unary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<unary_run, 1, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_reduce(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<reduce_run, 1, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_transpose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<transpose_run, 0, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_matmul(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<matmul_run, 0, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<logistic_map_run, 0, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_transfer(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  // Both ends may be devices: always off the normal schedulers.
+  if (resource_of(env, argv[0]) == nullptr) return transfer_run(env, argc, argv);
+  return schedule_dirty_io(env, "tensor", guarded<transfer_run>, argc, argv);
+}
+
+// (backend, device): tensor bytes allocated there.
+ERL_NIF_TERM tensor_memory(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  Backend* backend = backend_named(runtime(env), atom_text(env, argv[0]));
+  if (backend == nullptr) throw ArgumentError("unknown backend: " + describe_term(env, argv[0]));
+  const int64_t device = decode_int64_arg(env, argv[1], "device");
+  return enif_make_int64(env, backend->allocated_bytes(static_cast<int>(device)));
+}
+
+// (threshold bytes): true, and the count restarts, once that many tensor bytes were allocated
+// since the last true. The Elixir side then collects the calling process's garbage, which is
+// where dropped tensors wait: their size is invisible to the VM's own GC heuristics.
+ERL_NIF_TERM tensor_take_pressure(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const uint64_t threshold = decode_count(env, argv[0], "threshold");
+  uint64_t seen = g_bytes_since_gc.load(std::memory_order_relaxed);
+  while (seen >= threshold) {
+    if (g_bytes_since_gc.compare_exchange_weak(seen, 0, std::memory_order_relaxed)) return atoms.true_;
+  }
+  return atoms.false_;
+}
+
+}  // namespace accel::nif

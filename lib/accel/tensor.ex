@@ -1,0 +1,540 @@
+defmodule Accel.Tensor do
+  @moduledoc """
+  Data that stays on a device between calls: create it once, run many kernels on it, read the
+  result when you need it.
+
+      iex> t = Accel.Tensor.from_list([[1.0, 2.0], [3.0, 4.0]], type: :f32, backend: :cpu)
+      iex> t |> Accel.Tensor.multiply(2) |> Accel.Tensor.sum(axis: 1) |> Accel.Tensor.to_list()
+      [6.0, 14.0]
+
+      iex> Accel.Tensor.iota({5}, backend: :cpu) |> Accel.Tensor.add(1) |> Accel.logistic_map(iterations: 1) |> Accel.Tensor.to_list()
+      [44, 132, 264, 440, 660]
+
+  A tensor is `%Accel.Tensor{shape, type, device, ref}`: `shape` a tuple of dimensions, `type` one of
+  `:f32`, `:f64`, `:s64`, `:s32`, `:u8`, `device` `{backend, index}` (see `Accel.devices/0`), and
+  `ref` the NIF resource that owns the buffer: host memory on `:cpu`, a device buffer on `:opencl`
+  and `:cuda`. Tensors are immutable: every operation returns a new one on the same device.
+
+  ## Lifetime
+
+  `free/1` releases a tensor's memory at once; using it afterwards raises `ArgumentError`. Without
+  it, memory goes when the tensor is garbage-collected. The VM cannot see how large a tensor's
+  buffer is, so Accel helps it: after every `:tensor_gc_bytes` (application env, default 256 MiB)
+  of new tensors, the process allocating them collects its garbage; and a device allocation that
+  fails for lack of memory collects every process's garbage and retries once. A process that drops
+  large tensors and then idles should call `free/1`. `reshape/2` shares the buffer: freeing either
+  tensor frees both.
+
+  ## Semantics
+
+    * Elementwise `add/2`, `subtract/2`, `multiply/2`, `divide/2` take two tensors of the same type
+      and device, or a tensor and a number. Shapes must be equal, or one must be a trailing part of
+      the other (`{3}` broadcasts over `{2, 3}`).
+    * Integers wrap around modulo 2^bits, like C and Nx. `divide/2` on integers truncates toward zero
+      (`div/2`) and raises `ArgumentError` on a zero divisor.
+    * `exp/1`, `log/1`, `sqrt/1`, `tanh/1` and `sigmoid/1` need a float tensor; `as_type/2` converts.
+      Float to integer conversion truncates toward zero and saturates; NaN becomes 0.
+    * `sum/2` of integers returns `:s64` (exact modulo 2^64); `mean/2` of integers returns `:f64`.
+      `min/2` and `max/2` propagate NaN.
+    * `matmul/2` (and `dot/2` of matrices) runs on the backend's BLAS: OpenBLAS, CLBlast or cuBLAS,
+      for `:f32` and `:f64`.
+    * Integer results are identical on every backend. Float results agree within what the backends'
+      math libraries and summation orders allow: tests use relative 1e-5 for `:f32` and 1e-12 for
+      `:f64` (sums: 1e-4 and 1e-10; matmul: 1e-4 and 1e-12).
+    * Device operations are queued in order and may still run when a function returns; reading a
+      result (`to_binary/1`, `to_list/1`, `to_number/1`) waits for them.
+  """
+
+  import Kernel, except: [abs: 1, min: 2, max: 2]
+  import Bitwise
+  alias Accel.NIF
+
+  @enforce_keys [:shape, :type, :device, :ref]
+  defstruct [:shape, :type, :device, :ref]
+
+  @type type :: :f32 | :f64 | :s64 | :s32 | :u8
+  @type shape :: tuple()
+  @type t :: %__MODULE__{shape: shape(), type: type(), device: {atom(), non_neg_integer()}, ref: reference()}
+
+  @types [:f32, :f64, :s64, :s32, :u8]
+  @default_gc_bytes 256 * 1024 * 1024
+
+  ## Creation and reading
+
+  @doc """
+  A tensor from a (nested) list of numbers. Options: `type:` (default `:s64` when every element is
+  an integer, `:f64` otherwise), `backend:` (default `:auto`), `device:` (an index or an
+  `Accel.Device`).
+  """
+  @spec from_list(list(), keyword()) :: t()
+  def from_list(list, opts \\ [])
+
+  def from_list(list, opts) when is_list(list) do
+    opts = check_opts!(opts, [:type, :backend, :device], "from_list/2")
+    {shape, flat} = flatten!(list)
+    type = opts[:type] || if Enum.all?(flat, &is_integer/1), do: :s64, else: :f64
+    check_type!(type)
+    bin = encode!(flat, type)
+    from_binary(bin, type, shape, Keyword.delete(opts, :type))
+  end
+
+  def from_list(other, _opts), do: raise(ArgumentError, "from_list/2 expects a list, got: #{inspect(other)}")
+
+  @doc """
+  A tensor over a binary of native-endian elements of `type`, shaped `shape`. The binary is copied
+  to the device once. Options: `backend:`, `device:`.
+  """
+  @spec from_binary(binary(), type(), shape(), keyword()) :: t()
+  def from_binary(bin, type, shape, opts \\ [])
+
+  def from_binary(bin, type, shape, opts) when is_binary(bin) do
+    check_type!(type)
+    count = count!(shape)
+    opts = check_opts!(opts, [:backend, :device], "from_binary/4")
+    size = byte_size(bin)
+
+    if size != count * byte_width(type) do
+      raise ArgumentError,
+            "a binary of #{size} bytes does not hold shape #{inspect(shape)} of #{inspect(type)} " <>
+              "(#{count * byte_width(type)} bytes)"
+    end
+
+    {backend, device} = place(opts)
+    new(shape, type, fn -> NIF.tensor_from_binary(bin, type, backend, device) end)
+  end
+
+  def from_binary(other, _type, _shape, _opts),
+    do: raise(ArgumentError, "from_binary/4 expects a binary, got: #{inspect(other)}")
+
+  @doc """
+  The integers 0, 1, 2, ... in row-major order, made on the device (nothing is uploaded).
+  Options: `type:` (default `:s64`), `backend:`, `device:`.
+  """
+  @spec iota(shape(), keyword()) :: t()
+  def iota(shape, opts \\ []) do
+    count = count!(shape)
+    opts = check_opts!(opts, [:type, :backend, :device], "iota/2")
+    type = Keyword.get(opts, :type, :s64)
+    check_type!(type)
+    {backend, device} = place(opts)
+    new(shape, type, fn -> NIF.tensor_iota(type, count, backend, device) end)
+  end
+
+  @doc "The elements as a binary of native-endian values (waits for pending device work)."
+  @spec to_binary(t()) :: binary()
+  def to_binary(%__MODULE__{} = t), do: NIF.tensor_to_binary(t.ref, size(t))
+
+  @doc "The elements as a nested list, shaped like the tensor."
+  @spec to_list(t()) :: list() | number()
+  def to_list(%__MODULE__{shape: shape, type: type} = t) do
+    flat = decode(to_binary(t), type)
+    if shape == {}, do: hd(flat), else: nest(flat, Tuple.to_list(shape))
+  end
+
+  @doc "The only element of a one-element tensor (such as a whole-tensor `sum/2`) as a number."
+  @spec to_number(t()) :: number() | :nan | :infinity | :neg_infinity
+  def to_number(%__MODULE__{} = t) do
+    if size(t) != 1,
+      do: raise(ArgumentError, "to_number/1 needs a tensor of one element, got shape #{inspect(t.shape)}")
+
+    t |> to_binary() |> decode(t.type) |> hd()
+  end
+
+  @doc """
+  A copy of `t` on another device: an `Accel.Device`, `{backend, index}` or a backend name (its
+  first device). Returns `t` itself when it is already there.
+  """
+  @spec transfer(t(), Accel.Device.t() | {atom(), non_neg_integer()} | atom()) :: t()
+  def transfer(%__MODULE__{} = t, device) do
+    {backend, index} =
+      case device do
+        %Accel.Device{backend: b, id: i} ->
+          {b, i}
+
+        {b, i} when is_atom(b) and is_integer(i) and i >= 0 ->
+          {b, i}
+
+        b when b in [:cpu, :opencl, :cuda, :auto] ->
+          {b, -1}
+
+        other ->
+          raise ArgumentError,
+                "transfer/2 expects an Accel.Device, {backend, index} or a backend, got: #{inspect(other)}"
+      end
+
+    new(t.shape, t.type, fn -> NIF.tensor_transfer(t.ref, backend, index) end)
+  end
+
+  @doc "Releases the tensor's memory now. Later use of `t` (or of a reshape of it) raises."
+  @spec free(t()) :: :ok
+  def free(%__MODULE__{ref: ref}), do: NIF.tensor_free(ref)
+
+  @doc "Number of elements."
+  @spec size(t()) :: non_neg_integer()
+  def size(%__MODULE__{shape: shape}), do: shape |> Tuple.to_list() |> Enum.reduce(1, &(&1 * &2))
+
+  @doc "The same elements under another shape of the same size. Shares the buffer."
+  @spec reshape(t(), shape()) :: t()
+  def reshape(%__MODULE__{} = t, shape) do
+    if count!(shape) != size(t),
+      do:
+        raise(ArgumentError, "cannot reshape #{inspect(t.shape)} (#{size(t)} elements) to #{inspect(shape)}")
+
+    %{t | shape: shape}
+  end
+
+  @doc "The elements converted to `type` (see the moduledoc for the rules)."
+  @spec as_type(t(), type()) :: t()
+  def as_type(%__MODULE__{} = t, type) do
+    check_type!(type)
+    new(t.shape, type, fn -> NIF.tensor_cast(t.ref, type) end)
+  end
+
+  ## Elementwise
+
+  for op <- [:add, :subtract, :multiply, :divide] do
+    @doc "Elementwise `#{op}` of two tensors, or of a tensor and a number (either side)."
+    @spec unquote(op)(t() | number(), t() | number()) :: t()
+    def unquote(op)(a, b), do: binary_op(unquote(op), a, b)
+  end
+
+  for op <- [:negate, :abs, :exp, :log, :sqrt, :tanh, :sigmoid] do
+    @doc "Elementwise `#{op}`."
+    @spec unquote(op)(t()) :: t()
+    def unquote(op)(%__MODULE__{} = t),
+      do: new(t.shape, t.type, fn -> NIF.tensor_unary(unquote(op), t.ref) end)
+  end
+
+  ## Reductions
+
+  @doc "Sum of all elements, or along `axis:` (negative counts from the end)."
+  @spec sum(t(), keyword()) :: t()
+  def sum(t, opts \\ []), do: reduce(:sum, t, opts)
+
+  @doc "Smallest element, overall or along `axis:`."
+  @spec min(t(), keyword()) :: t()
+  def min(t, opts \\ []), do: reduce(:min, t, opts)
+
+  @doc "Largest element, overall or along `axis:`."
+  @spec max(t(), keyword()) :: t()
+  def max(t, opts \\ []), do: reduce(:max, t, opts)
+
+  @doc "Arithmetic mean, overall or along `axis:`; `:f64` for integer tensors."
+  @spec mean(t(), keyword()) :: t()
+  def mean(%__MODULE__{} = t, opts \\ []) do
+    # Integers are converted first: their sum wraps modulo 2^64, their mean must not.
+    source = if t.type in [:f32, :f64], do: t, else: as_type(t, :f64)
+    total = sum(source, opts)
+    if source != t, do: free(source)
+    count = div(size(t), Kernel.max(size(total), 1))
+    swap(total, divide(total, count))
+  end
+
+  ## Matrices
+
+  @doc "The transpose of a 2-D tensor."
+  @spec transpose(t()) :: t()
+  def transpose(%__MODULE__{shape: {rows, cols}} = t),
+    do: new({cols, rows}, t.type, fn -> NIF.tensor_transpose(t.ref, rows, cols) end)
+
+  def transpose(%__MODULE__{shape: shape}),
+    do: raise(ArgumentError, "transpose/1 needs a 2-D tensor, got shape #{inspect(shape)}")
+
+  @doc "Matrix product of `{m, k}` and `{k, n}` tensors through the backend's BLAS."
+  @spec matmul(t(), t()) :: t()
+  def matmul(%__MODULE__{shape: {m, k}} = a, %__MODULE__{shape: {k, n}} = b),
+    do: new({m, n}, a.type, fn -> NIF.tensor_matmul(a.ref, b.ref, m, k, n) end)
+
+  def matmul(%__MODULE__{shape: sa}, %__MODULE__{shape: sb}),
+    do: raise(ArgumentError, "matmul/2 needs shapes {m, k} and {k, n}, got #{inspect(sa)} and #{inspect(sb)}")
+
+  @doc """
+  Dot product: vectors give a 0-d tensor, a matrix and a vector a vector, two matrices `matmul/2`.
+  """
+  @spec dot(t(), t()) :: t()
+  def dot(%__MODULE__{shape: {k}} = a, %__MODULE__{shape: {k}} = b) do
+    product = multiply(a, b)
+    swap(product, sum(product))
+  end
+
+  def dot(%__MODULE__{shape: {_, _}} = a, %__MODULE__{shape: {_, _}} = b), do: matmul(a, b)
+
+  def dot(%__MODULE__{shape: {m, k}} = a, %__MODULE__{shape: {k}} = b),
+    do: a |> matmul(reshape(b, {k, 1})) |> reshape({m})
+
+  def dot(%__MODULE__{shape: {k}} = a, %__MODULE__{shape: {k, n}} = b),
+    do: a |> reshape({1, k}) |> matmul(b) |> reshape({n})
+
+  def dot(%__MODULE__{shape: sa}, %__MODULE__{shape: sb}),
+    do: raise(ArgumentError, "dot/2 cannot multiply shapes #{inspect(sa)} and #{inspect(sb)}")
+
+  ## The logistic map (called by Accel.logistic_map/2)
+
+  @doc false
+  def logistic_map(%__MODULE__{} = t, p, mu, iterations),
+    do: new(t.shape, t.type, fn -> NIF.tensor_logistic_map(t.ref, p, mu, iterations) end)
+
+  ## Internals
+
+  defp binary_op(op, %__MODULE__{} = a, %__MODULE__{} = b) do
+    shape = broadcast!(op, a.shape, b.shape)
+    new(shape, a.type, fn -> NIF.tensor_binary(op, a.ref, b.ref) end)
+  end
+
+  defp binary_op(op, %__MODULE__{} = a, b) when is_number(b),
+    do: new(a.shape, a.type, fn -> NIF.tensor_binary(op, a.ref, b) end)
+
+  defp binary_op(op, a, %__MODULE__{} = b) when is_number(a),
+    do: new(b.shape, b.type, fn -> NIF.tensor_binary(op, a, b.ref) end)
+
+  defp binary_op(op, a, b),
+    do: raise(ArgumentError, "#{op}/2 expects tensors or numbers, got: #{inspect(a)} and #{inspect(b)}")
+
+  defp broadcast!(op, sa, sb) do
+    la = Tuple.to_list(sa)
+    lb = Tuple.to_list(sb)
+
+    cond do
+      la == lb ->
+        sa
+
+      suffix?(lb, la) ->
+        sa
+
+      suffix?(la, lb) ->
+        sb
+
+      true ->
+        raise ArgumentError, "#{op}/2: shapes #{inspect(sa)} and #{inspect(sb)} do not match or broadcast"
+    end
+  end
+
+  defp suffix?(short, long), do: length(short) <= length(long) and Enum.take(long, -length(short)) == short
+
+  defp reduce(op, %__MODULE__{shape: shape} = t, opts) do
+    opts = check_opts!(opts, [:axis], "#{op}/2")
+    dims = Tuple.to_list(shape)
+
+    {outer, len, inner, out_shape} =
+      case opts[:axis] do
+        nil ->
+          {1, size(t), 1, {}}
+
+        axis when is_integer(axis) and axis >= -length(dims) and axis < length(dims) ->
+          axis = if axis < 0, do: axis + length(dims), else: axis
+          {before, [len | rest]} = Enum.split(dims, axis)
+          {Enum.product(before), len, Enum.product(rest), List.to_tuple(before ++ rest)}
+
+        other ->
+          raise ArgumentError,
+                "axis must be an integer in -#{length(dims)}..#{length(dims) - 1} for shape #{inspect(shape)}, got: #{inspect(other)}"
+      end
+
+    type = if op == :sum and t.type not in [:f32, :f64], do: :s64, else: t.type
+    new(out_shape, type, fn -> NIF.tensor_reduce(op, t.ref, outer, len, inner) end)
+  end
+
+  # An intermediate result is freed as soon as the next one exists: mean/2 and dot/2 would
+  # otherwise leave device memory to the garbage collector.
+  defp swap(old, new) do
+    free(old)
+    new
+  end
+
+  defp new(shape, type, make) do
+    ref = allocate(make)
+    maybe_collect()
+    {backend, device, ^type, _count} = NIF.tensor_info(ref)
+    %__MODULE__{shape: shape, type: type, device: {backend, device}, ref: ref}
+  end
+
+  # A full device: other processes may hold dead tensors their collector has not reached yet.
+  defp allocate(make) do
+    make.()
+  rescue
+    e in Accel.Error ->
+      if e.reason != :out_of_memory, do: reraise(e, __STACKTRACE__)
+      Enum.each(Process.list(), &:erlang.garbage_collect/1)
+      make.()
+  end
+
+  defp maybe_collect do
+    threshold = Application.get_env(:accel, :tensor_gc_bytes, @default_gc_bytes)
+    if NIF.tensor_take_pressure(threshold), do: :erlang.garbage_collect()
+  end
+
+  defp place(opts) do
+    backend = Keyword.get(opts, :backend, :auto)
+
+    unless backend in [:auto, :cpu, :opencl, :cuda],
+      do: raise(ArgumentError, "backend must be :auto, :cpu, :opencl or :cuda, got: #{inspect(backend)}")
+
+    case Keyword.get(opts, :device) do
+      nil ->
+        {backend, -1}
+
+      %Accel.Device{backend: b, id: id} when backend in [:auto, b] ->
+        {b, id}
+
+      %Accel.Device{} = d ->
+        raise ArgumentError, "device #{inspect(d.name)} is not on backend #{inspect(backend)}"
+
+      i when is_integer(i) and i >= 0 ->
+        {backend, i}
+
+      other ->
+        raise ArgumentError, "device must be a non-negative index or an Accel.Device, got: #{inspect(other)}"
+    end
+  end
+
+  defp check_opts!(opts, known, fun) do
+    unless Keyword.keyword?(opts),
+      do: raise(ArgumentError, "#{fun} expects a keyword list of options, got: #{inspect(opts)}")
+
+    for {key, _} <- opts, key not in known do
+      raise ArgumentError,
+            "unknown option #{inspect(key)} for Accel.Tensor.#{fun}; known options: #{Enum.map_join(known, ", ", &inspect/1)}"
+    end
+
+    opts
+  end
+
+  defp check_type!(type) when type in @types, do: :ok
+
+  defp check_type!(type),
+    do: raise(ArgumentError, "type must be one of :f32, :f64, :s64, :s32, :u8, got: #{inspect(type)}")
+
+  defp count!(shape) when is_tuple(shape) do
+    dims = Tuple.to_list(shape)
+
+    case Enum.find(dims, &(not (is_integer(&1) and &1 >= 0))) do
+      nil ->
+        Enum.reduce(dims, 1, &(&1 * &2))
+
+      bad ->
+        raise ArgumentError,
+              "shape #{inspect(shape)} has a dimension that is not a non-negative integer: #{inspect(bad)}"
+    end
+  end
+
+  defp count!(shape), do: raise(ArgumentError, "shape must be a tuple of dimensions, got: #{inspect(shape)}")
+
+  defp byte_width(type) when type in [:f64, :s64], do: 8
+  defp byte_width(type) when type in [:f32, :s32], do: 4
+  defp byte_width(:u8), do: 1
+
+  # Nested list -> {shape, flat elements}; every sublist at a depth must have the same length.
+  defp flatten!(list) do
+    shape = shape_of(list, [])
+    flat = flatten_checked(list, shape, [])
+    {List.to_tuple(shape), flat}
+  end
+
+  defp shape_of([first | _] = list, acc) when is_list(first), do: shape_of(first, [length(list) | acc])
+  defp shape_of(list, acc) when is_list(list), do: Enum.reverse([length(list) | acc])
+
+  defp flatten_checked(list, [len | rest], path) do
+    if not is_list(list) or length(list) != len do
+      raise ArgumentError,
+            "from_list/2: the list at #{path_text(path)} should have #{len} elements, got: #{inspect(list, limit: 5)}"
+    end
+
+    list
+    |> Enum.with_index()
+    |> Enum.flat_map(fn {item, i} ->
+      if rest == [] do
+        if not is_number(item),
+          do:
+            raise(
+              ArgumentError,
+              "from_list/2: element at #{path_text([i | path])} is not a number: #{inspect(item)}"
+            )
+
+        [item]
+      else
+        flatten_checked(item, rest, [i | path])
+      end
+    end)
+  end
+
+  defp path_text([]), do: "the top level"
+  defp path_text(path), do: "index " <> Enum.map_join(Enum.reverse(path), "", &"[#{&1}]")
+
+  defp encode!(flat, type) do
+    flat
+    |> Enum.with_index()
+    |> Enum.map(fn {x, i} -> encode_one(x, type, i) end)
+    |> IO.iodata_to_binary()
+  end
+
+  defp encode_one(x, :f64, _) when is_number(x), do: <<x::float-64-native>>
+
+  defp encode_one(x, :f32, i) when is_number(x) do
+    <<x::float-32-native>>
+  rescue
+    ArgumentError -> raise ArgumentError, "from_list/2: element #{i} (#{x}) is out of range for :f32"
+  end
+
+  defp encode_one(x, :s64, _) when is_integer(x) and x in -0x8000000000000000..0x7FFFFFFFFFFFFFFF,
+    do: <<x::signed-64-native>>
+
+  defp encode_one(x, :s32, _) when is_integer(x) and x in -0x80000000..0x7FFFFFFF, do: <<x::signed-32-native>>
+  defp encode_one(x, :u8, _) when is_integer(x) and x in 0..255, do: <<x::unsigned-8>>
+
+  defp encode_one(x, type, i),
+    do: raise(ArgumentError, "from_list/2: element #{i} (#{inspect(x)}) does not fit type #{inspect(type)}")
+
+  # Non-finite floats read as :nan, :infinity and :neg_infinity (as in Nx): Elixir floats cannot hold them.
+  @doc false
+  def decode(bin, :f64), do: for(<<c::binary-size(8) <- bin>>, do: float(c, 64))
+  def decode(bin, :f32), do: for(<<c::binary-size(4) <- bin>>, do: float(c, 32))
+  def decode(bin, :s64), do: for(<<x::signed-64-native <- bin>>, do: x)
+  def decode(bin, :s32), do: for(<<x::signed-32-native <- bin>>, do: x)
+  def decode(bin, :u8), do: for(<<x::unsigned-8 <- bin>>, do: x)
+
+  defp float(chunk, bits) do
+    case chunk do
+      <<x::float-size(bits)-native>> ->
+        x
+
+      _ ->
+        <<u::unsigned-size(bits)-native>> = chunk
+        exp_bits = if bits == 64, do: 11, else: 8
+        mantissa = u &&& (1 <<< (bits - 1 - exp_bits)) - 1
+
+        cond do
+          mantissa != 0 -> :nan
+          u >>> (bits - 1) == 1 -> :neg_infinity
+          true -> :infinity
+        end
+    end
+  end
+
+  defp nest(flat, [_]), do: flat
+
+  defp nest(flat, [_ | rest]) do
+    chunk = Enum.product(rest)
+    if chunk == 0, do: [], else: flat |> Enum.chunk_every(chunk) |> Enum.map(&nest(&1, rest))
+  end
+
+  defimpl Inspect do
+    import Inspect.Algebra
+
+    def inspect(%Accel.Tensor{shape: shape, type: type, device: {backend, index}} = t, _opts) do
+      dims = shape |> Tuple.to_list() |> Enum.map_join(&"[#{&1}]")
+      head = "#{type}#{dims} #{backend}:#{index}"
+
+      body =
+        try do
+          limit = 10
+          values = t.ref |> Accel.NIF.tensor_to_binary(limit) |> Accel.Tensor.decode(type)
+          more = if Accel.Tensor.size(t) > limit, do: ", ...", else: ""
+          "[" <> Enum.map_join(values, ", ", &Kernel.inspect/1) <> more <> "]"
+        rescue
+          _ -> "(freed)"
+        end
+
+      concat(["#Accel.Tensor<", head, " ", body, ">"])
+    end
+  end
+end

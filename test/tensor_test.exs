@@ -1,0 +1,289 @@
+defmodule Accel.TensorTest do
+  # Every tensor operation on every backend against a pure-Elixir reference on random data: exact
+  # for integers, within Accel.Tensor's documented tolerances for floats. Tests for a backend carry
+  # its name as a tag; test_helper.exs excludes the tags of unusable backends.
+  use ExUnit.Case, async: true
+  import Bitwise
+  alias Accel.Tensor, as: T
+
+  @ints [:s64, :s32, :u8]
+  @floats [:f32, :f64]
+
+  defp wrap(x, :s64), do: x |> band(0xFFFFFFFFFFFFFFFF) |> signed(64)
+  defp wrap(x, :s32), do: x |> band(0xFFFFFFFF) |> signed(32)
+  defp wrap(x, :u8), do: band(x, 0xFF)
+  defp signed(x, bits), do: if(x >= 1 <<< (bits - 1), do: x - (1 <<< bits), else: x)
+
+  defp random(:s64, n), do: for(_ <- 1..n, do: Enum.random(-0x8000000000000000..0x7FFFFFFFFFFFFFFF))
+  defp random(:s32, n), do: for(_ <- 1..n, do: Enum.random(-0x80000000..0x7FFFFFFF))
+  defp random(:u8, n), do: for(_ <- 1..n, do: Enum.random(0..255))
+  # Floats exactly representable in f32, so the reference sees the same inputs as the device.
+  defp random(type, n) when type in @floats, do: for(_ <- 1..n, do: (:rand.uniform() * 8 - 4) |> f32())
+  defp f32(x), do: <<x::float-32-native>> |> then(fn <<y::float-32-native>> -> y end)
+
+  defp tol(:f32), do: 1.0e-5
+  defp tol(:f64), do: 1.0e-12
+
+  defp close?(a, b, rel) when is_float(a) and is_float(b),
+    do: a == b or abs(a - b) <= rel * Enum.max([abs(a), abs(b), 1.0e-30])
+
+  defp assert_close(got, want, rel) do
+    assert length(got) == length(want)
+
+    for {g, w, i} <- Enum.zip([got, want, 0..(length(got) - 1)]) do
+      assert close?(g, w, rel), "element #{i}: got #{g}, want #{w}"
+    end
+  end
+
+  defp ref_binary(op, x, y, type) when type in @ints do
+    case op do
+      :add -> wrap(x + y, type)
+      :subtract -> wrap(x - y, type)
+      :multiply -> wrap(x * y, type)
+      :divide -> wrap(div(x, y), type)
+    end
+  end
+
+  defp ref_binary(op, x, y, _float) do
+    case op do
+      :add -> x + y
+      :subtract -> x - y
+      :multiply -> x * y
+      :divide -> x / y
+    end
+  end
+
+  for backend <- [:cpu, :opencl, :cuda] do
+    describe "#{backend}" do
+      @describetag backend
+      @backend backend
+
+      test "lists and binaries round-trip in every type; iota is made on the device" do
+        for type <- @ints ++ @floats do
+          data = random(type, 37)
+          t = T.from_list(data, type: type, backend: @backend)
+          assert t.device == {@backend, 0} and t.shape == {37} and t.type == type
+          assert T.to_list(t) == data
+          t2 = T.from_binary(T.to_binary(t), type, {37}, backend: @backend)
+          assert T.to_list(t2) == data
+
+          assert T.to_list(T.iota({2, 3}, type: type, backend: @backend)) ==
+                   [[0, 1, 2], [3, 4, 5]]
+                   |> Enum.map(fn r -> Enum.map(r, &if(type in @floats, do: &1 * 1.0, else: &1)) end)
+        end
+
+        assert inspect(T.from_list([[1, 2], [3, 4]], backend: @backend)) ==
+                 "#Accel.Tensor<s64[2][2] #{@backend}:0 [1, 2, 3, 4]>"
+      end
+
+      test "elementwise operations with tensors, scalars on either side and trailing broadcasting" do
+        for type <- @ints ++ @floats, op <- [:add, :subtract, :multiply, :divide] do
+          xs = random(type, 1000)
+          ys = random(type, 1000) |> Enum.map(&if(&1 == 0, do: 1, else: &1))
+          a = T.from_list(xs, type: type, backend: @backend)
+          b = T.from_list(ys, type: type, backend: @backend)
+          s = if type in @floats, do: 1.5, else: 3
+
+          cases = [
+            {apply(T, op, [a, b]), Enum.zip_with(xs, ys, &ref_binary(op, &1, &2, type))},
+            {apply(T, op, [a, s]), Enum.map(xs, &ref_binary(op, &1, s, type))},
+            {apply(T, op, [s, b]), Enum.map(ys, &ref_binary(op, s, &1, type))}
+          ]
+
+          for {got, want} <- cases do
+            if type in @ints,
+              do: assert(T.to_list(got) == want, "#{type} #{op}"),
+              else: assert_close(T.to_list(got), want, tol(type))
+          end
+        end
+
+        m = T.from_list([[1, 2, 3], [4, 5, 6]], backend: @backend)
+        row = T.from_list([10, 20, 30], backend: @backend)
+        assert T.to_list(T.add(m, row)) == [[11, 22, 33], [14, 25, 36]]
+        assert T.to_list(T.subtract(row, m)) == [[9, 18, 27], [6, 15, 24]]
+      end
+
+      test "integer semantics: wrap-around, truncating division, MIN / -1, zero divisors raise" do
+        max = T.from_list([0x7FFFFFFFFFFFFFFF, -0x8000000000000000], backend: @backend)
+        assert T.to_list(T.add(max, 1)) == [-0x8000000000000000, -0x7FFFFFFFFFFFFFFF]
+        assert T.to_list(T.divide(max, -1)) == [-0x7FFFFFFFFFFFFFFF, -0x8000000000000000]
+        assert T.to_list(T.negate(max)) == [-0x7FFFFFFFFFFFFFFF, -0x8000000000000000]
+        assert T.to_list(T.abs(max)) == [0x7FFFFFFFFFFFFFFF, -0x8000000000000000]
+        assert T.to_list(T.divide(T.from_list([7, -7], type: :s32, backend: @backend), 2)) == [3, -3]
+        assert T.to_list(T.multiply(T.from_list([200], type: :u8, backend: @backend), 2)) == [144]
+
+        assert_raise ArgumentError, "integer division by zero in Accel.Tensor.divide/2", fn ->
+          T.divide(T.from_list([1, 2], backend: @backend), T.from_list([1, 0], backend: @backend))
+        end
+      end
+
+      test "unary operations" do
+        for type <- @floats do
+          xs = random(type, 500) |> Enum.map(&(&1 + 4.5))
+          t = T.from_list(xs, type: type, backend: @backend)
+
+          for {op, fun} <- [
+                negate: &(-&1),
+                abs: &Kernel.abs/1,
+                exp: &:math.exp/1,
+                log: &:math.log/1,
+                sqrt: &:math.sqrt/1,
+                tanh: &:math.tanh/1,
+                sigmoid: &(1 / (1 + :math.exp(-&1)))
+              ] do
+            assert_close(T.to_list(apply(T, op, [t])), Enum.map(xs, fun), tol(type))
+          end
+        end
+
+        assert_raise ArgumentError, ~r/needs a float tensor/, fn -> T.exp(T.iota({3}, backend: @backend)) end
+      end
+
+      test "reductions over the whole tensor and along each axis" do
+        for type <- @ints ++ @floats do
+          rows = for _ <- 1..7, do: random(type, 300)
+          t = T.from_list(rows, type: type, backend: @backend)
+          flat = List.flatten(rows)
+          sum_ref = fn list -> if type in @ints, do: wrap(Enum.sum(list), :s64), else: Enum.sum(list) end
+          cols = Enum.zip_with(rows, & &1)
+
+          checks = [
+            {T.sum(t), sum_ref.(flat)},
+            {T.min(t), Enum.min(flat)},
+            {T.max(t), Enum.max(flat)},
+            {T.sum(t, axis: 0), Enum.map(cols, sum_ref)},
+            {T.sum(t, axis: -1), Enum.map(rows, sum_ref)},
+            {T.max(t, axis: 0), Enum.map(cols, &Enum.max/1)},
+            {T.min(t, axis: 1), Enum.map(rows, &Enum.min/1)}
+          ]
+
+          for {got, want} <- checks do
+            got = T.to_list(got)
+
+            cond do
+              type in @ints -> assert got == want
+              is_list(want) -> assert_close(got, want, tol(type) * 10)
+              true -> assert close?(got, want, tol(type) * 10)
+            end
+          end
+
+          mean = T.to_number(T.mean(t))
+          assert close?(mean, Enum.sum(flat) / length(flat), 1.0e-4)
+        end
+
+        big = T.iota({1 <<< 20}, backend: @backend)
+        assert T.to_number(T.sum(big)) == div((1 <<< 20) * ((1 <<< 20) - 1), 2)
+        # 0/0 is NaN: min and max propagate it; 1/0 is infinity.
+        special = T.from_list([1.0, 0.0, -1.0], backend: @backend) |> T.divide(0.0)
+        assert T.to_list(special) == [:infinity, :nan, :neg_infinity]
+        assert T.to_number(T.max(special)) == :nan
+        assert T.to_number(T.min(special)) == :nan
+      end
+
+      test "transpose, matmul and dot against the definition" do
+        for type <- @floats do
+          {m, k, n} = {13, 17, 11}
+          a = for _ <- 1..m, do: random(type, k)
+          b = for _ <- 1..k, do: random(type, n)
+          ta = T.from_list(a, type: type, backend: @backend)
+          tb = T.from_list(b, type: type, backend: @backend)
+          bt = Enum.zip_with(b, & &1)
+          want = for row <- a, do: for(col <- bt, do: Enum.sum(Enum.zip_with(row, col, &*/2)))
+          got = T.to_list(T.matmul(ta, tb))
+          assert_close(List.flatten(got), List.flatten(want), if(type == :f32, do: 1.0e-4, else: 1.0e-12))
+          assert T.to_list(T.transpose(ta)) == Enum.zip_with(a, & &1)
+          assert T.dot(ta, T.transpose(ta)).shape == {m, m}
+          xs = random(type, n)
+          matvec = for row <- b, do: Enum.sum(Enum.zip_with(row, xs, &*/2))
+          assert_close(T.to_list(T.dot(tb, T.from_list(xs, type: type, backend: @backend))), matvec, 1.0e-4)
+          v = T.from_list(xs, type: type, backend: @backend)
+          assert_close([T.to_number(T.dot(v, v))], [Enum.sum(Enum.map(xs, &(&1 * &1)))], 1.0e-4)
+        end
+
+        assert_raise ArgumentError, ~r/BLAS, which takes :f32 or :f64/, fn ->
+          T.matmul(T.iota({2, 2}, backend: @backend), T.iota({2, 2}, backend: @backend))
+        end
+      end
+
+      test "as_type converts, truncating and saturating floats" do
+        t = T.from_list([1.9, -2.9, 1.0e20, -1.0e20, 300.0], backend: @backend)
+        assert T.to_list(T.as_type(t, :s32)) == [1, -2, 2_147_483_647, -2_147_483_648, 300]
+        assert T.to_list(T.as_type(t, :u8)) == [1, 0, 255, 0, 255]
+        assert T.to_list(T.as_type(T.from_list([-1, 256], backend: @backend), :u8)) == [255, 0]
+      end
+
+      test "Accel.logistic_map/2 runs on a tensor in place on its device" do
+        t = T.iota({100_000}, backend: @backend) |> T.add(1)
+        want = Accel.logistic_map(1..100_000, backend: :cpu, as: :binary)
+        result = Accel.logistic_map(t)
+        assert result.device == t.device
+        assert T.to_binary(result) == want
+
+        assert T.to_list(
+                 Accel.logistic_map(t, p: 61, iterations: 1)
+                 |> T.reshape({10, 10_000})
+                 |> T.sum(axis: 1)
+               )
+               |> length() == 10
+
+        assert_raise ArgumentError, ~r/does not apply to a tensor/, fn -> Accel.logistic_map(t, as: :list) end
+      end
+
+      test "errors: shapes, types, use after free, freed memory is released" do
+        a = T.iota({2, 3}, backend: @backend)
+
+        assert_raise ArgumentError, ~r/do not match or broadcast/, fn ->
+          T.add(a, T.iota({2}, backend: @backend))
+        end
+
+        assert_raise ArgumentError, ~r/tensor types differ: :s64 and :f64/, fn ->
+          T.add(a, T.iota({2, 3}, type: :f64, backend: @backend))
+        end
+
+        assert_raise ArgumentError, ~r/needs shapes/, fn -> T.matmul(a, a) end
+        assert_raise ArgumentError, ~r/float scalar cannot combine/, fn -> T.add(a, 1.5) end
+
+        assert_raise ArgumentError, ~r/out of range for type :u8/, fn ->
+          T.add(T.iota({2}, type: :u8, backend: @backend), 256)
+        end
+
+        device = Enum.find(Accel.devices(), &(&1.backend == @backend))
+        before = Accel.memory(device)
+        big = T.iota({1_000_000}, backend: @backend)
+        assert Accel.memory(device) >= before + 8_000_000
+        assert T.free(big) == :ok
+        assert Accel.memory(device) <= before
+        assert_raise ArgumentError, ~r/was freed/, fn -> T.to_list(big) end
+        assert_raise ArgumentError, ~r/was freed/, fn -> T.add(big, 1) end
+        assert inspect(big) =~ "(freed)"
+      end
+
+      test "a loop allocating 10 GB in 100 MB tensors keeps live memory within a small multiple of 100 MB" do
+        device = Enum.find(Accel.devices(), &(&1.backend == @backend))
+        before = Accel.memory(device)
+
+        peak =
+          Enum.reduce(1..100, 0, fn _, peak ->
+            t = T.iota({12_500_000}, backend: @backend)
+            _ = T.to_number(T.sum(T.reshape(t, {12_500_000})))
+            Kernel.max(peak, Accel.memory(device) - before)
+          end)
+
+        assert peak <= 4 * 100_000_000, "peak live tensor memory #{peak} bytes"
+      end
+    end
+  end
+
+  @tag :opencl
+  test "tensors on different devices do not mix until transferred" do
+    cpu = T.iota({4}, backend: :cpu)
+    cl = T.iota({4}, backend: :opencl)
+
+    assert_raise ArgumentError, ~r/different devices \(:cpu device 0 and :opencl device 0\)/, fn ->
+      T.add(cpu, cl)
+    end
+
+    moved = T.transfer(cl, :cpu)
+    assert moved.device == {:cpu, 0}
+    assert T.to_list(T.add(cpu, moved)) == [0, 2, 4, 6]
+  end
+end
