@@ -72,6 +72,10 @@ defmodule Accel.TensorTest do
                    |> Enum.map(fn r -> Enum.map(r, &if(type in @floats, do: &1 * 1.0, else: &1)) end)
         end
 
+        assert T.to_list(T.iota({2, 0}, backend: @backend)) == [[], []]
+        assert T.to_list(T.from_list([], backend: @backend)) == []
+        assert T.to_number(T.sum(T.from_list([], backend: @backend))) == 0
+
         assert inspect(T.from_list([[1, 2], [3, 4]], backend: @backend)) ==
                  "#Accel.Tensor<s64[2][2] #{@backend}:0 [1, 2, 3, 4]>"
       end

@@ -2,11 +2,14 @@
 // directly with no BEAM, no NIF and no Accel code. OpenBLAS through cblas_?gemm on host arrays, and,
 // when built with CLBlast, clblast::Gemm on the first OpenCL device's buffers (finish included).
 // Inputs as bench/tensor.exs makes them: a[i] = i / n^2, b = transpose(a). Median of `runs` after a
-// warm-up. Prints `library,type,n,seconds` lines. Usage: blas_native [runs] [sizes...]
+// warm-up. Prints `library,type,n,seconds` lines, then the copy ceilings for the memory-bound rows:
+// `memcpy,f32,N,seconds` (host memcpy of N f32 elements) and `clcopy,f32,N,seconds`
+// (clEnqueueCopyBuffer on the first OpenCL device). Usage: blas_native [runs] [sizes...]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -91,6 +94,32 @@ void run(const char* type, size_t n, int runs) {
 
 }  // namespace
 
+// The copy ceilings: one read and one write of n f32 elements, fresh-from-cache buffers excluded
+// (the warm-up touches them).
+void copies(size_t n, int runs) {
+  std::vector<float> a(n, 1.0f), b(n, 0.0f);
+  std::printf("memcpy,f32,%zu,%.6f\n", n, median(runs, [&] { std::memcpy(b.data(), a.data(), n * 4); }));
+#ifdef ACCEL_WITH_CLBLAST
+  try {
+    std::vector<cl::Platform> platforms;
+    cl::Platform::get(&platforms);
+    std::vector<cl::Device> devices;
+    platforms.at(0).getDevices(CL_DEVICE_TYPE_ALL, &devices);
+    cl::Context context(devices.at(0));
+    cl::CommandQueue queue(context, devices.at(0));
+    cl::Buffer da(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * 4, a.data());
+    cl::Buffer db(context, CL_MEM_READ_WRITE, n * 4);
+    std::printf("clcopy,f32,%zu,%.6f\n", n, median(runs, [&] {
+      queue.enqueueCopyBuffer(da, db, 0, 0, n * 4);
+      queue.finish();
+    }));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "clcopy: %s\n", e.what());
+  }
+#endif
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 5;
   std::vector<size_t> sizes;
@@ -100,5 +129,6 @@ int main(int argc, char** argv) {
     run<float>("f32", n, runs);
     run<double>("f64", n, runs);
   }
+  copies(size_t{1} << 25, runs);
   return 0;
 }

@@ -512,9 +512,11 @@ defmodule Accel.Tensor do
 
   defp nest(flat, [_]), do: flat
 
-  defp nest(flat, [_ | rest]) do
-    chunk = Enum.product(rest)
-    if chunk == 0, do: [], else: flat |> Enum.chunk_every(chunk) |> Enum.map(&nest(&1, rest))
+  defp nest(flat, [dim | rest]) do
+    case Enum.product(rest) do
+      0 -> List.duplicate(nest([], rest), dim)
+      chunk -> flat |> Enum.chunk_every(chunk) |> Enum.map(&nest(&1, rest))
+    end
   end
 
   defimpl Inspect do
