@@ -148,30 +148,37 @@ defmodule Accel.TensorTest do
           t = T.from_list(rows, type: type, backend: @backend)
           flat = List.flatten(rows)
           sum_ref = fn list -> if type in @ints, do: wrap(Enum.sum(list), :s64), else: Enum.sum(list) end
+          # A float sum's error is bounded by the sum of the magnitudes, not by the result (which
+          # may cancel to nearly zero): the tolerance scales with it.
+          magnitude = fn list -> list |> Enum.map(&Kernel.abs/1) |> Enum.sum() end
           cols = Enum.zip_with(rows, & &1)
 
-          checks = [
-            {T.sum(t), sum_ref.(flat)},
-            {T.min(t), Enum.min(flat)},
-            {T.max(t), Enum.max(flat)},
-            {T.sum(t, axis: 0), Enum.map(cols, sum_ref)},
-            {T.sum(t, axis: -1), Enum.map(rows, sum_ref)},
-            {T.max(t, axis: 0), Enum.map(cols, &Enum.max/1)},
-            {T.min(t, axis: 1), Enum.map(rows, &Enum.min/1)}
+          sums = [
+            {T.sum(t), [flat]},
+            {T.sum(t, axis: 0), cols},
+            {T.sum(t, axis: -1), rows}
           ]
 
-          for {got, want} <- checks do
-            got = T.to_list(got)
+          for {got, slices} <- sums do
+            got = List.wrap(T.to_list(got))
+            want = Enum.map(slices, sum_ref)
 
-            cond do
-              type in @ints -> assert got == want
-              is_list(want) -> assert_close(got, want, tol(type) * 10)
-              true -> assert close?(got, want, tol(type) * 10)
+            if type in @ints do
+              assert got == want
+            else
+              for {g, w, slice} <- Enum.zip([got, want, slices]),
+                  do: assert(Kernel.abs(g - w) <= tol(type) * magnitude.(slice), "sum: got #{g}, want #{w}")
             end
           end
 
+          # min and max are exact for every type.
+          assert T.to_number(T.min(t)) == Enum.min(flat)
+          assert T.to_number(T.max(t)) == Enum.max(flat)
+          assert T.to_list(T.max(t, axis: 0)) == Enum.map(cols, &Enum.max/1)
+          assert T.to_list(T.min(t, axis: 1)) == Enum.map(rows, &Enum.min/1)
+
           mean = T.to_number(T.mean(t))
-          assert close?(mean, Enum.sum(flat) / length(flat), 1.0e-4)
+          assert Kernel.abs(mean - Enum.sum(flat) / length(flat)) <= 1.0e-4 * magnitude.(flat) / length(flat)
         end
 
         big = T.iota({1 <<< 20}, backend: @backend)
@@ -191,14 +198,31 @@ defmodule Accel.TensorTest do
           ta = T.from_list(a, type: type, backend: @backend)
           tb = T.from_list(b, type: type, backend: @backend)
           bt = Enum.zip_with(b, & &1)
-          want = for row <- a, do: for(col <- bt, do: Enum.sum(Enum.zip_with(row, col, &*/2)))
-          got = T.to_list(T.matmul(ta, tb))
-          assert_close(List.flatten(got), List.flatten(want), if(type == :f32, do: 1.0e-4, else: 1.0e-12))
+          # Each element is a sum of products: its error is bounded relative to the sum of their
+          # magnitudes (the result itself may cancel to nearly zero).
+          rel = if type == :f32, do: 1.0e-5, else: 1.0e-12
+
+          dot_ref = fn u, w ->
+            {Enum.sum(Enum.zip_with(u, w, &*/2)), Enum.sum(Enum.zip_with(u, w, &Kernel.abs(&1 * &2)))}
+          end
+
+          assert_dots = fn got, pairs ->
+            for {g, {u, w}} <- Enum.zip(got, pairs) do
+              {want, magnitude} = dot_ref.(u, w)
+              assert Kernel.abs(g - want) <= rel * magnitude, "got #{g}, want #{want}"
+            end
+          end
+
+          assert_dots.(List.flatten(T.to_list(T.matmul(ta, tb))), for(row <- a, col <- bt, do: {row, col}))
           assert T.to_list(T.transpose(ta)) == Enum.zip_with(a, & &1)
           assert T.dot(ta, T.transpose(ta)).shape == {m, m}
           xs = random(type, n)
-          matvec = for row <- b, do: Enum.sum(Enum.zip_with(row, xs, &*/2))
-          assert_close(T.to_list(T.dot(tb, T.from_list(xs, type: type, backend: @backend))), matvec, 1.0e-4)
+
+          assert_dots.(
+            T.to_list(T.dot(tb, T.from_list(xs, type: type, backend: @backend))),
+            for(row <- b, do: {row, xs})
+          )
+
           v = T.from_list(xs, type: type, backend: @backend)
           assert_close([T.to_number(T.dot(v, v))], [Enum.sum(Enum.map(xs, &(&1 * &1)))], 1.0e-4)
         end

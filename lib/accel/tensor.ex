@@ -40,7 +40,8 @@ defmodule Accel.Tensor do
       for `:f32` and `:f64`.
     * Integer results are identical on every backend. Float results agree within what the backends'
       math libraries and summation orders allow: tests use relative 1e-5 for `:f32` and 1e-12 for
-      `:f64` (sums: 1e-4 and 1e-10; matmul: 1e-4 and 1e-12).
+      `:f64`; for sums, means, matmul and dot the same factors times the sum of the magnitudes of
+      what is summed (a sum may cancel to nearly zero); `min/2` and `max/2` are exact.
     * Device operations are queued in order and may still run when a function returns; reading a
       result (`to_binary/1`, `to_list/1`, `to_number/1`) waits for them.
   """
