@@ -201,6 +201,11 @@ defmodule Accel.HostileTest do
 
     [
       {"tensor: use after free", fn -> T.to_list(freed) end, ArgumentError, ~r/was freed/},
+      {"tensor: a list where a tensor goes", fn -> T.exp([1.0]) end, ArgumentError,
+       ~r/Accel.Tensor.exp\/1 expects an Accel.Tensor, got: \[1.0\]/},
+      {"tensor: sum of a number", fn -> T.sum(3) end, ArgumentError, ~r/sum\/2 expects an Accel.Tensor/},
+      {"tensor: matmul with a map", fn -> T.matmul(t, %{}) end, ArgumentError,
+       ~r/matmul\/2 expects an Accel.Tensor, got: %\{\}/},
       {"tensor: free twice, then add", fn -> T.free(freed) && T.add(freed, 1) end, ArgumentError,
        ~r/was freed/},
       {"tensor: freed operand of matmul",
@@ -224,8 +229,9 @@ defmodule Accel.HostileTest do
        ~r/index \[1\] is not a number/},
       {"tensor: element out of range for u8", fn -> T.from_list([256], type: :u8) end, ArgumentError,
        ~r/does not fit type :u8/},
-      {"tensor: other-device operand", fn -> T.add(t, %{t | device: {:opencl, 0}, ref: make_ref()}) end,
-       ArgumentError, ~r/expected an Accel.Tensor/},
+      {"tensor: forged struct claiming another device",
+       fn -> T.add(t, %{t | device: {:opencl, 0}, ref: make_ref()}) end, ArgumentError,
+       ~r/expected an Accel.Tensor/},
       {"tensor: bad axis", fn -> T.sum(t, axis: 2) end, ArgumentError, ~r/axis must be an integer in -2..1/},
       {"tensor: unknown option", fn -> T.sum(t, dims: 1) end, ArgumentError, ~r/unknown option :dims/},
       {"tensor: transfer to nowhere", fn -> T.transfer(t, :gpu) end, ArgumentError, ~r/transfer\/2 expects/},

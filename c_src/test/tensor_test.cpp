@@ -132,6 +132,28 @@ TEST_P(TensorTest, LogisticMapOnATensorEqualsTheBinaryPath) {
   EXPECT_THROW(accel::tensor_logistic_map(from<float>({1.0f}, DType::F32), plan, options), accel::ArgumentError);
 }
 
+// A device without doubles (some OpenCL GPUs): F64 tensors are refused by the core, with the reason,
+// before the backend is asked for memory.
+class NoDoublesBackend final : public accel::Backend {
+ public:
+  accel::BackendStatus status() override { return {"opencl", true, true, "a device without fp64"}; }
+  std::vector<accel::DeviceInfo> devices() override { return {}; }
+  bool waits_on_device() const override { return true; }
+  void logistic_map(const accel::Int64Source&, unsigned char*, const accel::LogisticMapPlan&,
+                    const accel::CallOptions&) override {}
+  bool supports(DType type, int) override { return type != DType::F64; }
+};
+
+TEST(TensorTypes, F64OnADeviceWithoutDoublesIsRefusedWithTheReason) {
+  NoDoublesBackend backend;
+  try {
+    accel::tensor_iota(backend, 0, DType::F64, 4);
+    ADD_FAILURE() << "an f64 tensor was allocated on a device without doubles";
+  } catch (const accel::ArgumentError& e) {
+    EXPECT_STREQ(e.what(), "type :f64 is not supported on :opencl device 0 (it has no double precision); use :f32");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryBackend, TensorTest, ::testing::Values("cpu", "opencl", "cuda"),
                          [](const auto& info) { return info.param; });
 

@@ -124,6 +124,7 @@ defmodule Accel.Tensor do
   @doc "The elements as a binary of native-endian values (waits for pending device work)."
   @spec to_binary(t()) :: binary()
   def to_binary(%__MODULE__{} = t), do: NIF.tensor_to_binary(t.ref, size(t))
+  def to_binary(other), do: not_a_tensor!("to_binary/1", other)
 
   @doc "The elements as a nested list, shaped like the tensor."
   @spec to_list(t()) :: list() | number()
@@ -131,6 +132,8 @@ defmodule Accel.Tensor do
     flat = decode(to_binary(t), type)
     if shape == {}, do: hd(flat), else: nest(flat, Tuple.to_list(shape))
   end
+
+  def to_list(other), do: not_a_tensor!("to_list/1", other)
 
   @doc "The only element of a one-element tensor (such as a whole-tensor `sum/2`) as a number."
   @spec to_number(t()) :: number() | :nan | :infinity | :neg_infinity
@@ -140,6 +143,8 @@ defmodule Accel.Tensor do
 
     t |> to_binary() |> decode(t.type) |> hd()
   end
+
+  def to_number(other), do: not_a_tensor!("to_number/1", other)
 
   @doc """
   A copy of `t` on another device: an `Accel.Device`, `{backend, index}` or a backend name (its
@@ -166,13 +171,17 @@ defmodule Accel.Tensor do
     new(t.shape, t.type, fn -> NIF.tensor_transfer(t.ref, backend, index) end)
   end
 
+  def transfer(other, _device), do: not_a_tensor!("transfer/2", other)
+
   @doc "Releases the tensor's memory now. Later use of `t` (or of a reshape of it) raises."
   @spec free(t()) :: :ok
   def free(%__MODULE__{ref: ref}), do: NIF.tensor_free(ref)
+  def free(other), do: not_a_tensor!("free/1", other)
 
   @doc "Number of elements."
   @spec size(t()) :: non_neg_integer()
   def size(%__MODULE__{shape: shape}), do: shape |> Tuple.to_list() |> Enum.reduce(1, &(&1 * &2))
+  def size(other), do: not_a_tensor!("size/1", other)
 
   @doc "The same elements under another shape of the same size. Shares the buffer."
   @spec reshape(t(), shape()) :: t()
@@ -184,12 +193,16 @@ defmodule Accel.Tensor do
     %{t | shape: shape}
   end
 
+  def reshape(other, _shape), do: not_a_tensor!("reshape/2", other)
+
   @doc "The elements converted to `type` (see the moduledoc for the rules)."
   @spec as_type(t(), type()) :: t()
   def as_type(%__MODULE__{} = t, type) do
     check_type!(type)
     new(t.shape, type, fn -> NIF.tensor_cast(t.ref, type) end)
   end
+
+  def as_type(other, _type), do: not_a_tensor!("as_type/2", other)
 
   ## Elementwise
 
@@ -204,6 +217,8 @@ defmodule Accel.Tensor do
     @spec unquote(op)(t()) :: t()
     def unquote(op)(%__MODULE__{} = t),
       do: new(t.shape, t.type, fn -> NIF.tensor_unary(unquote(op), t.ref) end)
+
+    def unquote(op)(other), do: not_a_tensor!("#{unquote(op)}/1", other)
   end
 
   ## Reductions
@@ -222,7 +237,9 @@ defmodule Accel.Tensor do
 
   @doc "Arithmetic mean, overall or along `axis:`; `:f64` for integer tensors."
   @spec mean(t(), keyword()) :: t()
-  def mean(%__MODULE__{} = t, opts \\ []) do
+  def mean(t, opts \\ [])
+
+  def mean(%__MODULE__{} = t, opts) do
     # Integers are converted first: their sum wraps modulo 2^64, their mean must not.
     source = if t.type in [:f32, :f64], do: t, else: as_type(t, :f64)
     total = sum(source, opts)
@@ -230,6 +247,8 @@ defmodule Accel.Tensor do
     count = div(size(t), Kernel.max(size(total), 1))
     swap(total, divide(total, count))
   end
+
+  def mean(other, _opts), do: not_a_tensor!("mean/2", other)
 
   ## Matrices
 
@@ -241,6 +260,8 @@ defmodule Accel.Tensor do
   def transpose(%__MODULE__{shape: shape}),
     do: raise(ArgumentError, "transpose/1 needs a 2-D tensor, got shape #{inspect(shape)}")
 
+  def transpose(other), do: not_a_tensor!("transpose/1", other)
+
   @doc "Matrix product of `{m, k}` and `{k, n}` tensors through the backend's BLAS."
   @spec matmul(t(), t()) :: t()
   def matmul(%__MODULE__{shape: {m, k}} = a, %__MODULE__{shape: {k, n}} = b),
@@ -248,6 +269,8 @@ defmodule Accel.Tensor do
 
   def matmul(%__MODULE__{shape: sa}, %__MODULE__{shape: sb}),
     do: raise(ArgumentError, "matmul/2 needs shapes {m, k} and {k, n}, got #{inspect(sa)} and #{inspect(sb)}")
+
+  def matmul(a, b), do: not_a_tensor!("matmul/2", if(is_struct(a, __MODULE__), do: b, else: a))
 
   @doc """
   Dot product: vectors give a 0-d tensor, a matrix and a vector a vector, two matrices `matmul/2`.
@@ -268,6 +291,8 @@ defmodule Accel.Tensor do
 
   def dot(%__MODULE__{shape: sa}, %__MODULE__{shape: sb}),
     do: raise(ArgumentError, "dot/2 cannot multiply shapes #{inspect(sa)} and #{inspect(sb)}")
+
+  def dot(a, b), do: not_a_tensor!("dot/2", if(is_struct(a, __MODULE__), do: b, else: a))
 
   ## The logistic map (called by Accel.logistic_map/2)
 
@@ -311,6 +336,11 @@ defmodule Accel.Tensor do
   end
 
   defp suffix?(short, long), do: length(short) <= length(long) and Enum.take(long, -length(short)) == short
+
+  defp not_a_tensor!(fun, value),
+    do: raise(ArgumentError, "Accel.Tensor.#{fun} expects an Accel.Tensor, got: #{inspect(value, limit: 5)}")
+
+  defp reduce(op, t, _opts) when not is_struct(t, __MODULE__), do: not_a_tensor!("#{op}/2", t)
 
   defp reduce(op, %__MODULE__{shape: shape} = t, opts) do
     opts = check_opts!(opts, [:axis], "#{op}/2")
