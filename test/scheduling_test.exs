@@ -74,4 +74,16 @@ defmodule Accel.SchedulingTest do
     {_call_ms, worst_ms} = worst_lateness_during(fn -> Accel.logistic_map(list, iterations: 200) end)
     assert worst_ms < @max_lateness_ms
   end
+
+  test "tensor operations run off the normal scheduler, judged by their largest operand" do
+    alias Accel.Tensor, as: T
+    big = T.iota({4_000_000, 3}, type: :f64, backend: :cpu)
+    row = T.from_list([1.0, 2.0, 3.0], backend: :cpu)
+
+    # The first operand has 3 elements; the broadcast output has 12 million.
+    for op <- [fn -> T.add(row, big) end, fn -> T.exp(big) end, fn -> T.sum(big, axis: 0) end] do
+      {call_ms, worst_ms} = worst_lateness_during(fn -> op.() |> T.free() end)
+      assert worst_ms < @max_lateness_ms, "ticker late by #{worst_ms} ms during a #{call_ms} ms tensor call"
+    end
+  end
 end

@@ -110,22 +110,24 @@ const char* backend_name(ErlNifEnv* env, const Tensor& t) {
 
 // ---- scheduling ----
 
-// Decides from the tensor in argv[Arg] (or the next argument, when that one is a scalar).
+// Decides from the tensors in argv[Arg] and argv[Arg + 1] (a binary operation's operands; either
+// may be a scalar): the largest one's size, since a broadcast output is as large as that.
 template <NifFn Run, int Arg, bool AlwaysDirty>
 ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  TensorResource* r = resource_of(env, argv[Arg]);
-  if (r == nullptr && Arg + 1 < argc) r = resource_of(env, argv[Arg + 1]);
-  if (r == nullptr) return Run(env, argc, argv);  // raises the precise error
   Backend* backend = nullptr;
   size_t count = 0;
-  {
+  bool freed = false;
+  for (int i = Arg; i < argc && i <= Arg + 1; ++i) {
+    TensorResource* r = resource_of(env, argv[i]);
+    if (r == nullptr) continue;
     std::lock_guard<std::mutex> lock(r->mutex);
-    if (!r->freed) {
-      backend = r->tensor.backend;
-      count = r->tensor.count;
-    }
+    freed = freed || r->freed;
+    backend = r->tensor.backend;
+    count = std::max(count, r->tensor.count);
   }
-  if (backend == nullptr) return Run(env, argc, argv);  // freed: raises (outside the lock)
+  // Run raises the precise error (not a tensor, or freed) and takes the locks itself: call it here,
+  // with none held.
+  if (backend == nullptr || freed) return Run(env, argc, argv);
   if (backend->waits_on_device()) return schedule_dirty_io(env, "tensor", guarded<Run>, argc, argv);
   if (!AlwaysDirty && count <= kInlineElements) return Run(env, argc, argv);
   return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);

@@ -288,13 +288,8 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
   void binary(BinaryOp op, DType type, const Operand& a, const Operand& b, DeviceBuffer& out, size_t n) override {
     on_device(out.device(), [&](DeviceState& d) {
       const bool check_zero = op == BinaryOp::Divide && !is_float(type);
-      if (check_zero) {
-        if (!d.zero_divisor()) d.zero_divisor = cl::Buffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int));
-        const cl_int zero = 0;
-        d.queues[0].enqueueFillBuffer(d.zero_divisor, zero, 0, sizeof zero);
-      } else if (!d.zero_divisor()) {
-        d.zero_divisor = cl::Buffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int));
-      }
+      if (!d.zero_divisor()) d.zero_divisor = cl::Buffer(d.context, CL_MEM_READ_WRITE, sizeof(cl_int));
+      if (check_zero) d.queues[0].enqueueFillBuffer(d.zero_divisor, cl_int{0}, 0, sizeof(cl_int));
       cl::Kernel& k = kernel(d, std::string("accel_binary_") + dtype_name(type));
       k.setArg(0, static_cast<cl_int>(op));
       set_operand(k, 1, a, type);
