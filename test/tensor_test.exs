@@ -5,6 +5,7 @@ defmodule Accel.TensorTest do
   use ExUnit.Case, async: true
   import Bitwise
   alias Accel.Tensor, as: T
+  doctest Accel.Tensor
 
   @ints [:s64, :s32, :u8]
   @floats [:f32, :f64]
