@@ -323,15 +323,20 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       const bool sum = op == ReduceOp::Sum;
       cl::Buffer src = mem(in);
       DType src_type = type;
+      // CPU devices (PoCL) get a few contiguous parts per core; GPUs many interleaved ones.
+      const bool cpu = d.info.type == "cpu";
       for (size_t l = len;;) {
-        const size_t groups = reduction_groups(outer * inner, l);
+        const size_t groups =
+            cpu ? std::clamp<size_t>(d.info.compute_units * 8 / std::max<size_t>(outer * inner, 1), 1,
+                                     std::max<size_t>(l / 4096, 1))
+                : reduction_groups(outer * inner, l);
         cl::Buffer dst = groups == 1 ? mem(out) : cl::Buffer(d.context, CL_MEM_READ_WRITE, outer * groups * inner * dtype_size(result));
         const std::string name = std::string(sum ? "accel_sum_" : "accel_pick_") + dtype_name(src_type);
-        const cl_ulong o = outer, ln = l, k = inner, g = groups;
+        const cl_ulong o = outer, ln = l, k = inner, g = groups, block = cpu ? (l + groups - 1) / groups : 0;
         if (sum)
-          launch(d, name, outer * groups * inner, src, dst, o, ln, k, g);
+          launch(d, name, outer * groups * inner, src, dst, o, ln, k, g, block);
         else
-          launch(d, name, outer * groups * inner, static_cast<cl_int>(op), src, dst, o, ln, k, g);
+          launch(d, name, outer * groups * inner, static_cast<cl_int>(op), src, dst, o, ln, k, g, block);
         if (groups == 1) break;
         src = dst;  // the previous partials are released once their pass has run
         src_type = result;

@@ -34,24 +34,29 @@
     const ulong i = get_global_id(0);                                                                            \
     if (i < n) out[i] = ACCEL_##K##_UNARY(T, op, in[i]);                                                         \
   }                                                                                                              \
-  /* Partial reductions: out[o][g][k] combines in[o][j][k] for j = g, g + groups, ... (coalesced when    */     \
-  /* inner is 1). A second launch with groups = 1 combines the partials.                                 */     \
+  /* Partial reductions: out[o][g][k] combines in[o][j][k] over group g's part of the axis: j = g,      */     \
+  /* g + groups, ... when block is 0 (coalesced on GPUs when inner is 1), else the contiguous run       */     \
+  /* [g * block, (g + 1) * block) (cache-friendly on CPU devices). A launch with groups = 1 finishes.   */     \
   __kernel void accel_sum_##S(__global const T* in, __global OUT* out, const ulong outer, const ulong len,      \
-                              const ulong inner, const ulong groups) {                                           \
+                              const ulong inner, const ulong groups, const ulong block) {                        \
     const ulong idx = get_global_id(0);                                                                          \
     if (idx >= outer * groups * inner) return;                                                                   \
     const ulong o = idx / (groups * inner), g = idx / inner % groups, k = idx % inner;                           \
+    const ulong first = block ? g * block : g, end = block ? min(len, first + block) : len;                       \
+    const ulong step = block ? 1 : groups;                                                                       \
     ACC acc = 0;                                                                                                 \
-    for (ulong j = g; j < len; j += groups) acc += (ACC)in[(o * len + j) * inner + k];                           \
+    for (ulong j = first; j < end; j += step) acc += (ACC)in[(o * len + j) * inner + k];                         \
     out[idx] = (OUT)acc;                                                                                         \
   }                                                                                                              \
   __kernel void accel_pick_##S(const int op, __global const T* in, __global T* out, const ulong outer,          \
-                               const ulong len, const ulong inner, const ulong groups) {                         \
+                               const ulong len, const ulong inner, const ulong groups, const ulong block) {      \
     const ulong idx = get_global_id(0);                                                                          \
     if (idx >= outer * groups * inner) return;                                                                   \
     const ulong o = idx / (groups * inner), g = idx / inner % groups, k = idx % inner;                           \
-    T acc = in[(o * len + g) * inner + k];                                                                       \
-    for (ulong j = g + groups; j < len; j += groups) acc = ACCEL_##K##_PICK(T, op, acc, in[(o * len + j) * inner + k]); \
+    const ulong first = block ? g * block : g, end = block ? min(len, first + block) : len;                       \
+    const ulong step = block ? 1 : groups;                                                                       \
+    T acc = in[(o * len + first) * inner + k];                                                                   \
+    for (ulong j = first + step; j < end; j += step) acc = ACCEL_##K##_PICK(T, op, acc, in[(o * len + j) * inner + k]); \
     out[idx] = acc;                                                                                              \
   }
 
