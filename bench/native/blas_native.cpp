@@ -41,6 +41,25 @@ double median(int runs, F f) {
   return t[t.size() / 2];
 }
 
+#ifdef ACCEL_WITH_CLBLAST
+// The first OpenCL device, with a context and an in-order queue on it.
+struct ClDevice {
+  cl::Device device;
+  cl::Context context;
+  cl::CommandQueue queue;
+};
+
+ClDevice first_cl_device() {
+  std::vector<cl::Platform> platforms;
+  cl::Platform::get(&platforms);
+  std::vector<cl::Device> devices;
+  platforms.at(0).getDevices(CL_DEVICE_TYPE_ALL, &devices);
+  ClDevice d{devices.at(0), cl::Context(devices.at(0)), {}};
+  d.queue = cl::CommandQueue(d.context, d.device);
+  return d;
+}
+#endif
+
 template <typename T>
 void inputs(size_t n, std::vector<T>& a, std::vector<T>& b) {
   a.resize(n * n);
@@ -67,14 +86,8 @@ void run(const char* type, size_t n, int runs) {
 #endif
 #ifdef ACCEL_WITH_CLBLAST
   try {
-    std::vector<cl::Platform> platforms;
-    cl::Platform::get(&platforms);
-    std::vector<cl::Device> devices;
-    platforms.at(0).getDevices(CL_DEVICE_TYPE_ALL, &devices);
-    cl::Device device = devices.at(0);
+    auto [device, context, queue] = first_cl_device();
     if (sizeof(T) == 8 && device.getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() == 0) return;
-    cl::Context context(device);
-    cl::CommandQueue queue(context, device);
     cl::Buffer da(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * n * sizeof(T), a.data());
     cl::Buffer db(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * n * sizeof(T), b.data());
     cl::Buffer dc(context, CL_MEM_READ_WRITE, n * n * sizeof(T));
@@ -101,12 +114,7 @@ void copies(size_t n, int runs) {
   std::printf("memcpy,f32,%zu,%.6f\n", n, median(runs, [&] { std::memcpy(b.data(), a.data(), n * 4); }));
 #ifdef ACCEL_WITH_CLBLAST
   try {
-    std::vector<cl::Platform> platforms;
-    cl::Platform::get(&platforms);
-    std::vector<cl::Device> devices;
-    platforms.at(0).getDevices(CL_DEVICE_TYPE_ALL, &devices);
-    cl::Context context(devices.at(0));
-    cl::CommandQueue queue(context, devices.at(0));
+    auto [device, context, queue] = first_cl_device();
     cl::Buffer da(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * 4, a.data());
     cl::Buffer db(context, CL_MEM_READ_WRITE, n * 4);
     std::printf("clcopy,f32,%zu,%.6f\n", n, median(runs, [&] {

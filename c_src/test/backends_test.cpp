@@ -10,36 +10,21 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cuda/cuda_backend.hpp"
-#include "backends/opencl/opencl_backend.hpp"
 #include "core/error.hpp"
+#include "test/every_backend.hpp"
 #include "test/oracle.hpp"
 
 namespace {
 
 using namespace accel::test;
 
-std::unique_ptr<accel::Backend> make(const std::string& name) {
-  if (name == "cpu") return std::make_unique<accel::cpu::CpuBackend>(2);
-  if (name == "cuda") return accel::cuda::make_backend();
-  return accel::opencl::make_backend();
-}
-
-class BackendTest : public ::testing::TestWithParam<std::string> {
+class BackendTest : public EveryBackend {
  protected:
-  void SetUp() override {
-    backend_ = make(GetParam());
-    const accel::BackendStatus status = backend_->status();
-    if (!status.available) GTEST_SKIP() << GetParam() << " unavailable: " << status.detail;
-  }
-
   std::vector<int64_t> run(const accel::Int64Source& src, const accel::LogisticMapPlan& plan, size_t chunk = 0) {
     std::vector<int64_t> out(src.count);
     backend_->logistic_map(src, reinterpret_cast<unsigned char*>(out.data()), plan, {0, chunk});
     return out;
   }
-
-  std::unique_ptr<accel::Backend> backend_;
 };
 
 TEST_P(BackendTest, ReportsItsDevices) {

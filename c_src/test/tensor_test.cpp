@@ -10,30 +10,17 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cuda/cuda_backend.hpp"
-#include "backends/opencl/opencl_backend.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
+#include "test/every_backend.hpp"
 
 namespace {
 
 using accel::DType;
 using accel::Tensor;
 
-std::unique_ptr<accel::Backend> make(const std::string& name) {
-  if (name == "cpu") return std::make_unique<accel::cpu::CpuBackend>(2);
-  if (name == "cuda") return accel::cuda::make_backend();
-  return accel::opencl::make_backend();
-}
-
-class TensorTest : public ::testing::TestWithParam<std::string> {
+class TensorTest : public accel::test::EveryBackend {
  protected:
-  void SetUp() override {
-    backend_ = make(GetParam());
-    const accel::BackendStatus status = backend_->status();
-    if (!status.available) GTEST_SKIP() << GetParam() << " unavailable: " << status.detail;
-  }
-
   template <typename T>
   Tensor from(const std::vector<T>& values, DType type) {
     return accel::tensor_from_bytes(*backend_, 0, type, values.data(), values.size() * sizeof(T));
@@ -45,8 +32,6 @@ class TensorTest : public ::testing::TestWithParam<std::string> {
     accel::tensor_to_bytes(t, out.data(), t.count);
     return out;
   }
-
-  std::unique_ptr<accel::Backend> backend_;
 };
 
 const accel::ScalarValue kNone{};
