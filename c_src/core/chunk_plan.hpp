@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cancel.hpp"
+
 namespace accel {
 
 struct Chunk {
@@ -43,6 +45,29 @@ inline int64_t iterations_per_launch(uint64_t chunk_cost, int64_t iterations, ui
   const uint64_t per_iteration = std::max<uint64_t>(chunk_cost / static_cast<uint64_t>(iterations), 1);
   const uint64_t fit = std::max<uint64_t>(launch_budget / per_iteration, 1);
   return fit >= static_cast<uint64_t>(iterations) ? iterations : static_cast<int64_t>(fit);
+}
+
+// Runs a chunk's `iterations` as launches of at most `batch` (iterations_per_launch above):
+// launch(count, first) enqueues one, `first` true for the first (the one that may generate a
+// range). Between two launches wait() returns once the previous one has finished, and a cancelled
+// call stops there. With no iterations, one launch(0, true) still runs if `at_least_once` (a range
+// must still be generated into the buffer).
+template <typename Launch, typename Wait>
+void run_launches(int64_t iterations, int64_t batch, bool at_least_once, const Cancellation* cancel, Launch launch,
+                  Wait wait) {
+  if (iterations <= 0) {
+    if (at_least_once) launch(int64_t{0}, true);
+    return;
+  }
+  for (int64_t ran = 0; ran < iterations;) {
+    const int64_t now = std::min(batch, iterations - ran);
+    launch(now, ran == 0);
+    ran += now;
+    if (ran < iterations) {
+      wait();
+      if (cancel != nullptr) cancel->throw_if_cancelled();
+    }
+  }
 }
 
 // The launch budget of a device with `compute_units` (multiprocessors, OpenCL compute units):

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/chunk_plan.hpp"
+#include "core/error.hpp"
 
 TEST(ChunkPlan, ChunkSizeHonoursDeviceLimitAndRequest) {
   EXPECT_EQ(accel::chunk_elements(1000, 4096, 0), 1000u);  // fits at once
@@ -37,4 +38,31 @@ TEST(IterationsPerLaunch, BoundsTheWorkOfOneLaunch) {
   EXPECT_EQ(accel::iterations_per_launch(~uint64_t{0}, int64_t{1} << 40, 1), 1);  // never 0
   EXPECT_EQ(accel::launch_budget(0), accel::launch_budget(1));
   EXPECT_EQ(accel::launch_budget(132), uint64_t{132} << 24);
+}
+
+TEST(RunLaunches, CoversTheIterationsInBoundedLaunchesWaitingBetween) {
+  std::vector<int64_t> counts;
+  std::vector<bool> firsts;
+  int waits = 0;
+  auto launch = [&](int64_t now, bool first) {
+    counts.push_back(now);
+    firsts.push_back(first);
+  };
+  accel::run_launches(10, 4, true, nullptr, launch, [&] { ++waits; });
+  EXPECT_EQ(counts, (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(firsts, (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(waits, 2);  // between launches, not after the last
+
+  counts.clear();
+  accel::run_launches(0, 4, true, nullptr, launch, [&] { ++waits; });
+  EXPECT_EQ(counts, (std::vector<int64_t>{0}));  // a range must still be generated
+  counts.clear();
+  accel::run_launches(0, 4, false, nullptr, launch, [&] { ++waits; });
+  EXPECT_TRUE(counts.empty());
+
+  accel::Cancellation cancel;
+  cancel.cancel();
+  counts.clear();
+  EXPECT_THROW(accel::run_launches(10, 4, true, &cancel, launch, [] {}), accel::Error);
+  EXPECT_EQ(counts, (std::vector<int64_t>{4}));  // stopped at the first boundary
 }

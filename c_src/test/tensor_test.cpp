@@ -114,6 +114,13 @@ TEST_P(TensorTest, LogisticMapOnATensorEqualsTheBinaryPath) {
                          reinterpret_cast<unsigned char*>(want.data()), plan, {});
   accel::CallOptions options;
   EXPECT_EQ(read<int64_t>(accel::tensor_logistic_map(from<int64_t>(xs, DType::S64), plan, options)), want);
+  // Enough iterations for a device to split the call into several bounded launches (10^8 units
+  // against PoCL's 2^25 per launch); the CPU backend is the reference.
+  const auto long_plan = accel::plan_logistic_map(6700417, 22, 10000);
+  accel::cpu::CpuBackend cpu(2);
+  cpu.logistic_map(accel::Int64Source::of_bytes(reinterpret_cast<const unsigned char*>(xs.data()), xs.size()),
+                   reinterpret_cast<unsigned char*>(want.data()), long_plan, {});
+  EXPECT_EQ(read<int64_t>(accel::tensor_logistic_map(from<int64_t>(xs, DType::S64), long_plan, options)), want);
   EXPECT_THROW(accel::tensor_logistic_map(from<float>({1.0f}, DType::F32), plan, options), accel::ArgumentError);
 }
 

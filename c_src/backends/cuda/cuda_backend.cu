@@ -173,19 +173,17 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
           ACCEL_CUDA(cudaMemcpyAsync(buffer, in.bytes + part.offset * 8, part.count * 8, cudaMemcpyHostToDevice, stream));
         const unsigned blocks = static_cast<unsigned>((part.count + kThreads - 1) / kThreads);
         const int64_t batch = iterations_per_launch(logistic_map_cost(part.count, plan), plan.iterations, budget);
-        int64_t ran = 0;
-        do {  // one launch unless the chunk's iterations would hold the device too long
-          const int64_t now = plan.iterations - ran < batch ? plan.iterations - ran : batch;
-          const bool generate = from_range && ran == 0;
-          logistic_map_kernel<<<blocks, kThreads, 0, stream>>>(buffer, part.count, generate ? in.at(part.offset) : 0,
-                                                               in.step, generate, plan.exact, use_f64, plan.f64, now);
-          ACCEL_CUDA(cudaGetLastError());
-          ran += now;
-          if (ran < plan.iterations) {
-            ACCEL_CUDA(cudaStreamSynchronize(stream));
-            if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
-          }
-        } while (ran < plan.iterations);
+        // One launch unless the chunk's iterations would hold the device too long.
+        run_launches(
+            plan.iterations, batch, true, options.cancel,
+            [&](int64_t now, bool first) {
+              const bool generate = from_range && first;
+              logistic_map_kernel<<<blocks, kThreads, 0, stream>>>(buffer, part.count,
+                                                                   generate ? in.at(part.offset) : 0, in.step, generate,
+                                                                   plan.exact, use_f64, plan.f64, now);
+              ACCEL_CUDA(cudaGetLastError());
+            },
+            [&] { ACCEL_CUDA(cudaStreamSynchronize(stream)); });
         ACCEL_CUDA(cudaMemcpyAsync(out + part.offset * 8, buffer, part.count * 8, cudaMemcpyDeviceToHost, stream));
       }
       for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaStreamSynchronize(d.streams[s]));
@@ -365,17 +363,14 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
       cudaStream_t stream = d.streams[0];
       ACCEL_CUDA(cudaMemcpyAsync(ptr<void>(out), ptr<void>(in), n * 8, cudaMemcpyDeviceToDevice, stream));
       const int64_t batch = iterations_per_launch(logistic_map_cost(n, plan), plan.iterations, launch_budget(d.info.compute_units));
-      for (int64_t ran = 0; ran < plan.iterations;) {  // bounded launches, as logistic_map() does
-        const int64_t now = std::min(batch, plan.iterations - ran);
-        logistic_map_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-            ptr<long long>(out), n, 0, 0, 0, plan.exact, plan.f64_exact ? 1 : 0, plan.f64, now);
-        ACCEL_CUDA(cudaGetLastError());
-        ran += now;
-        if (ran < plan.iterations) {
-          ACCEL_CUDA(cudaStreamSynchronize(stream));
-          if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
-        }
-      }
+      run_launches(  // bounded launches, as logistic_map() does; none when there is nothing to do
+          plan.iterations, batch, false, options.cancel,
+          [&](int64_t now, bool) {
+            logistic_map_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+                ptr<long long>(out), n, 0, 0, 0, plan.exact, plan.f64_exact ? 1 : 0, plan.f64, now);
+            ACCEL_CUDA(cudaGetLastError());
+          },
+          [&] { ACCEL_CUDA(cudaStreamSynchronize(stream)); });
     });
   }
 

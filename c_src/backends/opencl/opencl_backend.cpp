@@ -220,20 +220,17 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
           set_logistic_constants(kernel, plan, d.fp64);
           const size_t global = global_size(m);
           const int64_t batch = iterations_per_launch(logistic_map_cost(m, plan), plan.iterations, budget);
-          int64_t ran = 0;
-          do {  // one launch unless the chunk's iterations would hold the device too long
-            const int64_t now = plan.iterations - ran < batch ? plan.iterations - ran : batch;
-            const bool generate = from_range && ran == 0;
-            kernel.setArg(2, static_cast<cl_long>(generate ? in.at(offset) : 0));
-            kernel.setArg(4, static_cast<cl_int>(generate));
-            kernel.setArg(11, static_cast<cl_long>(now));
-            queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
-            ran += now;
-            if (ran < plan.iterations) {
-              queue.finish();
-              if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
-            }
-          } while (ran < plan.iterations);
+          // One launch unless the chunk's iterations would hold the device too long.
+          run_launches(
+              plan.iterations, batch, true, options.cancel,
+              [&](int64_t now, bool first) {
+                const bool generate = from_range && first;
+                kernel.setArg(2, static_cast<cl_long>(generate ? in.at(offset) : 0));
+                kernel.setArg(4, static_cast<cl_int>(generate));
+                kernel.setArg(11, static_cast<cl_long>(now));
+                queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
+              },
+              [&] { queue.finish(); });
           queue.enqueueReadBuffer(buffer, CL_FALSE, 0, m * 8, out + offset * 8, nullptr, &done[part.slot]);
         }
         for (auto& q : d.queues) q.finish();
@@ -395,16 +392,13 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       set_logistic_constants(k, plan, d.fp64);
       const int64_t batch = iterations_per_launch(logistic_map_cost(n, plan), plan.iterations,
                                                   launch_budget(d.info.compute_units));
-      for (int64_t ran = 0; ran < plan.iterations;) {  // bounded launches, as logistic_map() does
-        const int64_t now = std::min(batch, plan.iterations - ran);
-        k.setArg(11, static_cast<cl_long>(now));
-        queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(n)), cl::NullRange);
-        ran += now;
-        if (ran < plan.iterations) {
-          queue.finish();
-          if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
-        }
-      }
+      run_launches(  // bounded launches, as logistic_map() does; none when there is nothing to do
+          plan.iterations, batch, false, options.cancel,
+          [&](int64_t now, bool) {
+            k.setArg(11, static_cast<cl_long>(now));
+            queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(n)), cl::NullRange);
+          },
+          [&] { queue.finish(); });
       queue.flush();
     });
   }
