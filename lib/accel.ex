@@ -97,23 +97,20 @@ defmodule Accel do
     else
       {backend, device} = target!(opts[:backend], opts[:device])
 
-      Accel.NIF.logistic_map(
-        input,
-        opts[:p],
-        opts[:mu],
-        opts[:iterations],
-        as,
-        backend,
-        device,
-        chunk_size || 0
-      )
+      result =
+        Accel.Job.call(
+          &Accel.NIF.logistic_map(input, opts[:p], opts[:mu], opts[:iterations], as, backend, device, chunk_size || 0, &1)
+        )
+
+      # A device call returns a binary whatever `as` says: its list is built here, on a dirty CPU
+      # scheduler when large, so that the device's thread is free for the next call meanwhile.
+      if as == :list and is_binary(result), do: Accel.NIF.int64_list(result), else: result
     end
   end
 
   # The smaller of chunk_size: and what max_bytes: (or the application's) allows for two buffers.
   defp effective_chunk_size(opts) do
-    budget = opts[:max_bytes] || Application.get_env(:accel, :max_bytes)
-    check_opt!(:max_bytes, budget)
+    budget = opts[:max_bytes] || Accel.Config.get!(:max_bytes)
     by_budget = if budget, do: max(div(budget, 16), 1)
     [opts[:chunk_size], by_budget] |> Enum.reject(&is_nil/1) |> Enum.min(fn -> nil end)
   end

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace accel {
 
@@ -22,17 +25,29 @@ struct ThreadPool::Job {
 
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  workers_.reserve(threads - 1);
-  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    workers_.reserve(threads - 1);
+    for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::exception& e) {
+    // The OS refused a thread (or memory for one): stop those already started, since a joinable
+    // std::thread destroyed during unwinding would end the process.
+    const size_t started = workers_.size();
+    stop_workers();
+    throw Error("thread_pool", "could not start " + std::to_string(threads) + " CPU threads (" +
+                                   std::to_string(started + 1) + " started): " + e.what());
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   work_ready_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::run_chunks(Job& job) {

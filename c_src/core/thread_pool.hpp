@@ -16,6 +16,7 @@ namespace accel {
 class ThreadPool {
  public:
   // `threads` counts the caller: a pool of 4 has 3 workers. 0 means one per hardware thread.
+  // Throws accel::Error("thread_pool") when the OS will not start that many threads.
   explicit ThreadPool(unsigned threads = 0);
   ~ThreadPool();  // finishes queued chunks' owners first: only destroy when no call is in flight
   ThreadPool(const ThreadPool&) = delete;
@@ -30,6 +31,7 @@ class ThreadPool {
  private:
   struct Job;
   void worker_loop();
+  void stop_workers() noexcept;
   static void run_chunks(Job& job);
 
   std::mutex mutex_;

@@ -1,8 +1,11 @@
 // The NIF table: thin functions that decode terms, call core/ and the backends, and encode results.
-// Scheduling is decided here, before anything large is decoded: calls that wait on a device run on
-// a dirty IO scheduler; small CPU calls run on the calling (normal) scheduler; every other CPU call
-// is rescheduled onto a dirty CPU scheduler.
+// Scheduling is decided here, before anything large is decoded: calls that wait on a device are
+// submitted to the device's queue (device_jobs.hpp) and no scheduler waits for them; small CPU
+// calls run on the calling (normal) scheduler; every other CPU call is rescheduled onto a dirty CPU
+// scheduler, where it computes (the CPU backend's own threads work beside it; it does not wait).
 #include <erl_nif.h>
+
+#include <dlfcn.h>
 
 #include <atomic>
 #include <cstring>
@@ -15,6 +18,7 @@
 #include "backends/opencl/opencl_backend.hpp"
 #include "core/logistic_map.hpp"
 #include "nif/codecs.hpp"
+#include "nif/device_jobs.hpp"
 #include "nif/nif_util.hpp"
 #include "nif/runtime.hpp"
 #include "nif/tensor_nif.hpp"
@@ -37,7 +41,7 @@ struct Target {
 
 // (backend, device, chunk_size) arguments: device -1 picks the backend's default device.
 Target select_target(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device, ERL_NIF_TERM chunk) {
-  Runtime& rt = runtime(env);
+  Runtime& rt = runtime();
   Target t;
   const int64_t index = decode_int64_arg(env, device, "device");
   const int64_t chunk_size = decode_int64_arg(env, chunk, "chunk_size");
@@ -65,7 +69,7 @@ Target select_target(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device, ERL
 Target resolved_target(ErlNifEnv* env, const ERL_NIF_TERM argv[]) {
   Target t = select_target(env, argv[5], argv[6], argv[7]);
   if (t.backend == nullptr) {
-    runtime(env).resolve_auto();
+    runtime().resolve_auto();
     t = select_target(env, argv[5], argv[6], argv[7]);
   }
   return t;
@@ -77,7 +81,7 @@ bool wants_list(ErlNifEnv* env, ERL_NIF_TERM as) {
   throw ArgumentError("as must be :list or :binary, got: " + describe_term(env, as));
 }
 
-// ---- logistic map: (input, p, mu, iterations, as, backend, device, chunk_size) ----
+// ---- logistic map: (input, p, mu, iterations, as, backend, device, chunk_size, ref) ----
 
 ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const LogisticMapPlan plan = plan_logistic_map(decode_int64_arg(env, argv[1], "p"), decode_int64_arg(env, argv[2], "mu"),
@@ -85,8 +89,8 @@ ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const bool as_list = wants_list(env, argv[4]);
   Target target = resolved_target(env, argv);
   Backend& backend = *target.backend;
-  // A dirty call stops early when its caller dies (see core/cancel.hpp).
-  const Cancellation cancel([env] { return enif_is_current_process_alive(env) != 0; });
+  // A call stops early when its caller dies (see core/cancel.hpp).
+  const Cancellation cancel = caller_cancellation(env);
   target.options.cancel = &cancel;
   Int64Input in = decode_int64_input(env, argv[0]);
   const size_t n = in.source.count;
@@ -104,15 +108,40 @@ ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return encode_int64_list(env, buffer, n);
 }
 
+// A device call: a place in the device's queue first, then the input decoded (here, on the calling
+// scheduler or a dirty CPU one), then the job. The job always returns a binary: a list result is
+// built by Accel.logistic_map/2 afterwards (int64_list/1), on a dirty CPU scheduler, rather than
+// on the device's thread, which has the next device call to run.
+ERL_NIF_TERM logistic_map_submit(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  const Target target = resolved_target(env, argv);
+  JobQueue& queue = runtime().queue(*target.backend, target.options.device);
+  JobQueue::Ticket ticket = reserve_place(env, queue, argv[argc - 1]);
+  if (!ticket) return atoms.accel_busy;
+  ERL_NIF_TERM args[9];
+  std::copy(argv, argv + argc, args);
+  if (enif_is_list(env, argv[0])) {
+    Int64Input in = decode_int64_input(env, argv[0]);
+    args[0] = make_owned_binary(env, std::move(in.storage), in.source.count * 8);
+  }
+  args[4] = atoms.binary;
+  return submit(env, std::move(ticket), queue, logistic_map_run, argc, args);
+}
+
 ERL_NIF_TERM logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   ErlNifSInt64 p, mu, iterations;
   if (!enif_get_int64(env, argv[1], &p) || !enif_get_int64(env, argv[2], &mu) || !enif_get_int64(env, argv[3], &iterations) ||
       p < 1 || iterations < 0)
     return logistic_map_run(env, argc, argv);  // raises the precise error
   const Target target = select_target(env, argv[5], argv[6], argv[7]);
-  if (target.backend == nullptr || target.backend->waits_on_device())
-    return schedule_dirty_io(env, "logistic_map", guarded<logistic_map_run>, argc, argv);
+  // Device discovery, once per VM, may take a while: on a dirty IO scheduler.
+  if (target.backend == nullptr || (target.backend->waits_on_device() && !runtime().auto_resolved))
+    return schedule_dirty_io(env, "logistic_map", guarded<after_discovery<logistic_map>>, argc, argv);
   const size_t n = count_int64_input(env, argv[0], kInlineElements);
+  if (target.backend->waits_on_device()) {
+    if (enif_is_list(env, argv[0]) && n > kInlineElements)
+      return schedule_dirty_cpu(env, "logistic_map", guarded<logistic_map_submit>, argc, argv);
+    return logistic_map_submit(env, argc, argv);
+  }
   if (runs_inline(n, logistic_map_cost(n, plan_logistic_map(p, mu, iterations)))) return logistic_map_run(env, argc, argv);
   return schedule_dirty_cpu(env, "logistic_map", guarded<logistic_map_run>, argc, argv);
 }
@@ -148,6 +177,24 @@ ERL_NIF_TERM binary_round_trip_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[
   return result;
 }
 
+// ---- int64 lists <-> binaries: a device result as a list, and a list decoded once up front ----
+
+ERL_NIF_TERM int64_list_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  if (!enif_is_binary(env, argv[0])) throw ArgumentError("expected a binary, got: " + describe_term(env, argv[0]));
+  const Int64Input in = decode_int64_input(env, argv[0]);
+  const size_t n = in.source.count;
+  check_list_output(n);
+  HostBuffer scratch(n * 8);  // encode_int64_list writes terms over its integers
+  if (n != 0) std::memcpy(scratch.data(), in.source.bytes, n * 8);
+  return encode_int64_list(env, scratch, n);
+}
+
+ERL_NIF_TERM int64_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  if (!enif_is_list(env, argv[0])) throw ArgumentError("expected a list of integers, got: " + describe_term(env, argv[0]));
+  Int64Input in = decode_int64_input(env, argv[0]);
+  return make_owned_binary(env, std::move(in.storage), in.source.count * 8);
+}
+
 template <NifFn Run>
 ERL_NIF_TERM sized_by_input(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   const size_t n = count_int64_input(env, argv[0], kInlineElements);
@@ -164,14 +211,14 @@ ERL_NIF_TERM status_tuple(ErlNifEnv* env, const BackendStatus& s) {
 
 // These run on dirty IO (see nif_funcs): the first may wait for device discovery.
 ERL_NIF_TERM backends(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
-  Runtime& rt = runtime(env);
+  Runtime& rt = runtime();
   ERL_NIF_TERM list = enif_make_list(env, 0);
   for (size_t i = 3; i-- > 0;) list = enif_make_list_cell(env, status_tuple(env, rt.all[i]->status()), list);
   return list;
 }
 
 ERL_NIF_TERM devices(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
-  Runtime& rt = runtime(env);
+  Runtime& rt = runtime();
   ERL_NIF_TERM list = enif_make_list(env, 0);
   // Built back to front: CUDA devices first, then OpenCL, then the host.
   for (Backend* backend : rt.all) {
@@ -202,54 +249,89 @@ ERL_NIF_TERM trim_host_cache(ErlNifEnv*, int, const ERL_NIF_TERM[]) {
 }
 
 ERL_NIF_TERM auto_device(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
-  Runtime& rt = runtime(env);
+  Runtime& rt = runtime();
   rt.resolve_auto();
   const char* name = rt.auto_backend == rt.cpu.get() ? "cpu" : rt.auto_backend == rt.cuda.get() ? "cuda" : "opencl";
   return enif_make_tuple2(env, enif_make_atom(env, name), enif_make_int(env, rt.auto_device));
 }
 
+// [{backend, device, places in use, limit}] for every device queue made so far.
+ERL_NIF_TERM device_queues(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  Runtime& rt = runtime();
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  for (const Runtime::QueueState& q : rt.queue_states()) {
+    const char* name = q.backend == rt.cuda.get() ? "cuda" : q.backend == rt.opencl.get() ? "opencl" : "cpu";
+    list = enif_make_list_cell(env,
+                               enif_make_tuple4(env, enif_make_atom(env, name), enif_make_int(env, q.device),
+                                                enif_make_uint64(env, q.in_use), enif_make_uint64(env, q.capacity)),
+                               list);
+  }
+  return list;
+}
+
 // ---- load / upgrade / unload ----
 
+Runtime* g_runtime = nullptr;  // see runtime.hpp: made by the first load, never destroyed
+std::mutex g_runtime_mutex;
+
+// Keeps this library mapped until the OS process exits. ERTS closes a NIF library once its module
+// is purged and its resources are gone, but the runtime's threads (the CPU pool, the device queues)
+// still run its code then: an extra reference that is never dropped keeps that code in place.
+void pin_library() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&pin_library), &info) != 0 && info.dli_fname != nullptr)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE);  // the handle is deliberately never closed
+}
+
+// load_info: {cpu threads (0: one per hardware thread), the priv directory (plugins live there),
+// device queue limit}, validated by Accel.Config before load_nif. Returns 0, or 2 when the
+// runtime could not start (Accel.NIF.load/0 turns that into a message).
 int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   make_atoms(env);
   if (!open_codec_resources(env) || !open_tensor_resources(env)) return 1;
-  // load_info: {CPU threads (0: one per hardware thread), the priv directory (plugins live there)}
-  unsigned threads = 0;
-  char priv_dir[4096] = ".";
-  int arity = 0;
-  const ERL_NIF_TERM* info = nullptr;
-  if (enif_get_tuple(env, load_info, &arity, &info) && arity == 2) {
-    if (!enif_get_uint(env, info[0], &threads)) threads = 0;
-    if (enif_get_string(env, info[1], priv_dir, sizeof priv_dir, ERL_NIF_LATIN1) <= 0) std::strcpy(priv_dir, ".");
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  if (g_runtime == nullptr) {  // the first load; a reload or upgrade shares the same runtime
+    unsigned threads = 0, queue_limit = 64;
+    char priv_dir[4096] = ".";
+    int arity = 0;
+    const ERL_NIF_TERM* info = nullptr;
+    if (!enif_get_tuple(env, load_info, &arity, &info) || arity != 3 || !enif_get_uint(env, info[0], &threads) ||
+        enif_get_string(env, info[1], priv_dir, sizeof priv_dir, ERL_NIF_LATIN1) <= 0 ||
+        !enif_get_uint(env, info[2], &queue_limit) || queue_limit == 0)
+      return 3;
+    try {
+      auto rt = std::make_unique<Runtime>();
+      rt->cpu = std::make_unique<cpu::CpuBackend>(threads);
+      rt->opencl = opencl::load_backend(priv_dir);  // device backends discover on first use, not here
+      rt->cuda = cuda::make_backend();
+      rt->all[0] = rt->cpu.get();
+      rt->all[1] = rt->opencl.get();
+      rt->all[2] = rt->cuda.get();
+      rt->queue_limit = queue_limit;
+      g_runtime = rt.release();
+    } catch (...) {
+      return 2;
+    }
+    pin_library();
   }
-  try {
-    auto rt = std::make_unique<Runtime>();
-    rt->cpu = std::make_unique<cpu::CpuBackend>(threads);
-    rt->opencl = opencl::load_backend(priv_dir);  // device backends discover on first use, not here
-    rt->cuda = cuda::make_backend();
-    rt->all[0] = rt->cpu.get();
-    rt->all[1] = rt->opencl.get();
-    rt->all[2] = rt->cuda.get();
-    *priv = rt.release();
-  } catch (...) {
-    return 2;
-  }
+  *priv = g_runtime;
   return 0;
 }
 
 int upgrade(ErlNifEnv* env, void** priv, void**, ERL_NIF_TERM load_info) { return load(env, priv, load_info); }
 
-void unload(ErlNifEnv*, void* priv) {
-  delete static_cast<Runtime*>(priv);  // joins the CPU pool
-  HostBuffer::trim_cache();
-}
+// The runtime stays: tensors and result binaries made by this instance may still be in use.
+void unload(ErlNifEnv*, void*) { HostBuffer::trim_cache(); }
 
 ErlNifFunc nif_funcs[] = {
-    {"logistic_map", 8, guarded<logistic_map>, 0},
+    {"logistic_map", 9, guarded<logistic_map>, 0},
+    {"int64_list", 1, guarded<sized_by_input<int64_list_run>>, 0},
+    {"int64_binary", 1, guarded<sized_by_input<int64_binary_run>>, 0},
     {"backends", 0, guarded<backends>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"devices", 0, guarded<devices>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"auto_device", 0, guarded<auto_device>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"host_memory", 0, guarded<host_memory>, 0},
+    {"device_queues", 0, guarded<device_queues>, 0},
     {"trim_host_cache", 0, guarded<trim_host_cache>, 0},
     {"noop", 0, noop, 0},
     {"noop_dirty_cpu", 0, noop, ERL_NIF_DIRTY_JOB_CPU_BOUND},
@@ -257,24 +339,27 @@ ErlNifFunc nif_funcs[] = {
     {"list_round_trip", 1, guarded<sized_by_input<list_round_trip_run>>, 0},
     {"range_to_list", 1, guarded<sized_by_input<range_to_list_run>>, 0},
     {"binary_round_trip", 1, guarded<sized_by_input<binary_round_trip_run>>, 0},
-    {"tensor_from_binary", 4, guarded<tensor_from_binary>, 0},
-    {"tensor_iota", 4, guarded<tensor_iota>, 0},
-    {"tensor_to_binary", 2, guarded<tensor_to_binary>, 0},
+    {"tensor_from_binary", 5, guarded<tensor_from_binary>, 0},
+    {"tensor_iota", 5, guarded<tensor_iota>, 0},
+    {"tensor_to_binary", 3, guarded<tensor_to_binary>, 0},
     {"tensor_info", 1, guarded<tensor_info>, 0},
     {"tensor_free", 1, guarded<tensor_free>, 0},
-    {"tensor_cast", 2, guarded<tensor_cast>, 0},
-    {"tensor_binary", 3, guarded<tensor_binary>, 0},
-    {"tensor_unary", 2, guarded<tensor_unary>, 0},
-    {"tensor_reduce", 5, guarded<tensor_reduce>, 0},
-    {"tensor_transpose", 3, guarded<tensor_transpose>, 0},
-    {"tensor_matmul", 5, guarded<tensor_matmul>, 0},
-    {"tensor_logistic_map", 4, guarded<tensor_logistic_map>, 0},
-    {"tensor_transfer", 3, guarded<tensor_transfer>, 0},
+    {"tensor_cast", 3, guarded<tensor_cast>, 0},
+    {"tensor_binary", 4, guarded<tensor_binary>, 0},
+    {"tensor_unary", 3, guarded<tensor_unary>, 0},
+    {"tensor_reduce", 6, guarded<tensor_reduce>, 0},
+    {"tensor_transpose", 4, guarded<tensor_transpose>, 0},
+    {"tensor_matmul", 6, guarded<tensor_matmul>, 0},
+    {"tensor_logistic_map", 5, guarded<tensor_logistic_map>, 0},
+    {"tensor_transfer", 4, guarded<tensor_transfer>, 0},
     {"tensor_memory", 2, guarded<tensor_memory>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"tensor_take_pressure", 1, guarded<tensor_take_pressure>, 0},
 };
 
 }  // namespace
+
+Runtime* runtime_or_null() { return g_runtime; }
+
 }  // namespace accel::nif
 
 ERL_NIF_INIT(Elixir.Accel.NIF, accel::nif::nif_funcs, accel::nif::load, nullptr, accel::nif::upgrade, accel::nif::unload)

@@ -171,28 +171,32 @@ void check_list_output(size_t count) {
 }
 
 
-ERL_NIF_TERM make_output_binary(ErlNifEnv* env, size_t bytes, unsigned char** data) {
-  ERL_NIF_TERM term;
+ERL_NIF_TERM make_owned_binary(ErlNifEnv* env, HostBuffer&& buffer, size_t bytes) {
   if (bytes < kOwnedBinaryMin) {
-    *data = enif_make_new_binary(env, bytes, &term);
-    if (*data == nullptr) throw Error("out_of_memory", "could not allocate a binary of " + std::to_string(bytes) + " bytes");
+    ERL_NIF_TERM term;
+    unsigned char* data = enif_make_new_binary(env, bytes, &term);
+    if (data == nullptr) throw Error("out_of_memory", "could not allocate a binary of " + std::to_string(bytes) + " bytes");
+    if (bytes != 0) std::memcpy(data, buffer.data(), bytes);
     return term;
   }
   void* slot = enif_alloc_resource(g_buffer_type, sizeof(HostBuffer));
   if (slot == nullptr) throw std::bad_alloc();
-  HostBuffer* buffer;
-  try {
-    buffer = new (slot) HostBuffer(bytes);
-  } catch (...) {
-    // The destructor runs on release: give it an empty buffer to destroy.
-    new (slot) HostBuffer();
-    enif_release_resource(slot);
-    throw;
-  }
-  *data = buffer->data();
-  term = enif_make_resource_binary(env, slot, buffer->data(), bytes);
+  auto* owned = new (slot) HostBuffer(std::move(buffer));
+  ERL_NIF_TERM term = enif_make_resource_binary(env, slot, owned->data(), bytes);
   enif_release_resource(slot);  // the binary term now owns the buffer
   return term;
+}
+
+ERL_NIF_TERM make_output_binary(ErlNifEnv* env, size_t bytes, unsigned char** data) {
+  if (bytes < kOwnedBinaryMin) {
+    ERL_NIF_TERM term;
+    *data = enif_make_new_binary(env, bytes, &term);
+    if (*data == nullptr) throw Error("out_of_memory", "could not allocate a binary of " + std::to_string(bytes) + " bytes");
+    return term;
+  }
+  HostBuffer buffer(bytes);
+  *data = buffer.data();
+  return make_owned_binary(env, std::move(buffer), bytes);
 }
 
 ERL_NIF_TERM encode_int64_list(ErlNifEnv* env, HostBuffer& buffer, size_t count) {

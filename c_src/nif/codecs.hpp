@@ -38,6 +38,10 @@ int64_t decode_int64_arg(ErlNifEnv* env, ERL_NIF_TERM term, const char* name);
 // huge-page-backed memory handed to the VM as a resource binary (no copy, no 4 KiB faults).
 ERL_NIF_TERM make_output_binary(ErlNifEnv* env, size_t bytes, unsigned char** data);
 
+// The first `bytes` bytes of `buffer` as a binary: small ones copied into a VM binary, large ones
+// handed to the VM as they are (the binary owns the buffer from then on).
+ERL_NIF_TERM make_owned_binary(ErlNifEnv* env, HostBuffer&& buffer, size_t bytes);
+
 // Throws Accel.Error(:out_of_memory) for a list output that could never fit in this machine's memory.
 void check_list_output(size_t count);
 

@@ -22,6 +22,10 @@ void make_atoms(ErlNifEnv* env) {
   atoms.cpu = a("cpu");
   atoms.opencl = a("opencl");
   atoms.cuda = a("cuda");
+  atoms.accel_queued = a("accel_queued");
+  atoms.accel_busy = a("accel_busy");
+  atoms.retry = a("retry");
+  atoms.raise = a("raise");
   atoms.struct_ = a("__struct__");
   atoms.exception = a("__exception__");
   atoms.message = a("message");
@@ -41,21 +45,49 @@ ERL_NIF_TERM make_string(ErlNifEnv* env, std::string_view text) {
   return term;
 }
 
-ERL_NIF_TERM raise_argument_error(ErlNifEnv* env, std::string_view message) {
+namespace {
+
+ERL_NIF_TERM argument_error(ErlNifEnv* env, std::string_view message) {
   ERL_NIF_TERM keys[] = {atoms.struct_, atoms.exception, atoms.message};
   ERL_NIF_TERM values[] = {atoms.argument_error_module, atoms.true_, make_string(env, message)};
   ERL_NIF_TERM exception;
   enif_make_map_from_arrays(env, keys, values, 3, &exception);
-  return enif_raise_exception(env, exception);
+  return exception;
 }
 
-ERL_NIF_TERM raise_accel_error(ErlNifEnv* env, std::string_view reason, std::string_view message) {
+ERL_NIF_TERM accel_error(ErlNifEnv* env, std::string_view reason, std::string_view message) {
   ERL_NIF_TERM keys[] = {atoms.struct_, atoms.exception, atoms.reason, atoms.message};
   ERL_NIF_TERM values[] = {atoms.accel_error_module, atoms.true_,
                            enif_make_atom_len(env, reason.data(), reason.size()), make_string(env, message)};
   ERL_NIF_TERM exception;
   enif_make_map_from_arrays(env, keys, values, 4, &exception);
-  return enif_raise_exception(env, exception);
+  return exception;
+}
+
+}  // namespace
+
+ERL_NIF_TERM raise_argument_error(ErlNifEnv* env, std::string_view message) {
+  return enif_raise_exception(env, argument_error(env, message));
+}
+
+ERL_NIF_TERM raise_accel_error(ErlNifEnv* env, std::string_view reason, std::string_view message) {
+  return enif_raise_exception(env, accel_error(env, reason, message));
+}
+
+ERL_NIF_TERM current_exception_term(ErlNifEnv* env) noexcept {
+  try {
+    throw;
+  } catch (const std::invalid_argument& e) {  // accel::ArgumentError and its kin
+    return argument_error(env, e.what());
+  } catch (const Error& e) {
+    return accel_error(env, e.reason(), e.what());
+  } catch (const std::bad_alloc&) {
+    return accel_error(env, "out_of_memory", "out of memory");
+  } catch (const std::exception& e) {
+    return accel_error(env, "internal", e.what());
+  } catch (...) {
+    return accel_error(env, "internal", "unknown C++ exception");
+  }
 }
 
 std::string describe_term(ErlNifEnv* env, ERL_NIF_TERM term, size_t max) {

@@ -15,6 +15,7 @@ namespace accel::nif {
 
 struct Atoms {
   ERL_NIF_TERM ok, true_, false_, nil, list, binary, auto_, cpu, opencl, cuda;
+  ERL_NIF_TERM accel_queued, accel_busy, retry, raise;
   ERL_NIF_TERM struct_, exception, message, reason, first, last, step;
   ERL_NIF_TERM range_module, argument_error_module, accel_error_module;
 };
@@ -28,6 +29,11 @@ ERL_NIF_TERM make_string(ErlNifEnv* env, std::string_view text);
 ERL_NIF_TERM raise_argument_error(ErlNifEnv* env, std::string_view message);
 ERL_NIF_TERM raise_accel_error(ErlNifEnv* env, std::string_view reason, std::string_view message);
 
+// The Elixir exception struct for the C++ exception being handled: call only inside a catch block.
+// std::invalid_argument (accel::ArgumentError) is ArgumentError; accel::Error is Accel.Error with
+// its reason; std::bad_alloc is Accel.Error :out_of_memory; anything else Accel.Error :internal.
+ERL_NIF_TERM current_exception_term(ErlNifEnv* env) noexcept;
+
 // The term as Elixir-ish text for error messages, cut at `max` characters.
 std::string describe_term(ErlNifEnv* env, ERL_NIF_TERM term, size_t max = 80);
 
@@ -37,16 +43,8 @@ template <NifFn F>
 ERL_NIF_TERM guarded(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) noexcept {
   try {
     return F(env, argc, argv);
-  } catch (const std::invalid_argument& e) {  // accel::ArgumentError and its kin
-    return raise_argument_error(env, e.what());
-  } catch (const Error& e) {
-    return raise_accel_error(env, e.reason(), e.what());
-  } catch (const std::bad_alloc&) {
-    return raise_accel_error(env, "out_of_memory", "out of memory");
-  } catch (const std::exception& e) {
-    return raise_accel_error(env, "internal", e.what());
   } catch (...) {
-    return raise_accel_error(env, "internal", "unknown C++ exception");
+    return enif_raise_exception(env, current_exception_term(env));
   }
 }
 

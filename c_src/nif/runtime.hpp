@@ -1,15 +1,22 @@
-// The NIF's state (one Runtime per load: the backends and the :auto choice) and the two ways a NIF
-// hands its work to a dirty scheduler. Shared by accel_nif.cpp and tensor_nif.cpp.
+// The NIF's state: the backends, the :auto choice and one job queue per device. There is one Runtime
+// per OS process, made by the first load and never destroyed: tensors and result binaries point
+// into its backends and may outlive any instance of the module (code reload, purge), so the runtime
+// must outlive them all; the library pins itself in memory for the same reason (accel_nif.cpp).
+// Also the two ways a NIF hands its work to a dirty scheduler. Shared by every nif/ file.
 #pragma once
 
 #include <erl_nif.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "core/backend.hpp"
+#include "core/job_queue.hpp"
 #include "nif/nif_util.hpp"
 
 namespace accel::nif {
@@ -21,9 +28,13 @@ struct Runtime {
 
   Backend* all[3] = {};  // cpu, opencl, cuda: the order Accel.backends/0 reports
 
+  // Jobs reserved, queued or running at once on one device (config :accel, device_queue_limit).
+  size_t queue_limit = 64;
+
   // backend: :auto is the first CUDA device, else the first OpenCL GPU, else the CPU backend (which
-  // beats OpenCL on a CPU device: see README). Resolved once, by the first call that needs it; that
-  // call runs on a dirty IO scheduler because device discovery may take a while.
+  // beats OpenCL on a CPU device: see README). Resolved once, by the first call that needs it or
+  // any device; that call runs on a dirty IO scheduler because discovery may take a while, and it
+  // discovers every device backend's devices, so later calls never wait for discovery.
   std::once_flag auto_once;
   std::atomic<bool> auto_resolved{false};
   Backend* auto_backend = nullptr;
@@ -32,10 +43,12 @@ struct Runtime {
   void resolve_auto() {
     std::call_once(auto_once, [this] {
       auto_backend = cpu.get();
-      if (!cuda->devices().empty()) {
+      const bool have_cuda = !cuda->devices().empty();
+      const auto cl_devices = opencl->devices();  // discovered either way
+      if (have_cuda) {
         auto_backend = cuda.get();
       } else {
-        for (const DeviceInfo& d : opencl->devices()) {
+        for (const DeviceInfo& d : cl_devices) {
           if (d.type == "gpu") {
             auto_backend = opencl.get();
             auto_device = d.index;
@@ -46,9 +59,29 @@ struct Runtime {
       auto_resolved = true;
     });
   }
+
+  // Throws ArgumentError unless `backend` has a device `device` (the CPU backend has one, 0).
+  void check_device(Backend& backend, int64_t device);
+
+  // The queue serving `device` of a device backend, made on first use. Throws ArgumentError for a
+  // device that does not exist. Call only once resolve_auto() has run (devices discovered).
+  JobQueue& queue(Backend& backend, int device);
+
+  struct QueueState {
+    const Backend* backend;
+    int device;
+    size_t in_use, capacity;
+  };
+  std::vector<QueueState> queue_states();
+
+ private:
+  std::mutex queues_mutex_;
+  std::map<std::pair<const Backend*, int>, std::unique_ptr<JobQueue>> queues_;
 };
 
-inline Runtime& runtime(ErlNifEnv* env) { return *static_cast<Runtime*>(enif_priv_data(env)); }
+// The runtime, or nullptr before the first successful load.
+Runtime* runtime_or_null();
+inline Runtime& runtime() { return *runtime_or_null(); }
 
 inline ERL_NIF_TERM schedule_dirty_cpu(ErlNifEnv* env, const char* name, NifFn fn, int argc, const ERL_NIF_TERM argv[]) {
   return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, fn, argc, argv);
@@ -56,6 +89,14 @@ inline ERL_NIF_TERM schedule_dirty_cpu(ErlNifEnv* env, const char* name, NifFn f
 
 inline ERL_NIF_TERM schedule_dirty_io(ErlNifEnv* env, const char* name, NifFn fn, int argc, const ERL_NIF_TERM argv[]) {
   return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_IO_BOUND, fn, argc, argv);
+}
+
+// Runs Entry once every device has been discovered: schedule it on a dirty IO scheduler when
+// runtime().auto_resolved is false (discovery happens once per VM and may take a while).
+template <NifFn Entry>
+ERL_NIF_TERM after_discovery(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  runtime().resolve_auto();
+  return Entry(env, argc, argv);
 }
 
 }  // namespace accel::nif

@@ -1,8 +1,10 @@
 // Tensor NIFs. A tensor is a resource owning a core Tensor (whose buffer lives on its backend's
 // device); free/1 drops the buffer early, and any later use raises. Scheduling: operations on
-// device backends run on dirty IO (they wait on the device or its driver); CPU operations on at
-// most kInlineElements elements run inline, larger ones and every matmul and logistic map on dirty
-// CPU. Every argument is checked: these functions are private, but nothing here trusts its caller.
+// device backends are submitted to the device's queue (device_jobs.hpp), so no scheduler waits on
+// the device or its driver; CPU operations on at most kInlineElements elements run inline, larger
+// ones and every matmul and logistic map on dirty CPU. Every NIF that may reach a device takes the
+// caller's reference last (Accel.Job). Every argument is checked: these functions are private, but
+// nothing here trusts its caller.
 #include "nif/tensor_nif.hpp"
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "core/backend.hpp"
 #include "core/tensor.hpp"
 #include "nif/codecs.hpp"
+#include "nif/device_jobs.hpp"
 #include "nif/nif_util.hpp"
 #include "nif/runtime.hpp"
 
@@ -88,7 +91,7 @@ Backend* backend_named(Runtime& rt, const std::string& name) {
 
 // (backend atom, device index or -1 for the backend's default) -> where a new tensor goes.
 Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_term, int* device) {
-  Runtime& rt = runtime(env);
+  Runtime& rt = runtime();
   const int64_t index = decode_int64_arg(env, device_term, "device");
   if (index < -1 || index > (1 << 20)) throw ArgumentError("device must be a non-negative index, got: " + std::to_string(index));
   const std::string text = atom_text(env, name);
@@ -103,8 +106,8 @@ Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_ter
   return *backend;
 }
 
-const char* backend_name(ErlNifEnv* env, const Tensor& t) {
-  Runtime& rt = runtime(env);
+const char* backend_name(const Tensor& t) {
+  Runtime& rt = runtime();
   return t.backend == rt.cpu.get() ? "cpu" : t.backend == rt.cuda.get() ? "cuda" : "opencl";
 }
 
@@ -115,6 +118,7 @@ const char* backend_name(ErlNifEnv* env, const Tensor& t) {
 template <NifFn Run, int Arg, bool AlwaysDirty>
 ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   Backend* backend = nullptr;
+  int device = 0;
   size_t count = 0;
   bool freed = false;
   for (int i = Arg; i < argc && i <= Arg + 1; ++i) {
@@ -123,23 +127,37 @@ ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
     std::lock_guard<std::mutex> lock(r->mutex);
     freed = freed || r->freed;
     backend = r->tensor.backend;
+    device = r->tensor.device;
     count = std::max(count, r->tensor.count);
   }
   // Run raises the precise error (not a tensor, or freed) and takes the locks itself: call it here,
   // with none held.
   if (backend == nullptr || freed) return Run(env, argc, argv);
-  if (backend->waits_on_device()) return schedule_dirty_io(env, "tensor", guarded<Run>, argc, argv);
+  // A device tensor exists, so its devices were discovered when it was made.
+  if (backend->waits_on_device()) return submit_now(env, runtime().queue(*backend, device), Run, argc, argv);
   if (!AlwaysDirty && count <= kInlineElements) return Run(env, argc, argv);
   return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
+}
+
+// A new tensor on a device: queued there (a CPU placement, from :auto, runs here).
+template <NifFn Run, int Place>
+ERL_NIF_TERM submit_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  int device = 0;
+  Backend& backend = decode_place(env, argv[Place], argv[Place + 1], &device);
+  if (!backend.waits_on_device()) return Run(env, argc, argv);
+  return submit_now(env, runtime().queue(backend, device), Run, argc, argv);
 }
 
 // For new tensors: by the backend atom in argv[Place] and the element count.
 template <NifFn Run, int Place>
 ERL_NIF_TERM scheduled_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], size_t count) {
   const std::string name = atom_text(env, argv[Place]);
-  Runtime& rt = runtime(env);
+  Runtime& rt = runtime();
   const bool cpu = name == "cpu" || (name == "auto" && rt.auto_resolved && rt.auto_backend == rt.cpu.get());
-  if (!cpu) return schedule_dirty_io(env, "tensor", guarded<Run>, argc, argv);
+  if (!cpu) {
+    if (!rt.auto_resolved) return schedule_dirty_io(env, "tensor", guarded<after_discovery<submit_new<Run, Place>>>, argc, argv);
+    return submit_new<Run, Place>(env, argc, argv);
+  }
   if (count <= kInlineElements) return Run(env, argc, argv);
   return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
 }
@@ -252,7 +270,7 @@ ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Tensor t = get_tensor(env, argv[0]);
   const LogisticMapPlan plan = plan_logistic_map(decode_int64_arg(env, argv[1], "p"), decode_int64_arg(env, argv[2], "mu"),
                                                  decode_int64_arg(env, argv[3], "iterations"));
-  const Cancellation cancel([env] { return enif_is_current_process_alive(env) != 0; });
+  const Cancellation cancel = caller_cancellation(env);
   CallOptions options;
   options.device = t.device;
   options.cancel = &cancel;
@@ -293,7 +311,7 @@ ERL_NIF_TERM tensor_to_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[
 
 ERL_NIF_TERM tensor_info(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Tensor t = get_tensor(env, argv[0]);
-  return enif_make_tuple4(env, enif_make_atom(env, backend_name(env, t)), enif_make_int(env, t.device),
+  return enif_make_tuple4(env, enif_make_atom(env, backend_name(t)), enif_make_int(env, t.device),
                           enif_make_atom(env, dtype_name(t.type)), enif_make_uint64(env, t.count));
 }
 
@@ -337,17 +355,27 @@ ERL_NIF_TERM tensor_logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM ar
   return scheduled<logistic_map_run, 0, true>(env, argc, argv);
 }
 
+// (t, backend, device, ref): on the queue of whichever end is a device, the source's first.
 ERL_NIF_TERM tensor_transfer(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  // Both ends may be devices: always off the normal schedulers.
-  if (resource_of(env, argv[0]) == nullptr) return transfer_run(env, argc, argv);
-  return schedule_dirty_io(env, "tensor", guarded<transfer_run>, argc, argv);
+  Runtime& rt = runtime();
+  if (resource_of(env, argv[0]) == nullptr) return transfer_run(env, argc, argv);  // raises
+  if (!rt.auto_resolved) return schedule_dirty_io(env, "tensor", guarded<after_discovery<tensor_transfer>>, argc, argv);
+  const Tensor t = get_tensor(env, argv[0]);
+  int device = 0;
+  Backend& to = decode_place(env, argv[1], argv[2], &device);
+  if (t.backend->waits_on_device()) return submit_now(env, rt.queue(*t.backend, t.device), transfer_run, argc, argv);
+  if (to.waits_on_device()) return submit_now(env, rt.queue(to, device), transfer_run, argc, argv);
+  return schedule_dirty_cpu(env, "tensor", guarded<transfer_run>, argc, argv);
 }
 
 // (backend, device): tensor bytes allocated there.
 ERL_NIF_TERM tensor_memory(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  Backend* backend = backend_named(runtime(env), atom_text(env, argv[0]));
+  Runtime& rt = runtime();
+  Backend* backend = backend_named(rt, atom_text(env, argv[0]));
   if (backend == nullptr) throw ArgumentError("unknown backend: " + describe_term(env, argv[0]));
   const int64_t device = decode_int64_arg(env, argv[1], "device");
+  rt.resolve_auto();  // this NIF runs on dirty IO: discovery may happen here
+  rt.check_device(*backend, device);
   return enif_make_int64(env, backend->allocated_bytes(static_cast<int>(device)));
 }
 

@@ -58,7 +58,6 @@ defmodule Accel.Tensor do
   @type t :: %__MODULE__{shape: shape(), type: type(), device: {atom(), non_neg_integer()}, ref: reference()}
 
   @types [:f32, :f64, :s64, :s32, :u8]
-  @default_gc_bytes 256 * 1024 * 1024
 
   ## Creation and reading
 
@@ -101,7 +100,7 @@ defmodule Accel.Tensor do
     end
 
     {backend, device} = place(opts)
-    new(shape, type, fn -> NIF.tensor_from_binary(bin, type, backend, device) end)
+    new(shape, type, fn ref -> NIF.tensor_from_binary(bin, type, backend, device, ref) end)
   end
 
   def from_binary(other, _type, _shape, _opts),
@@ -118,12 +117,12 @@ defmodule Accel.Tensor do
     type = Keyword.get(opts, :type, :s64)
     check_type!(type)
     {backend, device} = place(opts)
-    new(shape, type, fn -> NIF.tensor_iota(type, count, backend, device) end)
+    new(shape, type, fn ref -> NIF.tensor_iota(type, count, backend, device, ref) end)
   end
 
   @doc "The elements as a binary of native-endian values (waits for pending device work)."
   @spec to_binary(t()) :: binary()
-  def to_binary(%__MODULE__{} = t), do: NIF.tensor_to_binary(t.ref, size(t))
+  def to_binary(%__MODULE__{} = t), do: Accel.Job.call(&NIF.tensor_to_binary(t.ref, size(t), &1))
   def to_binary(other), do: not_a_tensor!("to_binary/1", other)
 
   @doc "The elements as a nested list, shaped like the tensor."
@@ -168,7 +167,7 @@ defmodule Accel.Tensor do
                 "transfer/2 expects an Accel.Device, {backend, index} or a backend, got: #{inspect(other)}"
       end
 
-    new(t.shape, t.type, fn -> NIF.tensor_transfer(t.ref, backend, index) end)
+    new(t.shape, t.type, fn ref -> NIF.tensor_transfer(t.ref, backend, index, ref) end)
   end
 
   def transfer(other, _device), do: not_a_tensor!("transfer/2", other)
@@ -199,7 +198,7 @@ defmodule Accel.Tensor do
   @spec as_type(t(), type()) :: t()
   def as_type(%__MODULE__{} = t, type) do
     check_type!(type)
-    new(t.shape, type, fn -> NIF.tensor_cast(t.ref, type) end)
+    new(t.shape, type, fn ref -> NIF.tensor_cast(t.ref, type, ref) end)
   end
 
   def as_type(other, _type), do: not_a_tensor!("as_type/2", other)
@@ -216,7 +215,7 @@ defmodule Accel.Tensor do
     @doc "Elementwise `#{op}`."
     @spec unquote(op)(t()) :: t()
     def unquote(op)(%__MODULE__{} = t),
-      do: new(t.shape, t.type, fn -> NIF.tensor_unary(unquote(op), t.ref) end)
+      do: new(t.shape, t.type, fn ref -> NIF.tensor_unary(unquote(op), t.ref, ref) end)
 
     def unquote(op)(other), do: not_a_tensor!("#{unquote(op)}/1", other)
   end
@@ -255,7 +254,7 @@ defmodule Accel.Tensor do
   @doc "The transpose of a 2-D tensor."
   @spec transpose(t()) :: t()
   def transpose(%__MODULE__{shape: {rows, cols}} = t),
-    do: new({cols, rows}, t.type, fn -> NIF.tensor_transpose(t.ref, rows, cols) end)
+    do: new({cols, rows}, t.type, fn ref -> NIF.tensor_transpose(t.ref, rows, cols, ref) end)
 
   def transpose(%__MODULE__{shape: shape}),
     do: raise(ArgumentError, "transpose/1 needs a 2-D tensor, got shape #{inspect(shape)}")
@@ -265,7 +264,7 @@ defmodule Accel.Tensor do
   @doc "Matrix product of `{m, k}` and `{k, n}` tensors through the backend's BLAS."
   @spec matmul(t(), t()) :: t()
   def matmul(%__MODULE__{shape: {m, k}} = a, %__MODULE__{shape: {k, n}} = b),
-    do: new({m, n}, a.type, fn -> NIF.tensor_matmul(a.ref, b.ref, m, k, n) end)
+    do: new({m, n}, a.type, fn ref -> NIF.tensor_matmul(a.ref, b.ref, m, k, n, ref) end)
 
   def matmul(%__MODULE__{shape: sa}, %__MODULE__{shape: sb}),
     do: raise(ArgumentError, "matmul/2 needs shapes {m, k} and {k, n}, got #{inspect(sa)} and #{inspect(sb)}")
@@ -298,20 +297,20 @@ defmodule Accel.Tensor do
 
   @doc false
   def logistic_map(%__MODULE__{} = t, p, mu, iterations),
-    do: new(t.shape, t.type, fn -> NIF.tensor_logistic_map(t.ref, p, mu, iterations) end)
+    do: new(t.shape, t.type, fn ref -> NIF.tensor_logistic_map(t.ref, p, mu, iterations, ref) end)
 
   ## Internals
 
   defp binary_op(op, %__MODULE__{} = a, %__MODULE__{} = b) do
     shape = broadcast!(op, a.shape, b.shape)
-    new(shape, a.type, fn -> NIF.tensor_binary(op, a.ref, b.ref) end)
+    new(shape, a.type, fn ref -> NIF.tensor_binary(op, a.ref, b.ref, ref) end)
   end
 
   defp binary_op(op, %__MODULE__{} = a, b) when is_number(b),
-    do: new(a.shape, a.type, fn -> NIF.tensor_binary(op, a.ref, b) end)
+    do: new(a.shape, a.type, fn ref -> NIF.tensor_binary(op, a.ref, b, ref) end)
 
   defp binary_op(op, a, %__MODULE__{} = b) when is_number(a),
-    do: new(b.shape, b.type, fn -> NIF.tensor_binary(op, a, b.ref) end)
+    do: new(b.shape, b.type, fn ref -> NIF.tensor_binary(op, a, b.ref, ref) end)
 
   defp binary_op(op, a, b),
     do: raise(ArgumentError, "#{op}/2 expects tensors or numbers, got: #{inspect(a)} and #{inspect(b)}")
@@ -362,7 +361,7 @@ defmodule Accel.Tensor do
       end
 
     type = if op == :sum and t.type not in [:f32, :f64], do: :s64, else: t.type
-    new(out_shape, type, fn -> NIF.tensor_reduce(op, t.ref, outer, len, inner) end)
+    new(out_shape, type, fn ref -> NIF.tensor_reduce(op, t.ref, outer, len, inner, ref) end)
   end
 
   # An intermediate result is freed as soon as the next one exists: mean/2 and dot/2 would
@@ -380,17 +379,18 @@ defmodule Accel.Tensor do
   end
 
   # A full device: other processes may hold dead tensors their collector has not reached yet.
+  # `make` takes the reference Accel.Job.call/1 gives it: device work is queued on the device.
   defp allocate(make) do
-    make.()
+    Accel.Job.call(make)
   rescue
     e in Accel.Error ->
       if e.reason != :out_of_memory, do: reraise(e, __STACKTRACE__)
       Enum.each(Process.list(), &:erlang.garbage_collect/1)
-      make.()
+      Accel.Job.call(make)
   end
 
   defp maybe_collect do
-    threshold = Application.get_env(:accel, :tensor_gc_bytes, @default_gc_bytes)
+    threshold = Accel.Config.get!(:tensor_gc_bytes)
     if NIF.tensor_take_pressure(threshold), do: :erlang.garbage_collect()
   end
 
@@ -560,7 +560,7 @@ defmodule Accel.Tensor do
       body =
         try do
           limit = 10
-          values = t.ref |> Accel.NIF.tensor_to_binary(limit) |> Accel.Tensor.decode(type)
+          values = Accel.Job.call(&Accel.NIF.tensor_to_binary(t.ref, limit, &1)) |> Accel.Tensor.decode(type)
           more = if Accel.Tensor.size(t) > limit, do: ", ...", else: ""
           "[" <> Enum.map_join(values, ", ", &Kernel.inspect/1) <> more <> "]"
         rescue

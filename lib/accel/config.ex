@@ -1,0 +1,59 @@
+defmodule Accel.Config do
+  defmodule Rule do
+    # A setting's rule: {:integer, min, max | nil} or {:nil_or_integer, min, max | nil}.
+    @moduledoc false
+    def valid?({:nil_or_integer, _, _}, nil), do: true
+    def valid?({_, min, max}, v) when is_integer(v), do: v >= min and (max == nil or v <= max)
+    def valid?(_rule, _v), do: false
+
+    def expected({:nil_or_integer, min, max}), do: "nil or " <> expected({:integer, min, max})
+    def expected({:integer, 1, nil}), do: "a positive integer"
+    def expected({:integer, min, nil}), do: "an integer of at least #{min}"
+    def expected({:integer, min, max}), do: "an integer in #{min}..#{max}"
+  end
+
+  # One source for every `config :accel` key: its default, what it must be, and what it does. The
+  # moduledoc below is generated from it.
+  @keys [
+    cpu_threads:
+      {0, {:integer, 0, 1024},
+       "threads of the CPU backend, 0 for one per hardware thread; read when the NIF loads"},
+    device_queue_limit:
+      {64, {:integer, 1, 100_000},
+       "device calls queued or running at once per device; further callers wait for a place " <>
+         "(in `receive`, holding no scheduler); read when the NIF loads"},
+    max_bytes:
+      {nil, {:nil_or_integer, 16, nil},
+       "the default device-memory budget of a call (see `Accel.logistic_map/2`'s `:max_bytes`)"},
+    tensor_gc_bytes:
+      {268_435_456, {:integer, 1, nil},
+       "tensor bytes allocated between garbage collections of the allocating process (see `Accel.Tensor`)"}
+  ]
+
+  @moduledoc """
+  Accel's application settings, each checked when it is read: a bad value raises `ArgumentError`
+  naming the key, or, for the settings read when the NIF loads, stops it loading with that message.
+
+  #{Enum.map_join(@keys, "\n", fn {key, {default, check, doc}} -> "  * `:#{key}` - #{doc}. Must be #{Rule.expected(check)}; default `#{inspect(default)}`." end)}
+  """
+
+  @doc "The value of `key`, or `{:error, message}` when it is set to something invalid."
+  @spec fetch(atom()) :: {:ok, term()} | {:error, String.t()}
+  def fetch(key) do
+    {default, check, _doc} = Keyword.fetch!(@keys, key)
+    value = Application.get_env(:accel, key, default)
+
+    if Rule.valid?(check, value),
+      do: {:ok, value},
+      else: {:error, "config :accel, #{key}: must be #{Rule.expected(check)}, got: #{inspect(value, limit: 5)}"}
+  end
+
+  @doc "The value of `key`; raises `ArgumentError` naming the key when it is invalid."
+  @spec get!(atom()) :: term()
+  def get!(key) do
+    case fetch(key) do
+      {:ok, value} -> value
+      {:error, message} -> raise ArgumentError, message
+    end
+  end
+end

@@ -1,0 +1,68 @@
+defmodule Accel.Test.ChildVM do
+  @moduledoc false
+  # Code that tests run in a child VM (a peer node): cases that change settings read only when the
+  # NIF loads, and cases that would take the whole VM down if Accel got them wrong. test/support is
+  # compiled to disk, so peers have these modules; a test module's own functions are not there.
+  alias Accel.Test.ClusterHelper
+
+  # Starts a peer, applies `env` to :accel before Accel is first used there, runs `fun` (an
+  # {module, function, args}) on it, stops it and returns {:ok, result} or {:down, reason} when
+  # the peer died.
+  def run(env, {m, f, a}, timeout \\ 120_000) do
+    ClusterHelper.start_distribution!()
+    {peer, node} = ClusterHelper.start_peer!()
+    ref = Node.monitor(node, true)
+
+    try do
+      for {k, v} <- env, do: :ok = :erpc.call(node, Application, :put_env, [:accel, k, v])
+      {:ok, :erpc.call(node, m, f, a, timeout)}
+    catch
+      :error, {:erpc, :noconnection} ->
+        receive do
+          {:nodedown, ^node, _} -> {:down, :noconnection}
+        after
+          5_000 -> {:down, :noconnection}
+        end
+    after
+      Node.monitor(node, false)
+      _ = ref
+      :peer.stop(peer)
+    end
+  end
+
+  # 24 concurrent OpenCL calls under the queue limit set for this VM, while a watcher samples the
+  # queue: {results, [{in_use, limit}]}.
+  def crowd_under_queue_limit do
+    watcher =
+      Task.async(fn ->
+        Stream.repeatedly(fn ->
+          Process.sleep(2)
+          for {:opencl, 0, in_use, limit} <- Accel.NIF.device_queues(), do: {in_use, limit}
+        end)
+        |> Enum.take(400)
+        |> List.flatten()
+      end)
+
+    results =
+      1..24
+      |> Enum.map(fn i -> Task.async(fn -> Accel.logistic_map(1..20_000, backend: :opencl, mu: i) end) end)
+      |> Task.await_many(120_000)
+
+    {results, Task.await(watcher, 60_000)}
+  end
+
+  # The reload that once killed the VM: a tensor made, the module reloaded and its old code purged
+  # (the old instance's unload callback runs), then the tensor used and a new one made.
+  def reload_then_use(backend) do
+    t = Accel.Tensor.iota({10}, backend: backend)
+    {:module, Accel.NIF} = :code.load_file(Accel.NIF)
+    # (false only means that no process had to be killed to purge it)
+    _ = :code.purge(Accel.NIF)
+    before = Accel.Tensor.to_list(t)
+    after_reload = Accel.Tensor.iota({3}, backend: backend) |> Accel.Tensor.add(t |> Accel.Tensor.sum()) |> Accel.Tensor.to_list()
+    {before, after_reload, Accel.logistic_map([1, 2, 3], p: 61, backend: backend)}
+  end
+
+  # Whether Accel.NIF loads with this VM's settings; the VM answering at all shows it survived.
+  def try_load, do: {Code.ensure_loaded(Accel.NIF), Accel.Config.fetch(:cpu_threads)}
+end

@@ -1,0 +1,70 @@
+defmodule Accel.VmSurvivalTest do
+  # Cases that once killed the VM, each run in a child VM so that a regression fails this test
+  # instead of ending the test run: code reload with live tensors, and settings the runtime cannot
+  # honour. Plus every `config :accel` key checked when read.
+  use ExUnit.Case, async: false
+  alias Accel.Test.ChildVM
+
+  @moduletag timeout: 300_000
+
+  test "reloading and purging Accel.NIF leaves CPU tensors usable" do
+    assert ChildVM.run([], {ChildVM, :reload_then_use, [:cpu]}) == {:ok, {Enum.to_list(0..9), [45, 46, 47], [28, 25, 37]}}
+  end
+
+  @tag :opencl
+  test "reloading and purging Accel.NIF leaves OpenCL tensors usable" do
+    assert ChildVM.run([], {ChildVM, :reload_then_use, [:opencl]}) ==
+             {:ok, {Enum.to_list(0..9), [45, 46, 47], [28, 25, 37]}}
+  end
+
+  test "cpu_threads out of range stops the NIF loading, with the key named; the VM lives on" do
+    assert {:ok, {{:error, :on_load_failure}, {:error, message}}} =
+             ChildVM.run([cpu_threads: 100_000], {ChildVM, :try_load, []})
+
+    assert message == "config :accel, cpu_threads: must be an integer in 0..1024, got: 100000"
+  end
+
+  test "1024 CPU threads, the largest allowed, start and compute" do
+    assert ChildVM.run([cpu_threads: 1024], {Accel, :logistic_map, [[1, 2, 3], [p: 61, backend: :cpu]]}) ==
+             {:ok, [28, 25, 37]}
+  end
+
+  describe "config :accel" do
+    setup do
+      saved = Application.get_all_env(:accel)
+      on_exit(fn -> for {k, _} <- Application.get_all_env(:accel), do: Application.delete_env(:accel, k) end)
+      on_exit(fn -> for {k, v} <- saved, do: Application.put_env(:accel, k, v) end)
+    end
+
+    test "each key is checked when read, and the error names it" do
+      cases = [
+        cpu_threads: {-1, "must be an integer in 0..1024, got: -1"},
+        cpu_threads: {:many, "must be an integer in 0..1024, got: :many"},
+        device_queue_limit: {0, "must be an integer in 1..100000, got: 0"},
+        max_bytes: {8, "must be nil or an integer of at least 16, got: 8"},
+        tensor_gc_bytes: {1.5, "must be a positive integer, got: 1.5"}
+      ]
+
+      for {key, {value, text}} <- cases do
+        Application.put_env(:accel, key, value)
+        assert Accel.Config.fetch(key) == {:error, "config :accel, #{key}: #{text}"}
+        Application.delete_env(:accel, key)
+      end
+    end
+
+    test "a bad max_bytes or tensor_gc_bytes raises where it is used" do
+      Application.put_env(:accel, :max_bytes, "1GB")
+
+      assert_raise ArgumentError, ~s(config :accel, max_bytes: must be nil or an integer of at least 16, got: "1GB"), fn ->
+        Accel.logistic_map(1..10, backend: :cpu)
+      end
+
+      Application.delete_env(:accel, :max_bytes)
+      Application.put_env(:accel, :tensor_gc_bytes, -1)
+
+      assert_raise ArgumentError, ~r/config :accel, tensor_gc_bytes: must be a positive integer/, fn ->
+        Accel.Tensor.iota({3}, backend: :cpu)
+      end
+    end
+  end
+end
