@@ -14,17 +14,44 @@ defmodule Accel do
   element; failures of the machine raise `Accel.Error`.
   """
 
-  @logistic_defaults [
-    p: 6_700_417,
-    mu: 22,
-    iterations: 10,
-    backend: :auto,
-    device: nil,
-    chunk_size: nil,
-    max_bytes: nil,
-    as: nil
-  ]
   @backends [:auto, :cpu, :opencl, :cuda]
+
+  @logistic_options [
+    p: [rule: {:integer, 1, 0x7FFFFFFFFFFFFFFF}, default: 6_700_417, doc: "the modulus"],
+    mu: [rule: :integer, default: 22, doc: "the multiplier"],
+    iterations: [rule: {:integer, 0, 0x7FFFFFFFFFFFFFFF}, default: 10, doc: "how many times to apply the map"],
+    backend: [
+      rule: {:in, @backends},
+      default: :auto,
+      doc:
+        "`:auto`, `:cpu`, `:opencl` or `:cuda`; see `backends/0`. `:auto` is the first CUDA device, " <>
+          "else the first OpenCL GPU, else the native CPU backend (faster than OpenCL on a CPU); " <>
+          "`default_device/0` says which"
+    ],
+    device: [
+      rule: {:custom, __MODULE__, :device_option?, "an Accel.Device, a non-negative index or :all"},
+      default: nil,
+      doc:
+        "an `Accel.Device` from `devices/0` (selects its backend too), an index into the chosen " <>
+          "backend's devices, or `:all`: chunks spread over every usable device (see `Accel.Dispatch`; " <>
+          "`:chunk_size` defaults to 1_000_000 there). A device that does not exist raises `ArgumentError`"
+    ],
+    chunk_size: [
+      rule: {:integer, 1, nil},
+      default: nil,
+      doc:
+        "process at most this many elements at a time on a device (default: as many as its largest " <>
+          "buffer holds); results are identical whatever the chunking"
+    ],
+    max_bytes: [
+      rule: {:integer, 16, nil},
+      default: nil,
+      doc:
+        "a device-memory budget for the call, at least 16 (default: `config :accel, max_bytes: n`, or " <>
+          "none): inputs are chunked so that the two device buffers of a double-buffered call fit in it"
+    ],
+    as: [rule: {:in, [:list, :binary]}, default: nil, doc: "`:list` or `:binary`"]
+  ]
 
   @typedoc "A list of integers, a `Range`, or a binary of native-endian signed 64-bit integers."
   @type int64_input :: [integer()] | Range.t() | binary()
@@ -42,20 +69,9 @@ defmodule Accel do
 
   ## Options
 
-    * `:p` - the modulus (default `6_700_417`)
-    * `:mu` - the multiplier (default `22`)
-    * `:iterations` - how many times to apply the map (default `10`)
-    * `:backend` - `:auto` (default), `:cpu`, `:opencl` or `:cuda`; see `backends/0`. `:auto` is
-      the first CUDA device, else the first OpenCL GPU, else the native CPU backend (faster than
-      OpenCL on a CPU); `default_device/0` says which.
-    * `:device` - an `Accel.Device` from `devices/0` (selects its backend too), an index into the
-      chosen backend's devices, or `:all`: chunks spread over every usable device (see
-      `Accel.Dispatch`; `:chunk_size` defaults to 1_000_000 there)
-    * `:chunk_size` - process at most this many elements at a time on a device (default: as many
-      as its largest buffer holds); results are identical whatever the chunking
-    * `:max_bytes` - a device-memory budget for the call (default: `config :accel, max_bytes: n`, or
-      none): inputs are chunked so that the two device buffers of a double-buffered call fit in it
-    * `:as` - `:list` or `:binary`
+  #{Accel.Options.docs(@logistic_options)}
+
+  Each option may be given once; unknown options raise `ArgumentError`.
 
   ## Examples
 
@@ -75,9 +91,9 @@ defmodule Accel do
   def logistic_map(input, opts \\ [])
 
   def logistic_map(%Accel.Tensor{} = t, opts) do
-    opts = validate_opts!(opts, @logistic_defaults, "Accel.logistic_map/2")
+    opts = Accel.Options.validate!(opts, @logistic_options, "Accel.logistic_map/2")
 
-    for key <- [:backend, :device, :chunk_size, :max_bytes, :as], opts[key] != @logistic_defaults[key] do
+    for key <- [:backend, :device, :chunk_size, :max_bytes, :as], opts[key] != @logistic_options[key][:default] do
       raise ArgumentError,
             "option #{inspect(key)} does not apply to a tensor: it runs where the tensor is " <>
               "(move it with Accel.Tensor.transfer/2) and returns a tensor"
@@ -87,7 +103,7 @@ defmodule Accel do
   end
 
   def logistic_map(input, opts) do
-    opts = validate_opts!(opts, @logistic_defaults, "Accel.logistic_map/2")
+    opts = Accel.Options.validate!(opts, @logistic_options, "Accel.logistic_map/2")
     check_input!(input)
     as = opts[:as] || if(is_binary(input), do: :binary, else: :list)
     chunk_size = effective_chunk_size(opts)
@@ -111,23 +127,44 @@ defmodule Accel do
   # The smaller of chunk_size: and what max_bytes: (or the application's) allows for two buffers.
   defp effective_chunk_size(opts) do
     budget = opts[:max_bytes] || Accel.Config.get!(:max_bytes)
-    by_budget = if budget, do: max(div(budget, 16), 1)
+    # A budget beyond any buffer is no limit at all (and must not overflow the NIF's int64).
+    by_budget = if budget, do: budget |> div(16) |> min(0x4000000000000000)
     [opts[:chunk_size], by_budget] |> Enum.reject(&is_nil/1) |> Enum.min(fn -> nil end)
   end
 
+  # One call split over every usable device. The input is checked exactly as a single-device call
+  # checks it, before any device work: a list is decoded once into a binary (a bad element or an
+  # improper tail raises naming its index in the whole list), and an output that could never fit
+  # is refused. Chunks are sub-binaries or sub-ranges made when a device takes them, so only the
+  # chunks in flight and the results exist at once.
   defp logistic_map_all(input, opts, as, chunk_size) do
-    devices = Enum.filter(devices(), &(opts[:backend] in [:auto, &1.backend]))
+    backend = opts[:backend]
+    devices = Enum.filter(devices(), &(backend in [:auto, &1.backend]))
+
+    if devices == [] do
+      %{detail: detail} = Enum.find(backends(), &(&1.name == backend))
+      raise ArgumentError, "backend #{inspect(backend)} is unavailable: #{detail}"
+    end
+
+    input = if is_list(input), do: Accel.NIF.int64_binary(input), else: input
+    count = Accel.NIF.int64_output_count(input, as)
     call_opts = Keyword.take(opts, [:p, :mu, :iterations])
+    chunks = div(count + chunk_size - 1, chunk_size)
 
     {results, _stats} =
       Accel.Dispatch.run(
-        input |> Accel.Stream.chunks(chunk_size: chunk_size) |> Enum.to_list(),
+        {chunks, &chunk_at(input, &1 * chunk_size, min(chunk_size, count - &1 * chunk_size))},
         devices,
         fn chunk, device -> logistic_map(chunk, [device: device, as: as] ++ call_opts) end
       )
 
     if as == :binary, do: IO.iodata_to_binary(results), else: Enum.concat(results)
   end
+
+  defp chunk_at(binary, offset, n) when is_binary(binary), do: binary_part(binary, offset * 8, n * 8)
+
+  defp chunk_at(%Range{first: first, step: step}, offset, n),
+    do: Range.new(first + offset * step, first + (offset + n - 1) * step, step)
 
   @doc """
   The backends compiled into this build and whether each is usable here, with the reason when not.
@@ -143,25 +180,40 @@ defmodule Accel do
 
   @doc """
   Starts `fun` (typically an Accel call) in a task and returns at once, so the calling process can
-  overlap its own work, or the submission of the next chunk, with the device work. Accel's calls run
-  on dirty schedulers, so the task does not hold a normal scheduler while it waits.
+  overlap its own work, or the submission of the next chunk, with the device work. A device call
+  waits in `receive` for Accel's thread to finish it, so the waiting task holds no scheduler at all.
 
       task = Accel.async(fn -> Accel.logistic_map(chunk_1, as: :binary) end)
       next = prepare(chunk_2)                    # runs while chunk 1 computes
       result_1 = Accel.await(task)
   """
   @spec async((() -> result)) :: Task.t() when result: term()
-  def async(fun) when is_function(fun, 0), do: Task.async(fun)
+  def async(fun) when is_function(fun, 0) do
+    task = Task.async(fun)
+    # The tasks this process may still await: await/2 takes each out once (see there).
+    Process.put({__MODULE__, :awaitable, task.ref}, true)
+    task
+  end
 
   def async(other),
     do: raise(ArgumentError, "async/1 expects a function of no arguments, got: #{inspect(other, limit: 5)}")
 
-  @doc "Waits for a task started by `async/1` (default: as long as it takes) and returns its result."
+  @doc """
+  Waits for a task started by `async/1` in this process (default: as long as it takes) and returns
+  its result. A task can be awaited once: awaiting it again, or awaiting a task that another
+  process started, raises `ArgumentError` rather than waiting forever for a reply that already came.
+  """
   @spec await(Task.t(), timeout()) :: term()
   def await(task, timeout \\ :infinity)
 
-  def await(%Task{} = task, timeout) when timeout == :infinity or (is_integer(timeout) and timeout >= 0),
-    do: Task.await(task, timeout)
+  def await(%Task{ref: ref} = task, timeout) when timeout == :infinity or (is_integer(timeout) and timeout >= 0) do
+    unless Process.delete({__MODULE__, :awaitable, ref}) do
+      raise ArgumentError,
+            "await/2: this task was already awaited, or was not started by Accel.async/1 in this process"
+    end
+
+    Task.await(task, timeout)
+  end
 
   def await(%Task{}, timeout),
     do:
@@ -219,7 +271,7 @@ defmodule Accel do
   """
   @spec memory(Accel.Device.t() | :cpu | :opencl | :cuda) :: non_neg_integer()
   def memory(:cpu), do: elem(Accel.NIF.host_memory(), 0)
-  def memory(%Accel.Device{backend: :cpu}), do: memory(:cpu)
+  def memory(%Accel.Device{backend: :cpu, id: 0}), do: memory(:cpu)
   def memory(%Accel.Device{backend: backend, id: id}), do: Accel.NIF.tensor_memory(backend, id)
 
   def memory(backend) when backend in [:opencl, :cuda] do
@@ -280,42 +332,6 @@ defmodule Accel do
   end
 
   @doc false
-  def validate_opts!(opts, defaults, function) do
-    unless is_list(opts) and Enum.all?(opts, &match?({key, _} when is_atom(key), &1)) do
-      raise ArgumentError, "#{function} expects options as a keyword list, got: #{inspect(opts, limit: 5)}"
-    end
-
-    Enum.reduce(opts, defaults, fn {key, value}, acc ->
-      unless Keyword.has_key?(defaults, key) do
-        known = defaults |> Keyword.keys() |> Enum.map_join(", ", &inspect/1)
-        raise ArgumentError, "unknown option #{inspect(key)} for #{function}; known options: #{known}"
-      end
-
-      check_opt!(key, value)
-      Keyword.put(acc, key, value)
-    end)
-  end
-
-  defp check_opt!(key, value) when key in [:p, :mu, :iterations] and not is_integer(value) do
-    raise ArgumentError, "option #{inspect(key)} must be an integer, got: #{inspect(value, limit: 5)}"
-  end
-
-  defp check_opt!(:backend, value) when value not in @backends do
-    raise ArgumentError,
-          "unknown backend #{inspect(value)}; expected one of #{Enum.map_join(@backends, ", ", &inspect/1)}"
-  end
-
-  defp check_opt!(:chunk_size, value) when not (is_nil(value) or (is_integer(value) and value > 0)) do
-    raise ArgumentError, "option :chunk_size must be a positive integer, got: #{inspect(value, limit: 5)}"
-  end
-
-  defp check_opt!(:max_bytes, value) when not (is_nil(value) or (is_integer(value) and value > 0)) do
-    raise ArgumentError, "option :max_bytes must be a positive integer, got: #{inspect(value, limit: 5)}"
-  end
-
-  defp check_opt!(:as, value) when value not in [nil, :list, :binary] do
-    raise ArgumentError, "option :as must be :list or :binary, got: #{inspect(value, limit: 5)}"
-  end
-
-  defp check_opt!(_key, _value), do: :ok
+  def device_option?(device),
+    do: device in [nil, :all] or (is_integer(device) and device >= 0) or is_struct(device, Accel.Device)
 end

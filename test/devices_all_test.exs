@@ -35,7 +35,7 @@ defmodule Accel.DevicesAllTest do
   test "max_bytes: bounds the chunk so that two buffers fit" do
     assert Accel.logistic_map(1..10_000, backend: :cpu, max_bytes: 1_600) == Accel.logistic_map(1..10_000)
 
-    assert_raise ArgumentError, "option :max_bytes must be a positive integer, got: 0", fn ->
+    assert_raise ArgumentError, "option :max_bytes must be an integer of at least 16, got: 0", fn ->
       Accel.logistic_map(1..3, max_bytes: 0)
     end
   end

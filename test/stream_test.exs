@@ -137,7 +137,7 @@ defmodule Accel.StreamTest do
         Accel.Stream.map_chunks(1..3, & &1, nope: 1)
       end
 
-      assert_raise ArgumentError, "option :emit must be :elements or :chunks, got: :all", fn ->
+      assert_raise ArgumentError, "option :emit must be one of :elements, :chunks, got: :all", fn ->
         Accel.Stream.map_chunks(1..3, & &1, emit: :all)
       end
     end

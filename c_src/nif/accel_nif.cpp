@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -45,7 +46,7 @@ Target select_target(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device, ERL
   Target t;
   const int64_t index = decode_int64_arg(env, device, "device");
   const int64_t chunk_size = decode_int64_arg(env, chunk, "chunk_size");
-  if (index < -1 || index > 1 << 20) throw ArgumentError("device must be a non-negative index, got: " + std::to_string(index));
+  if (index < -1 || index > INT32_MAX) throw ArgumentError("no device " + std::to_string(index) + " (see Accel.devices/0)");
   if (chunk_size < 0) throw ArgumentError("chunk_size must be a positive integer, got: " + std::to_string(chunk_size));
   t.options.device = index < 0 ? 0 : static_cast<int>(index);
   t.options.chunk_elements = static_cast<size_t>(chunk_size);
@@ -66,12 +67,14 @@ Target select_target(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device, ERL
   return t;
 }
 
+// The target once devices are discovered, its device checked against the backend's devices.
 Target resolved_target(ErlNifEnv* env, const ERL_NIF_TERM argv[]) {
   Target t = select_target(env, argv[5], argv[6], argv[7]);
   if (t.backend == nullptr) {
     runtime().resolve_auto();
     t = select_target(env, argv[5], argv[6], argv[7]);
   }
+  runtime().check_device(*t.backend, t.options.device);
   return t;
 }
 
@@ -193,6 +196,18 @@ ERL_NIF_TERM int64_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   if (!enif_is_list(env, argv[0])) throw ArgumentError("expected a list of integers, got: " + describe_term(env, argv[0]));
   Int64Input in = decode_int64_input(env, argv[0]);
   return make_owned_binary(env, std::move(in.storage), in.source.count * 8);
+}
+
+// (binary or range, as) -> its element count, once the input and the output it asks for have been
+// checked as logistic_map checks them: for splitting one call over several devices.
+ERL_NIF_TERM int64_output_count(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  if (enif_is_list(env, argv[0])) throw ArgumentError("expected a binary or a Range (decode lists with int64_binary/1)");
+  const Int64Input in = decode_int64_input(env, argv[0]);
+  if (wants_list(env, argv[1]))
+    check_list_output(in.source.count);
+  else
+    check_binary_output(in.source.count * 8);
+  return enif_make_uint64(env, in.source.count);
 }
 
 template <NifFn Run>
@@ -327,6 +342,7 @@ ErlNifFunc nif_funcs[] = {
     {"logistic_map", 9, guarded<logistic_map>, 0},
     {"int64_list", 1, guarded<sized_by_input<int64_list_run>>, 0},
     {"int64_binary", 1, guarded<sized_by_input<int64_binary_run>>, 0},
+    {"int64_output_count", 2, guarded<int64_output_count>, 0},
     {"backends", 0, guarded<backends>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"devices", 0, guarded<devices>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"auto_device", 0, guarded<auto_device>, ERL_NIF_DIRTY_JOB_IO_BOUND},

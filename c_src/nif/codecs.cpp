@@ -187,7 +187,15 @@ ERL_NIF_TERM make_owned_binary(ErlNifEnv* env, HostBuffer&& buffer, size_t bytes
   return term;
 }
 
+void check_binary_output(size_t bytes) {
+  const size_t physical = physical_memory_bytes();
+  if (physical > 0 && bytes > physical)
+    throw Error("out_of_memory", "a result of " + std::to_string(bytes) + " bytes would not fit in this machine's " +
+                                     std::to_string(physical) + " bytes of memory");
+}
+
 ERL_NIF_TERM make_output_binary(ErlNifEnv* env, size_t bytes, unsigned char** data) {
+  check_binary_output(bytes);
   if (bytes < kOwnedBinaryMin) {
     ERL_NIF_TERM term;
     *data = enif_make_new_binary(env, bytes, &term);

@@ -42,6 +42,9 @@ ERL_NIF_TERM make_output_binary(ErlNifEnv* env, size_t bytes, unsigned char** da
 // handed to the VM as they are (the binary owns the buffer from then on).
 ERL_NIF_TERM make_owned_binary(ErlNifEnv* env, HostBuffer&& buffer, size_t bytes);
 
+// Throws Accel.Error(:out_of_memory) for a binary output larger than this machine's memory.
+void check_binary_output(size_t bytes);
+
 // Throws Accel.Error(:out_of_memory) for a list output that could never fit in this machine's memory.
 void check_list_output(size_t count);
 

@@ -57,6 +57,9 @@ TensorResource* resource_of(ErlNifEnv* env, ERL_NIF_TERM term) {
 // A copy of the tensor (sharing its buffer, which stays alive while this call uses it).
 Tensor get_tensor(ErlNifEnv* env, ERL_NIF_TERM term) {
   TensorResource* r = resource_of(env, term);
+  if (r == nullptr && enif_is_ref(env, term))
+    throw ArgumentError("expected an Accel.Tensor, got a reference that names no tensor of this VM: " + describe_term(env, term) +
+                        " (a tensor cannot be sent to another node: send Accel.Tensor.to_binary/1 and rebuild it there)");
   if (r == nullptr) throw ArgumentError("expected an Accel.Tensor, got: " + describe_term(env, term));
   std::lock_guard<std::mutex> lock(r->mutex);
   if (r->freed) throw ArgumentError("the tensor was freed with Accel.Tensor.free/1 and cannot be used");
@@ -93,7 +96,6 @@ Backend* backend_named(Runtime& rt, const std::string& name) {
 Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_term, int* device) {
   Runtime& rt = runtime();
   const int64_t index = decode_int64_arg(env, device_term, "device");
-  if (index < -1 || index > (1 << 20)) throw ArgumentError("device must be a non-negative index, got: " + std::to_string(index));
   const std::string text = atom_text(env, name);
   Backend* backend = backend_named(rt, text);
   *device = index < 0 ? 0 : static_cast<int>(index);
@@ -103,6 +105,7 @@ Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_ter
     if (index < 0) *device = rt.auto_device;
   }
   if (backend == nullptr) throw ArgumentError("unknown backend: " + describe_term(env, name));
+  if (index != -1) rt.check_device(*backend, index);  // every caller has discovered the devices
   return *backend;
 }
 

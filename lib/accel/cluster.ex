@@ -17,16 +17,30 @@ defmodule Accel.Cluster do
   `&Accel.logistic_map/1`; anonymous functions only work where every node runs identical code.
   """
 
+  @options [
+    chunk_size: [rule: {:integer, 1, nil}, default: 1_000_000, doc: "elements per chunk"],
+    window: [
+      rule: {:integer, 1, nil},
+      default: nil,
+      default_doc: "4 per node",
+      doc: "chunks dispatched together before their results are emitted"
+    ],
+    timeout: [
+      rule: :timeout,
+      default: :infinity,
+      doc:
+        "per chunk and call, in milliseconds or `:infinity`; a node whose call times out is " <>
+          "treated as lost, and its chunk goes to the others"
+    ]
+  ]
+
   @doc """
   Applies `fun` to each chunk of `enumerable` (see `Accel.Stream.chunks/2`) on `nodes`; returns a
   lazy stream of chunk results in order.
 
   ## Options
 
-    * `:chunk_size` - elements per chunk (default 1_000_000)
-    * `:window` - chunks dispatched together before their results are emitted (default 4 per node)
-    * `:timeout` - per chunk and call, in milliseconds or `:infinity` (default `:infinity`); a node
-      whose call times out is treated as lost, and its chunk goes to the others
+  #{Accel.Options.docs(@options)}
   """
   @spec map_chunks(
           [node()],
@@ -42,20 +56,9 @@ defmodule Accel.Cluster do
 
     check_fun!(fun)
 
-    opts =
-      Accel.validate_opts!(
-        opts,
-        [chunk_size: 1_000_000, window: 4 * length(nodes), timeout: :infinity],
-        "Accel.Cluster.map_chunks/4"
-      )
-
-    window = Accel.Stream.chunk_size!(opts[:window])
+    opts = Accel.Options.validate!(opts, @options, "Accel.Cluster.map_chunks/4")
+    window = opts[:window] || 4 * length(nodes)
     timeout = opts[:timeout]
-
-    unless timeout == :infinity or (is_integer(timeout) and timeout >= 0) do
-      raise ArgumentError,
-            "option :timeout must be milliseconds or :infinity, got: #{inspect(timeout, limit: 5)}"
-    end
 
     enumerable
     |> Accel.Stream.chunks(chunk_size: opts[:chunk_size])

@@ -60,9 +60,18 @@ defmodule Accel.Crossing do
   """
   @spec measure(keyword()) :: [map()]
   def measure(opts \\ []) do
-    opts = Accel.validate_opts!(opts, [elements: 1_000_000, runs: 5], "Accel.Crossing.measure/1")
-    n = Accel.Timing.count!(opts, :elements, 1)
-    runs = Accel.Timing.count!(opts, :runs, 1)
+    opts =
+      Accel.Options.validate!(
+        opts,
+        [
+          elements: [rule: {:integer, 1, nil}, default: 1_000_000, doc: "elements per conversion"],
+          runs: [rule: {:integer, 1, nil}, default: 5, doc: "samples"]
+        ],
+        "Accel.Crossing.measure/1"
+      )
+
+    n = opts[:elements]
+    runs = opts[:runs]
     list = Enum.to_list(1..n)
     binary = Accel.logistic_map(1..n, iterations: 0, as: :binary)
 

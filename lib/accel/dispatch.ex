@@ -11,56 +11,86 @@ defmodule Accel.Dispatch do
   returns `{results_in_chunk_order, stats}` where `stats` maps each worker to
   `%{chunks: n, elements: n, seconds: s}` (elements as counted by `size_fun`).
 
+  `chunks` is a list, or `{count, chunk_at}` where `chunk_at.(index)` makes chunk `index` when a
+  worker takes it, so that only the chunks in flight exist at once. An exception raised by `fun`
+  stops the other workers after their current chunk and is raised again in the caller.
+
       iex> {results, stats} = Accel.Dispatch.run([1, 2, 3, 4], [:a, :b], fn x, _worker -> x * 10 end)
       iex> {results, stats |> Map.values() |> Enum.map(& &1.chunks) |> Enum.sum()}
       {[10, 20, 30, 40], 4}
+
+      iex> {results, _} = Accel.Dispatch.run({3, &(&1 * 2)}, [:a], fn x, _worker -> x + 1 end)
+      iex> results
+      [1, 3, 5]
   """
-  @spec run([term()], [term()], (term(), term() -> term()), (term() -> non_neg_integer())) ::
-          {[term()], map()}
+  @spec run([term()] | {non_neg_integer(), (non_neg_integer() -> term())}, [term()], (term(), term() -> term()),
+          (term() -> non_neg_integer())) :: {[term()], map()}
   def run(chunks, workers, fun, size_fun \\ fn _ -> 1 end)
 
   def run(chunks, workers, fun, size_fun)
-      when not is_list(chunks) or not is_list(workers) or workers == [] or not is_function(fun, 2) or
-             not is_function(size_fun, 1) do
+      when not (is_list(chunks) or
+                  (is_tuple(chunks) and tuple_size(chunks) == 2 and is_integer(elem(chunks, 0)) and
+                     is_function(elem(chunks, 1), 1))) or
+             not is_list(workers) or workers == [] or not is_function(fun, 2) or not is_function(size_fun, 1) do
     raise ArgumentError,
-          "run/4 expects a list of chunks, a non-empty list of workers, a 2-arity function and a 1-arity size function"
+          "run/4 expects a list of chunks or {count, chunk_at}, a non-empty list of workers, a 2-arity function and a 1-arity size function"
   end
 
   def run(chunks, workers, fun, size_fun) do
-    chunks = List.to_tuple(chunks)
-    next = :atomics.new(1, [])
+    source =
+      case chunks do
+        list when is_list(list) -> tuple_source(list)
+        {count, chunk_at} -> {count, chunk_at}
+      end
 
-    workers
-    |> Enum.map(fn worker ->
-      Task.async(fn -> {worker, pull(chunks, next, worker, fun, size_fun, [], 0, 0, 0)} end)
-    end)
-    |> Task.await_many(:infinity)
-    |> Enum.reduce({[], %{}}, fn {worker, {done, stats}}, {all, by_worker} ->
-      {done ++ all, Map.put(by_worker, worker, stats)}
-    end)
-    |> then(fn {done, stats} -> {done |> Enum.sort_by(&elem(&1, 0)) |> Enum.map(&elem(&1, 1)), stats} end)
+    next = :atomics.new(1, [])
+    # Set by the first worker whose chunk raised: the others stop pulling.
+    failed = :atomics.new(1, [])
+
+    {done, stats, errors} =
+      workers
+      |> Enum.map(fn worker ->
+        Task.async(fn -> {worker, pull(source, next, failed, worker, fun, size_fun, [], 0, 0, 0)} end)
+      end)
+      |> Task.await_many(:infinity)
+      |> Enum.reduce({[], %{}, []}, fn
+        {worker, {:ok, done, stats}}, {all, by_worker, errors} ->
+          {done ++ all, Map.put(by_worker, worker, stats), errors}
+
+        {_worker, {:error, index, kind, reason, stack}}, {all, by_worker, errors} ->
+          {all, by_worker, [{index, kind, reason, stack} | errors]}
+      end)
+
+    case Enum.sort_by(errors, &elem(&1, 0)) do
+      [] -> {done |> Enum.sort_by(&elem(&1, 0)) |> Enum.map(&elem(&1, 1)), stats}
+      [{_index, kind, reason, stack} | _] -> :erlang.raise(kind, reason, stack)
+    end
   end
 
-  defp pull(chunks, next, worker, fun, size_fun, done, count, elements, micros) do
+  defp tuple_source(list) do
+    tuple = List.to_tuple(list)
+    {tuple_size(tuple), &elem(tuple, &1)}
+  end
+
+  defp pull({count, chunk_at} = source, next, failed, worker, fun, size_fun, done, n, elements, micros) do
     index = :atomics.add_get(next, 1, 1) - 1
 
-    if index >= tuple_size(chunks) do
-      {done, %{chunks: count, elements: elements, seconds: micros / 1.0e6}}
+    if index >= count or :atomics.get(failed, 1) == 1 do
+      {:ok, done, %{chunks: n, elements: elements, seconds: micros / 1.0e6}}
     else
-      chunk = elem(chunks, index)
-      {us, result} = :timer.tc(fn -> fun.(chunk, worker) end)
+      chunk = chunk_at.(index)
 
-      pull(
-        chunks,
-        next,
-        worker,
-        fun,
-        size_fun,
-        [{index, result} | done],
-        count + 1,
-        elements + size_fun.(chunk),
-        micros + us
-      )
+      try do
+        :timer.tc(fn -> fun.(chunk, worker) end)
+      catch
+        kind, reason ->
+          :atomics.put(failed, 1, 1)
+          {:error, index, kind, reason, __STACKTRACE__}
+      else
+        {us, result} ->
+          pull(source, next, failed, worker, fun, size_fun, [{index, result} | done], n + 1,
+            elements + size_fun.(chunk), micros + us)
+      end
     end
   end
 end

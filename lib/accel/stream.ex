@@ -17,6 +17,30 @@ defmodule Accel.Stream do
 
   @default_chunk_size 1_000_000
 
+  @map_options [
+    chunk_size: [rule: {:integer, 1, nil}, default: @default_chunk_size, doc: "elements per chunk"],
+    max_concurrency: [
+      rule: {:integer, 1, nil},
+      default: nil,
+      default_doc: "`System.schedulers_online/0`",
+      doc: "chunks in flight at once"
+    ],
+    ordered: [rule: :boolean, default: true, doc: "emit results in input order"],
+    timeout: [rule: :timeout, default: :infinity, doc: "per chunk, in milliseconds or `:infinity`"],
+    on_timeout: [
+      rule: {:in, [:exit, :kill_task]},
+      default: :exit,
+      doc: "`:exit`, or `:kill_task`, which emits `{:exit, :timeout}` for that chunk"
+    ],
+    emit: [
+      rule: {:in, [:elements, :chunks]},
+      default: :elements,
+      doc:
+        "`:elements` emits each element of each result (a list, or a binary of int64s); " <>
+          "`:chunks` emits each chunk's result as it is"
+    ]
+  ]
+
   @doc """
   Splits `input` into chunks of at most `:chunk_size` elements (default #{@default_chunk_size}),
   lazily: a `Range` into sub-ranges, a binary of int64s into sub-binaries, any other enumerable into
@@ -33,8 +57,8 @@ defmodule Accel.Stream do
   """
   @spec chunks(Enumerable.t() | binary(), keyword()) :: Enumerable.t()
   def chunks(input, opts \\ []) do
-    size = chunk_size!(Keyword.get(opts, :chunk_size, @default_chunk_size))
-    do_chunks(input, size)
+    opts = Accel.Options.validate!(opts, Keyword.take(@map_options, [:chunk_size]), "Accel.Stream.chunks/2")
+    do_chunks(input, opts[:chunk_size])
   end
 
   defp do_chunks(%Range{first: first, step: step} = range, size) do
@@ -76,13 +100,7 @@ defmodule Accel.Stream do
 
   ## Options
 
-    * `:chunk_size` - elements per chunk (default #{@default_chunk_size})
-    * `:max_concurrency` - chunks in flight at once (default `System.schedulers_online/0`)
-    * `:ordered` - emit results in input order (default `true`)
-    * `:timeout` - per chunk, in milliseconds or `:infinity` (default `:infinity`)
-    * `:on_timeout` - `:exit` (default) or `:kill_task`, which emits `{:exit, :timeout}` for that chunk
-    * `:emit` - `:elements` (default) emits each element of each result (a list, or a binary of
-      int64s); `:chunks` emits each chunk's result as it is
+  #{Accel.Options.docs(@map_options)}
 
   `max_concurrency`, `ordered`, `timeout` and `on_timeout` behave as in `Task.async_stream/3`.
 
@@ -97,29 +115,16 @@ defmodule Accel.Stream do
   end
 
   def map_chunks(enumerable, fun, opts) do
-    opts =
-      Accel.validate_opts!(
-        opts,
-        [
-          chunk_size: @default_chunk_size,
-          max_concurrency: System.schedulers_online(),
-          ordered: true,
-          timeout: :infinity,
-          on_timeout: :exit,
-          emit: :elements
-        ],
-        "Accel.Stream.map_chunks/3"
-      )
-
+    opts = Accel.Options.validate!(opts, @map_options, "Accel.Stream.map_chunks/3")
     emit = opts[:emit]
-
-    unless emit in [:elements, :chunks] do
-      raise ArgumentError, "option :emit must be :elements or :chunks, got: #{inspect(emit)}"
-    end
 
     enumerable
     |> chunks(chunk_size: opts[:chunk_size])
-    |> Task.async_stream(fun, Keyword.take(opts, [:max_concurrency, :ordered, :timeout, :on_timeout]))
+    |> Task.async_stream(
+      fun,
+      Keyword.take(opts, [:ordered, :timeout, :on_timeout]) ++
+        [max_concurrency: opts[:max_concurrency] || System.schedulers_online()]
+    )
     |> emit(emit)
   end
 
@@ -137,11 +142,4 @@ defmodule Accel.Stream do
 
   defp unwrap({:ok, result}), do: result
   defp unwrap({:exit, _reason} = exit), do: exit
-
-  @doc false
-  def chunk_size!(size) when is_integer(size) and size > 0, do: size
-
-  def chunk_size!(other),
-    do:
-      raise(ArgumentError, "option :chunk_size must be a positive integer, got: #{inspect(other, limit: 5)}")
 end

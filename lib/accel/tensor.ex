@@ -44,6 +44,10 @@ defmodule Accel.Tensor do
       what is summed (a sum may cancel to nearly zero); `min/2` and `max/2` are exact.
     * Device operations are queued in order and may still run when a function returns; reading a
       result (`to_binary/1`, `to_list/1`, `to_number/1`) waits for them.
+    * Zero-size shapes: every dimension is a non-negative integer below 2^63, and a zero anywhere
+      gives a tensor with no element. `sum/2` over an empty axis is 0 (`matmul/2` with `k = 0` a
+      matrix of zeros); `min/2` and `max/2` over one raise `ArgumentError`; an empty result needs no
+      kernel. `to_list/1` refuses a shape whose nested lists could not fit in memory (`{2**40, 0}`).
   """
 
   import Kernel, except: [abs: 1, min: 2, max: 2]
@@ -59,22 +63,42 @@ defmodule Accel.Tensor do
 
   @types [:f32, :f64, :s64, :s32, :u8]
 
+  @place_options [
+    backend: [rule: {:in, [:auto, :cpu, :opencl, :cuda]}, default: :auto, doc: "where the tensor lives"],
+    device: [
+      rule: {:custom, __MODULE__, :device_option?, "a non-negative index or an Accel.Device"},
+      default: nil,
+      doc: "an index into the backend's devices, or an `Accel.Device`; one that does not exist raises"
+    ]
+  ]
+  @list_options [
+                  type: [
+                    rule: {:in, @types},
+                    default: nil,
+                    doc: "the element type; `:s64` when every element is an integer, `:f64` otherwise"
+                  ]
+                ] ++ @place_options
+  @iota_options [type: [rule: {:in, @types}, default: :s64, doc: "the element type"]] ++ @place_options
+
   ## Creation and reading
 
   @doc """
-  A tensor from a (nested) list of numbers. Options: `type:` (default `:s64` when every element is
-  an integer, `:f64` otherwise), `backend:` (default `:auto`), `device:` (an index or an
-  `Accel.Device`).
+  A tensor from a (nested) list of numbers. A number that does not fit the type raises
+  `ArgumentError` naming its index (an `:f32` element beyond the largest `:f32` too: it would
+  otherwise become infinity).
+
+  ## Options
+
+  #{Accel.Options.docs(@list_options)}
   """
   @spec from_list(list(), keyword()) :: t()
   def from_list(list, opts \\ [])
 
   def from_list(list, opts) when is_list(list) do
-    opts = check_opts!(opts, [:type, :backend, :device], "from_list/2")
+    opts = Accel.Options.validate!(opts, @list_options, "Accel.Tensor.from_list/2")
     {shape, flat} = flatten!(list)
     type = opts[:type] || if Enum.all?(flat, &is_integer/1), do: :s64, else: :f64
-    check_type!(type)
-    bin = encode!(flat, type)
+    bin = encode!(flat, type, shape)
     from_binary(bin, type, shape, Keyword.delete(opts, :type))
   end
 
@@ -82,7 +106,11 @@ defmodule Accel.Tensor do
 
   @doc """
   A tensor over a binary of native-endian elements of `type`, shaped `shape`. The binary is copied
-  to the device once. Options: `backend:`, `device:`.
+  to the device once.
+
+  ## Options
+
+  #{Accel.Options.docs(@place_options)}
   """
   @spec from_binary(binary(), type(), shape(), keyword()) :: t()
   def from_binary(bin, type, shape, opts \\ [])
@@ -90,7 +118,7 @@ defmodule Accel.Tensor do
   def from_binary(bin, type, shape, opts) when is_binary(bin) do
     check_type!(type)
     count = count!(shape)
-    opts = check_opts!(opts, [:backend, :device], "from_binary/4")
+    opts = Accel.Options.validate!(opts, @place_options, "Accel.Tensor.from_binary/4")
     size = byte_size(bin)
 
     if size != count * byte_width(type) do
@@ -108,14 +136,16 @@ defmodule Accel.Tensor do
 
   @doc """
   The integers 0, 1, 2, ... in row-major order, made on the device (nothing is uploaded).
-  Options: `type:` (default `:s64`), `backend:`, `device:`.
+
+  ## Options
+
+  #{Accel.Options.docs(@iota_options)}
   """
   @spec iota(shape(), keyword()) :: t()
   def iota(shape, opts \\ []) do
     count = count!(shape)
-    opts = check_opts!(opts, [:type, :backend, :device], "iota/2")
-    type = Keyword.get(opts, :type, :s64)
-    check_type!(type)
+    opts = Accel.Options.validate!(opts, @iota_options, "Accel.Tensor.iota/2")
+    type = opts[:type]
     {backend, device} = place(opts)
     new(shape, type, fn ref -> NIF.tensor_iota(type, count, backend, device, ref) end)
   end
@@ -125,9 +155,22 @@ defmodule Accel.Tensor do
   def to_binary(%__MODULE__{} = t), do: Accel.Job.call(&NIF.tensor_to_binary(t.ref, size(t), &1))
   def to_binary(other), do: not_a_tensor!("to_binary/1", other)
 
-  @doc "The elements as a nested list, shaped like the tensor."
+  @doc """
+  The elements as a nested list, shaped like the tensor. A shape whose nested lists could not fit
+  in memory (`{2**40, 0}` holds no element, but 2^40 empty lists) raises `Accel.Error`
+  `:out_of_memory`: use `to_binary/1`.
+  """
   @spec to_list(t()) :: list() | number()
   def to_list(%__MODULE__{shape: shape, type: type} = t) do
+    # Cells of every level: d1 + d1*d2 + ... ; the VM aborts rather than fail a heap allocation.
+    {cells, _} = shape |> Tuple.to_list() |> Enum.reduce({0, 1}, fn d, {sum, prod} -> {sum + prod * d, prod * d} end)
+
+    if cells > 0xFFFFFFFF do
+      raise Accel.Error,
+        reason: :out_of_memory,
+        message: "to_list/1 of shape #{inspect(shape)} would build #{cells} list cells; use to_binary/1"
+    end
+
     flat = decode(to_binary(t), type)
     if shape == {}, do: hd(flat), else: nest(flat, Tuple.to_list(shape))
   end
@@ -253,8 +296,11 @@ defmodule Accel.Tensor do
 
   @doc "The transpose of a 2-D tensor."
   @spec transpose(t()) :: t()
-  def transpose(%__MODULE__{shape: {rows, cols}} = t),
-    do: new({cols, rows}, t.type, fn ref -> NIF.tensor_transpose(t.ref, rows, cols, ref) end)
+  def transpose(%__MODULE__{shape: {rows, cols}} = t) do
+    if rows * cols == 0,
+      do: zeros({cols, rows}, t),
+      else: new({cols, rows}, t.type, fn ref -> NIF.tensor_transpose(t.ref, rows, cols, ref) end)
+  end
 
   def transpose(%__MODULE__{shape: shape}),
     do: raise(ArgumentError, "transpose/1 needs a 2-D tensor, got shape #{inspect(shape)}")
@@ -263,8 +309,12 @@ defmodule Accel.Tensor do
 
   @doc "Matrix product of `{m, k}` and `{k, n}` tensors through the backend's BLAS."
   @spec matmul(t(), t()) :: t()
-  def matmul(%__MODULE__{shape: {m, k}} = a, %__MODULE__{shape: {k, n}} = b),
-    do: new({m, n}, a.type, fn ref -> NIF.tensor_matmul(a.ref, b.ref, m, k, n, ref) end)
+  def matmul(%__MODULE__{shape: {m, k}} = a, %__MODULE__{shape: {k, n}} = b) do
+    # A sum over k = 0 terms is 0: no kernel for an empty product (BLAS would not be asked).
+    if m * k * n == 0,
+      do: zeros({m, n}, a),
+      else: new({m, n}, a.type, fn ref -> NIF.tensor_matmul(a.ref, b.ref, m, k, n, ref) end)
+  end
 
   def matmul(%__MODULE__{shape: sa}, %__MODULE__{shape: sb}),
     do: raise(ArgumentError, "matmul/2 needs shapes {m, k} and {k, n}, got #{inspect(sa)} and #{inspect(sb)}")
@@ -342,7 +392,13 @@ defmodule Accel.Tensor do
   defp reduce(op, t, _opts) when not is_struct(t, __MODULE__), do: not_a_tensor!("#{op}/2", t)
 
   defp reduce(op, %__MODULE__{shape: shape} = t, opts) do
-    opts = check_opts!(opts, [:axis], "#{op}/2")
+    opts =
+      Accel.Options.validate!(
+        opts,
+        [axis: [rule: :integer, default: nil, doc: "the axis to reduce"]],
+        "Accel.Tensor.#{op}/2"
+      )
+
     dims = Tuple.to_list(shape)
 
     {outer, len, inner, out_shape} =
@@ -361,7 +417,26 @@ defmodule Accel.Tensor do
       end
 
     type = if op == :sum and t.type not in [:f32, :f64], do: :s64, else: t.type
-    new(out_shape, type, fn ref -> NIF.tensor_reduce(op, t.ref, outer, len, inner, ref) end)
+
+    cond do
+      outer * inner == 0 ->
+        zeros(out_shape, %{t | type: type})
+
+      len == 0 and op == :sum ->
+        zeros(out_shape, %{t | type: type})
+
+      len == 0 ->
+        raise ArgumentError, "#{op}/2 of an empty axis has no value (shape #{inspect(shape)})"
+
+      true ->
+        new(out_shape, type, fn ref -> NIF.tensor_reduce(op, t.ref, outer, len, inner, ref) end)
+    end
+  end
+
+  # A tensor of `shape`, all zeros (or no element at all), of `like`'s type and on its device.
+  defp zeros(shape, %__MODULE__{type: type, device: {backend, index}}) do
+    bytes = :binary.copy(<<0>>, count!(shape) * byte_width(type))
+    new(shape, type, fn ref -> NIF.tensor_from_binary(bytes, type, backend, index, ref) end)
   end
 
   # An intermediate result is freed as soon as the next one exists: mean/2 and dot/2 would
@@ -395,56 +470,36 @@ defmodule Accel.Tensor do
   end
 
   defp place(opts) do
-    backend = Keyword.get(opts, :backend, :auto)
+    backend = opts[:backend]
 
-    unless backend in [:auto, :cpu, :opencl, :cuda],
-      do: raise(ArgumentError, "backend must be :auto, :cpu, :opencl or :cuda, got: #{inspect(backend)}")
-
-    case Keyword.get(opts, :device) do
-      nil ->
-        {backend, -1}
-
-      %Accel.Device{backend: b, id: id} when backend in [:auto, b] ->
-        {b, id}
-
-      %Accel.Device{} = d ->
-        raise ArgumentError, "device #{inspect(d.name)} is not on backend #{inspect(backend)}"
-
-      i when is_integer(i) and i >= 0 ->
-        {backend, i}
-
-      other ->
-        raise ArgumentError, "device must be a non-negative index or an Accel.Device, got: #{inspect(other)}"
+    case opts[:device] do
+      nil -> {backend, -1}
+      %Accel.Device{backend: b, id: id} when backend in [:auto, b] -> {b, id}
+      %Accel.Device{} = d -> raise ArgumentError, "device #{inspect(d.name)} is not on backend #{inspect(backend)}"
+      i when is_integer(i) -> {backend, i}
     end
   end
 
-  defp check_opts!(opts, known, fun) do
-    unless Keyword.keyword?(opts),
-      do: raise(ArgumentError, "#{fun} expects a keyword list of options, got: #{inspect(opts)}")
-
-    for {key, _} <- opts, key not in known do
-      raise ArgumentError,
-            "unknown option #{inspect(key)} for Accel.Tensor.#{fun}; known options: #{Enum.map_join(known, ", ", &inspect/1)}"
-    end
-
-    opts
-  end
+  @doc false
+  def device_option?(device), do: (is_integer(device) and device >= 0) or is_struct(device, Accel.Device)
 
   defp check_type!(type) when type in @types, do: :ok
 
   defp check_type!(type),
     do: raise(ArgumentError, "type must be one of :f32, :f64, :s64, :s32, :u8, got: #{inspect(type)}")
 
+  # Every dimension is a non-negative integer below 2^63, so that every count and stride derived
+  # from a shape fits the signed 64-bit arguments of the NIF, also for shapes with a zero in them.
   defp count!(shape) when is_tuple(shape) do
     dims = Tuple.to_list(shape)
 
-    case Enum.find(dims, &(not (is_integer(&1) and &1 >= 0))) do
+    case Enum.find(dims, &(not (is_integer(&1) and &1 >= 0 and &1 < 0x8000000000000000))) do
       nil ->
         Enum.reduce(dims, 1, &(&1 * &2))
 
       bad ->
         raise ArgumentError,
-              "shape #{inspect(shape)} has a dimension that is not a non-negative integer: #{inspect(bad)}"
+              "shape #{inspect(shape)} has a dimension that is not a non-negative integer below 2^63: #{inspect(bad)}"
     end
   end
 
@@ -456,16 +511,30 @@ defmodule Accel.Tensor do
 
   # Nested list -> {shape, flat elements}; every sublist at a depth must have the same length.
   defp flatten!(list) do
-    shape = shape_of(list, [])
+    shape = shape_of(list, [], [])
     flat = flatten_checked(list, shape, [])
     {List.to_tuple(shape), flat}
   end
 
-  defp shape_of([first | _] = list, acc) when is_list(first), do: shape_of(first, [length(list) | acc])
-  defp shape_of(list, acc) when is_list(list), do: Enum.reverse([length(list) | acc])
+  defp shape_of(list, acc, path) do
+    len = proper_length!(list, path)
+
+    case list do
+      [first | _] when is_list(first) -> shape_of(first, [len | acc], [0 | path])
+      _ -> Enum.reverse([len | acc])
+    end
+  end
+
+  defp proper_length!(list, path) do
+    length(list)
+  rescue
+    ArgumentError ->
+      raise ArgumentError,
+            "from_list/2: the list at #{path_text(path)} is improper (its tail is not []): #{inspect(list, limit: 5)}"
+  end
 
   defp flatten_checked(list, [len | rest], path) do
-    if not is_list(list) or length(list) != len do
+    if not is_list(list) or proper_length!(list, path) != len do
       raise ArgumentError,
             "from_list/2: the list at #{path_text(path)} should have #{len} elements, got: #{inspect(list, limit: 5)}"
     end
@@ -478,7 +547,7 @@ defmodule Accel.Tensor do
           do:
             raise(
               ArgumentError,
-              "from_list/2: element at #{path_text([i | path])} is not a number: #{inspect(item)}"
+              "from_list/2: element at #{path_text([i | path])} is not a number: #{inspect(item, limit: 5)}"
             )
 
         [item]
@@ -491,29 +560,47 @@ defmodule Accel.Tensor do
   defp path_text([]), do: "the top level"
   defp path_text(path), do: "index " <> Enum.map_join(Enum.reverse(path), "", &"[#{&1}]")
 
-  defp encode!(flat, type) do
+  # The flat index i as a path into `shape`, for messages.
+  defp index_path(i, shape) do
+    {path, _} =
+      shape
+      |> Tuple.to_list()
+      |> Enum.reverse()
+      |> Enum.reduce({[], i}, fn dim, {acc, rest} -> {[rem(rest, Kernel.max(dim, 1)) | acc], div(rest, Kernel.max(dim, 1))} end)
+
+    "index " <> Enum.map_join(path, "", &"[#{&1}]")
+  end
+
+  defp encode!(flat, type, shape) do
     flat
     |> Enum.with_index()
-    |> Enum.map(fn {x, i} -> encode_one(x, type, i) end)
+    |> Enum.map(fn {x, i} ->
+      encode_one(x, type) ||
+        raise ArgumentError,
+              "from_list/2: element at #{index_path(i, shape)} (#{inspect(x)}) does not fit type #{inspect(type)}"
+    end)
     |> IO.iodata_to_binary()
   end
 
-  defp encode_one(x, :f64, _) when is_number(x), do: <<x::float-64-native>>
+  # The element's bytes, or nil when it does not fit: a float beyond the type's range would become
+  # infinity (Elixir writes it so, silently), an integer beyond it would wrap.
+  defp encode_one(x, type) when type in [:f32, :f64] do
+    bits = if type == :f32, do: 32, else: 64
 
-  defp encode_one(x, :f32, i) when is_number(x) do
-    <<x::float-32-native>>
+    case <<x::float-size(bits)-native>> do
+      <<_::float-size(bits)-native>> = bytes -> bytes
+      _infinite -> nil
+    end
   rescue
-    ArgumentError -> raise ArgumentError, "from_list/2: element #{i} (#{x}) is out of range for :f32"
+    ArgumentError -> nil
   end
 
-  defp encode_one(x, :s64, _) when is_integer(x) and x in -0x8000000000000000..0x7FFFFFFFFFFFFFFF,
+  defp encode_one(x, :s64) when is_integer(x) and x in -0x8000000000000000..0x7FFFFFFFFFFFFFFF,
     do: <<x::signed-64-native>>
 
-  defp encode_one(x, :s32, _) when is_integer(x) and x in -0x80000000..0x7FFFFFFF, do: <<x::signed-32-native>>
-  defp encode_one(x, :u8, _) when is_integer(x) and x in 0..255, do: <<x::unsigned-8>>
-
-  defp encode_one(x, type, i),
-    do: raise(ArgumentError, "from_list/2: element #{i} (#{inspect(x)}) does not fit type #{inspect(type)}")
+  defp encode_one(x, :s32) when is_integer(x) and x in -0x80000000..0x7FFFFFFF, do: <<x::signed-32-native>>
+  defp encode_one(x, :u8) when is_integer(x) and x in 0..255, do: <<x::unsigned-8>>
+  defp encode_one(_x, _type), do: nil
 
   # Non-finite floats read as :nan, :infinity and :neg_infinity (as in Nx): Elixir floats cannot hold them.
   @doc false
@@ -564,7 +651,12 @@ defmodule Accel.Tensor do
           more = if Accel.Tensor.size(t) > limit, do: ", ...", else: ""
           "[" <> Enum.map_join(values, ", ", &Kernel.inspect/1) <> more <> "]"
         rescue
-          _ -> "(freed)"
+          e in ArgumentError ->
+            cond do
+              Exception.message(e) =~ "was freed" -> "(freed)"
+              node(t.ref) != node() -> "(on node #{node(t.ref)}: tensors cannot cross nodes)"
+              true -> "(not a tensor of this VM)"
+            end
         end
 
       concat(["#Accel.Tensor<", head, " ", body, ">"])

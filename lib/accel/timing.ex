@@ -6,10 +6,18 @@ defmodule Accel.Timing do
 
   @type stats :: %{min: float(), median: float(), max: float(), runs: pos_integer(), loops: pos_integer()}
 
+  @options [
+    runs: [rule: {:integer, 1, nil}, default: 5, doc: "samples taken"],
+    loops: [rule: {:integer, 1, nil}, default: 1, doc: "calls per sample, back to back; a sample is their mean"],
+    warmup: [rule: {:integer, 0, nil}, default: 1, doc: "untimed calls first"]
+  ]
+
   @doc """
-  Times `fun`. Each of `:runs` samples (default 5) calls it `:loops` times (default 1) back to back
-  and divides by the count; `:warmup` calls (default 1) run first, untimed. Times are in nanoseconds
-  per call.
+  Times `fun`: times are in nanoseconds per call.
+
+  ## Options
+
+  #{Accel.Options.docs(@options)}
 
       iex> %{min: min, median: median, max: max, runs: 3} = Accel.Timing.measure(fn -> :ok end, runs: 3, loops: 10)
       iex> min <= median and median <= max
@@ -23,10 +31,10 @@ defmodule Accel.Timing do
   end
 
   def measure(fun, opts) do
-    opts = Accel.validate_opts!(opts, [runs: 5, loops: 1, warmup: 1], "Accel.Timing.measure/2")
-    runs = count!(opts, :runs, 1)
-    loops = count!(opts, :loops, 1)
-    for _ <- 1..count!(opts, :warmup, 0)//1, do: fun.()
+    opts = Accel.Options.validate!(opts, @options, "Accel.Timing.measure/2")
+    runs = opts[:runs]
+    loops = opts[:loops]
+    for _ <- 1..opts[:warmup]//1, do: fun.()
 
     samples =
       for _ <- 1..runs do
@@ -36,19 +44,6 @@ defmodule Accel.Timing do
       end
 
     summarize(samples) |> Map.merge(%{runs: runs, loops: loops})
-  end
-
-  @doc false
-  # An integer option of at least `min`, or ArgumentError naming it.
-  def count!(opts, key, min) do
-    case opts[key] do
-      n when is_integer(n) and n >= min ->
-        n
-
-      other ->
-        raise ArgumentError,
-              "option #{inspect(key)} must be an integer >= #{min}, got: #{inspect(other, limit: 5)}"
-    end
   end
 
   @doc "min / median / max of a non-empty list of numbers."

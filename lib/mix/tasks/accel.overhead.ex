@@ -9,9 +9,23 @@ defmodule Mix.Tasks.Accel.Overhead do
 
   @impl true
   def run(args) do
-    {opts, _, _} = OptionParser.parse(args, strict: [elements: :integer, runs: :integer])
+    {opts, rest, invalid} = OptionParser.parse(args, strict: [elements: :integer, runs: :integer])
+
+    case {invalid, rest} do
+      {[], []} -> :ok
+      {[{flag, nil} | _], _} -> Mix.raise("mix accel.overhead: unknown option #{flag}; known: --elements N, --runs N")
+      {[{flag, value} | _], _} -> Mix.raise("mix accel.overhead: #{flag} expects a positive integer, got: #{value}")
+      {[], [arg | _]} -> Mix.raise("mix accel.overhead: unexpected argument #{inspect(arg)}")
+    end
+
     Mix.Task.run("app.start")
-    rows = Accel.Crossing.measure(opts)
+    rows =
+      try do
+        Accel.Crossing.measure(opts)
+      rescue
+        e in ArgumentError -> Mix.raise("mix accel.overhead: #{Exception.message(e)}")
+      end
+
     n = rows |> Enum.find_value(& &1[:elements]) || 0
 
     Mix.shell().info("""

@@ -1,0 +1,86 @@
+defmodule Accel.Options do
+  @moduledoc false
+  # One validator for the options of every public function, in the spirit of NimbleOptions: each
+  # function declares a schema (each option's rule, default and doc); validate!/3 checks a keyword
+  # list against it and returns it with every default filled in; docs/1 renders the same schema as
+  # the "## Options" list of the function's @doc, so the docs cannot drift from the checks.
+  #
+  # Rules: :integer (signed 64-bit), {:integer, min, max | nil}, :boolean, {:in, values},
+  # :timeout (milliseconds or :infinity), {:custom, module, function, expected} (function(value)
+  # returns true when valid). nil is accepted wherever the default is nil ("not given"); a default
+  # computed when the function runs is nil in the schema, described by `default_doc:`.
+  #
+  # One rule for duplicated options, everywhere: an option given twice is an error. Keyword.get/2
+  # would silently take the first and Keyword.put/3 the last; neither is what the caller meant.
+
+  @type schema :: [{atom(), keyword()}]
+
+  @doc false
+  @spec validate!(term(), schema(), String.t()) :: keyword()
+  def validate!(opts, schema, function) do
+    unless is_list(opts) and Enum.all?(opts, &match?({key, _} when is_atom(key), &1)) do
+      raise ArgumentError, "#{function} expects options as a keyword list, got: #{inspect(opts, limit: 5)}"
+    end
+
+    Enum.reduce(opts, MapSet.new(), fn {key, value}, seen ->
+      spec = Keyword.get(schema, key)
+
+      cond do
+        spec == nil ->
+          known = schema |> Keyword.keys() |> Enum.map_join(", ", &inspect/1)
+          raise ArgumentError, "unknown option #{inspect(key)} for #{function}; known options: #{known}"
+
+        MapSet.member?(seen, key) ->
+          raise ArgumentError, "option #{inspect(key)} is given twice to #{function}; give each option once"
+
+        is_nil(value) and Keyword.get(spec, :default) == nil ->
+          MapSet.put(seen, key)
+
+        not valid?(spec[:rule], value) ->
+          raise ArgumentError,
+                "option #{inspect(key)} must be #{expected(spec[:rule])}, got: #{inspect(value, limit: 5)}"
+
+        true ->
+          MapSet.put(seen, key)
+      end
+    end)
+
+    for {key, spec} <- schema, do: {key, Keyword.get(opts, key, spec[:default])}
+  end
+
+  @doc false
+  @spec docs(schema()) :: String.t()
+  def docs(schema) do
+    Enum.map_join(schema, "\n", fn {key, spec} ->
+      default =
+        cond do
+          text = spec[:default_doc] -> " (default: #{text})"
+          spec[:default] == nil -> ""
+          true -> " (default: `#{inspect(spec[:default])}`)"
+        end
+
+      "  * `#{inspect(key)}` - #{spec[:doc]}#{default}"
+    end)
+  end
+
+  @doc false
+  def valid?(:integer, v), do: is_integer(v) and v >= -0x8000000000000000 and v <= 0x7FFFFFFFFFFFFFFF
+  def valid?({:integer, min, max}, v), do: is_integer(v) and v >= min and (max == nil or v <= max)
+  def valid?(:boolean, v), do: is_boolean(v)
+  def valid?({:in, values}, v), do: v in values
+  def valid?(:timeout, v), do: v == :infinity or (is_integer(v) and v >= 0)
+  def valid?({:custom, m, f, _expected}, v), do: apply(m, f, [v])
+
+  @doc false
+  def expected(:integer), do: "an integer in the signed 64-bit range"
+  def expected({:integer, 1, 0x7FFFFFFFFFFFFFFF}), do: "a positive integer below 2^63"
+  def expected({:integer, 0, 0x7FFFFFFFFFFFFFFF}), do: "a non-negative integer below 2^63"
+  def expected({:integer, 1, nil}), do: "a positive integer"
+  def expected({:integer, 0, nil}), do: "a non-negative integer"
+  def expected({:integer, min, nil}), do: "an integer of at least #{min}"
+  def expected({:integer, min, max}), do: "an integer in #{min}..#{max}"
+  def expected(:boolean), do: "true or false"
+  def expected({:in, values}), do: "one of " <> Enum.map_join(values, ", ", &inspect/1)
+  def expected(:timeout), do: "a non-negative number of milliseconds or :infinity"
+  def expected({:custom, _m, _f, expected}), do: expected
+end
