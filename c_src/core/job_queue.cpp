@@ -23,7 +23,7 @@ JobQueue::Ticket JobQueue::reserve(std::function<void()> on_free) {
     ++in_use_;
     return Ticket(this);
   }
-  waiters_.push_back(std::move(on_free));
+  if (on_free) waiters_.push_back(std::move(on_free));
   return Ticket();
 }
 

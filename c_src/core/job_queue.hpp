@@ -48,9 +48,9 @@ class JobQueue {
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
 
-  // A place, or an empty ticket when the queue is full: then `on_free` is called once, on the
-  // queue's thread, after a place frees (every waiter is told; each tries again).
-  Ticket reserve(std::function<void()> on_free);
+  // A place, or an empty ticket when the queue is full: then `on_free`, unless empty, is called
+  // once, on the queue's thread, after a place frees (every waiter is told; each tries again).
+  Ticket reserve(std::function<void()> on_free = {});
   void submit(Ticket&& ticket, std::unique_ptr<Job> job);
 
   size_t capacity() const { return capacity_; }

@@ -266,8 +266,7 @@ ERL_NIF_TERM trim_host_cache(ErlNifEnv*, int, const ERL_NIF_TERM[]) {
 ERL_NIF_TERM auto_device(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   Runtime& rt = runtime();
   rt.resolve_auto();
-  const char* name = rt.auto_backend == rt.cpu.get() ? "cpu" : rt.auto_backend == rt.cuda.get() ? "cuda" : "opencl";
-  return enif_make_tuple2(env, enif_make_atom(env, name), enif_make_int(env, rt.auto_device));
+  return enif_make_tuple2(env, enif_make_atom(env, rt.name_of(rt.auto_backend)), enif_make_int(env, rt.auto_device));
 }
 
 // [{backend, device, places in use, limit}] for every device queue made so far.
@@ -275,9 +274,8 @@ ERL_NIF_TERM device_queues(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   Runtime& rt = runtime();
   ERL_NIF_TERM list = enif_make_list(env, 0);
   for (const Runtime::QueueState& q : rt.queue_states()) {
-    const char* name = q.backend == rt.cuda.get() ? "cuda" : q.backend == rt.opencl.get() ? "opencl" : "cpu";
     list = enif_make_list_cell(env,
-                               enif_make_tuple4(env, enif_make_atom(env, name), enif_make_int(env, q.device),
+                               enif_make_tuple4(env, enif_make_atom(env, rt.name_of(q.backend)), enif_make_int(env, q.device),
                                                 enif_make_uint64(env, q.in_use), enif_make_uint64(env, q.capacity)),
                                list);
   }

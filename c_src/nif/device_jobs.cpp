@@ -69,6 +69,9 @@ class NifJob final : public JobQueue::Job {
 }  // namespace
 
 JobQueue::Ticket reserve_place(ErlNifEnv* env, JobQueue& queue, ERL_NIF_TERM ref) {
+  // Most calls find a place: the letter (an environment of its own) is made only for a full queue.
+  // The second try registers it atomically, so a place freed in between is not missed.
+  if (JobQueue::Ticket ticket = queue.reserve()) return ticket;
   auto letter = std::make_shared<Letter>(env, ref);
   return queue.reserve([letter] { letter->send(atoms.retry); });
 }

@@ -60,6 +60,11 @@ struct Runtime {
     });
   }
 
+  // The backend's atom name: "cpu", "opencl" or "cuda".
+  const char* name_of(const Backend* backend) const {
+    return backend == cpu.get() ? "cpu" : backend == cuda.get() ? "cuda" : "opencl";
+  }
+
   // Throws ArgumentError unless `backend` has a device `device` (the CPU backend has one, 0).
   void check_device(Backend& backend, int64_t device);
 

@@ -109,11 +109,6 @@ Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_ter
   return *backend;
 }
 
-const char* backend_name(const Tensor& t) {
-  Runtime& rt = runtime();
-  return t.backend == rt.cpu.get() ? "cpu" : t.backend == rt.cuda.get() ? "cuda" : "opencl";
-}
-
 // ---- scheduling ----
 
 // Decides from the tensors in argv[Arg] and argv[Arg + 1] (a binary operation's operands; either
@@ -314,7 +309,7 @@ ERL_NIF_TERM tensor_to_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[
 
 ERL_NIF_TERM tensor_info(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Tensor t = get_tensor(env, argv[0]);
-  return enif_make_tuple4(env, enif_make_atom(env, backend_name(t)), enif_make_int(env, t.device),
+  return enif_make_tuple4(env, enif_make_atom(env, runtime().name_of(t.backend)), enif_make_int(env, t.device),
                           enif_make_atom(env, dtype_name(t.type)), enif_make_uint64(env, t.count));
 }
 

@@ -1,19 +1,6 @@
 defmodule Accel.Config do
-  defmodule Rule do
-    # A setting's rule: {:integer, min, max | nil} or {:nil_or_integer, min, max | nil}.
-    @moduledoc false
-    def valid?({:nil_or_integer, _, _}, nil), do: true
-    def valid?({_, min, max}, v) when is_integer(v), do: v >= min and (max == nil or v <= max)
-    def valid?(_rule, _v), do: false
-
-    def expected({:nil_or_integer, min, max}), do: "nil or " <> expected({:integer, min, max})
-    def expected({:integer, 1, nil}), do: "a positive integer"
-    def expected({:integer, min, nil}), do: "an integer of at least #{min}"
-    def expected({:integer, min, max}), do: "an integer in #{min}..#{max}"
-  end
-
-  # One source for every `config :accel` key: its default, what it must be, and what it does. The
-  # moduledoc below is generated from it.
+  # One source for every `config :accel` key: its default, its rule (Accel.Options' rules; nil is
+  # accepted where the default is nil) and what it does. The moduledoc below is generated from it.
   @keys [
     cpu_threads:
       {0, {:integer, 0, 1024},
@@ -23,7 +10,7 @@ defmodule Accel.Config do
        "device calls queued or running at once per device; further callers wait for a place " <>
          "(in `receive`, holding no scheduler); read when the NIF loads"},
     max_bytes:
-      {nil, {:nil_or_integer, 16, nil},
+      {nil, {:integer, 16, nil},
        "the default device-memory budget of a call (see `Accel.logistic_map/2`'s `:max_bytes`)"},
     tensor_gc_bytes:
       {268_435_456, {:integer, 1, nil},
@@ -34,7 +21,7 @@ defmodule Accel.Config do
   Accel's application settings, each checked when it is read: a bad value raises `ArgumentError`
   naming the key, or, for the settings read when the NIF loads, stops it loading with that message.
 
-  #{Enum.map_join(@keys, "\n", fn {key, {default, check, doc}} -> "  * `:#{key}` - #{doc}. Must be #{Rule.expected(check)}; default `#{inspect(default)}`." end)}
+  #{Enum.map_join(@keys, "\n", fn {key, {default, check, doc}} -> "  * `:#{key}` - #{doc}. Must be #{Accel.Options.expected(check, default)}; default `#{inspect(default)}`." end)}
   """
 
   @doc "The value of `key`, or `{:error, message}` when it is set to something invalid."
@@ -43,9 +30,9 @@ defmodule Accel.Config do
     {default, check, _doc} = Keyword.fetch!(@keys, key)
     value = Application.get_env(:accel, key, default)
 
-    if Rule.valid?(check, value),
+    if (value == nil and default == nil) or Accel.Options.valid?(check, value),
       do: {:ok, value},
-      else: {:error, "config :accel, #{key}: must be #{Rule.expected(check)}, got: #{inspect(value, limit: 5)}"}
+      else: {:error, "config :accel, #{key}: must be #{Accel.Options.expected(check, default)}, got: #{inspect(value, limit: 5)}"}
   end
 
   @doc "The value of `key`; raises `ArgumentError` naming the key when it is invalid."

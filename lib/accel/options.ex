@@ -72,6 +72,11 @@ defmodule Accel.Options do
   def valid?({:custom, m, f, _expected}, v), do: apply(m, f, [v])
 
   @doc false
+  # What a value must be, for an option or setting whose default is `default` (nil is then allowed).
+  def expected(rule, nil), do: "nil or " <> expected(rule)
+  def expected(rule, _default), do: expected(rule)
+
+  @doc false
   def expected(:integer), do: "an integer in the signed 64-bit range"
   def expected({:integer, 1, 0x7FFFFFFFFFFFFFFF}), do: "a positive integer below 2^63"
   def expected({:integer, 0, 0x7FFFFFFFFFFFFFFF}), do: "a non-negative integer below 2^63"
