@@ -48,14 +48,18 @@ end
 available = for %{name: n, available: true} <- Accel.backends(), do: n
 # Warm up: device discovery, program builds, BLAS.
 Accel.logistic_map(1..1000, backend: :opencl, as: :binary)
-if :opencl in available, do: Accel.Tensor.iota({4, 4}, type: :f32, backend: :opencl) |> then(&Accel.Tensor.matmul(&1, &1))
+
+if :opencl in available,
+  do: Accel.Tensor.iota({4, 4}, type: :f32, backend: :opencl) |> then(&Accel.Tensor.matmul(&1, &1))
 
 rows = [{"idle", probe.(), 0.0}]
 
 logistic = fn backend ->
   fn ->
     for _ <- 1..callers do
-      Task.async(fn -> Accel.logistic_map(1..300_000, backend: backend, iterations: iterations, as: :binary) end)
+      Task.async(fn ->
+        Accel.logistic_map(1..300_000, backend: backend, iterations: iterations, as: :binary)
+      end)
     end
   end
 end
@@ -72,7 +76,10 @@ end
 loads =
   [{"#{callers} x logistic_map on :cpu", logistic.(:cpu)}] ++
     if(:opencl in available,
-      do: [{"#{callers} x logistic_map on :opencl", logistic.(:opencl)}, {"14 x 1500x1500 matmul on :opencl", matmuls}],
+      do: [
+        {"#{callers} x logistic_map on :opencl", logistic.(:opencl)},
+        {"14 x 1500x1500 matmul on :opencl", matmuls}
+      ],
       else: []
     )
 

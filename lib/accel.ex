@@ -93,7 +93,8 @@ defmodule Accel do
   def logistic_map(%Accel.Tensor{} = t, opts) do
     opts = Accel.Options.validate!(opts, @logistic_options, "Accel.logistic_map/2")
 
-    for key <- [:backend, :device, :chunk_size, :max_bytes, :as], opts[key] != @logistic_options[key][:default] do
+    for key <- [:backend, :device, :chunk_size, :max_bytes, :as],
+        opts[key] != @logistic_options[key][:default] do
       raise ArgumentError,
             "option #{inspect(key)} does not apply to a tensor: it runs where the tensor is " <>
               "(move it with Accel.Tensor.transfer/2) and returns a tensor"
@@ -115,7 +116,17 @@ defmodule Accel do
 
       result =
         Accel.Job.call(
-          &Accel.NIF.logistic_map(input, opts[:p], opts[:mu], opts[:iterations], as, backend, device, chunk_size || 0, &1)
+          &Accel.NIF.logistic_map(
+            input,
+            opts[:p],
+            opts[:mu],
+            opts[:iterations],
+            as,
+            backend,
+            device,
+            chunk_size || 0,
+            &1
+          )
         )
 
       # A device call returns a binary whatever `as` says: its list is built here, on a dirty CPU
@@ -206,7 +217,8 @@ defmodule Accel do
   @spec await(Task.t(), timeout()) :: term()
   def await(task, timeout \\ :infinity)
 
-  def await(%Task{ref: ref} = task, timeout) when timeout == :infinity or (is_integer(timeout) and timeout >= 0) do
+  def await(%Task{ref: ref} = task, timeout)
+      when timeout == :infinity or (is_integer(timeout) and timeout >= 0) do
     unless Process.delete({__MODULE__, :awaitable, ref}) do
       raise ArgumentError,
             "await/2: this task was already awaited, or was not started by Accel.async/1 in this process"

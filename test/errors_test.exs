@@ -115,7 +115,9 @@ defmodule Accel.ErrorsTest do
     test "non-integer numeric options" do
       for key <- [:p, :mu, :iterations], bad <- [1.0, "3", nil, :x] do
         assert {ArgumentError, "option " <> rest} = message(fn -> Accel.logistic_map([1], [{key, bad}]) end)
-        assert rest =~ ~r/^#{inspect(key)} must be an? (positive |non-negative )?integer .*, got: #{Regex.escape(inspect(bad))}$/
+
+        assert rest =~
+                 ~r/^#{inspect(key)} must be an? (positive |non-negative )?integer .*, got: #{Regex.escape(inspect(bad))}$/
       end
     end
 

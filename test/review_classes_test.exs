@@ -48,7 +48,8 @@ defmodule Accel.ReviewClassesTest do
       bin = Accel.logistic_map(1..250_000, iterations: 0, as: :binary)
 
       for input <- [Enum.to_list(-5_000..5_000), 1..250_000, 250_000..1//-3, bin] do
-        assert Accel.logistic_map(input, device: :all, chunk_size: 7_777) == Accel.logistic_map(input, backend: :cpu)
+        assert Accel.logistic_map(input, device: :all, chunk_size: 7_777) ==
+                 Accel.logistic_map(input, backend: :cpu)
       end
     end
   end
@@ -57,7 +58,11 @@ defmodule Accel.ReviewClassesTest do
     test "to_list of a shape with 2^40 empty lists is refused; to_binary is empty" do
       t = T.iota({1 <<< 40, 0}, backend: :cpu)
       assert T.to_binary(t) == <<>>
-      assert_raise Accel.Error, ~r/would build 1099511627776 list cells; use to_binary/, fn -> T.to_list(t) end
+
+      assert_raise Accel.Error, ~r/would build 1099511627776 list cells; use to_binary/, fn ->
+        T.to_list(t)
+      end
+
       assert T.to_list(T.iota({3, 0}, backend: :cpu)) == [[], [], []]
     end
 
@@ -65,7 +70,7 @@ defmodule Accel.ReviewClassesTest do
       t = T.iota({1 <<< 40, 0}, backend: :cpu)
       assert %T{shape: {0}} = s = T.sum(t, axis: 0)
       assert T.to_list(s) == []
-      assert %T{shape: {0, 1099511627776}} = tt = T.transpose(t)
+      assert %T{shape: {0, 1_099_511_627_776}} = tt = T.transpose(t)
       assert T.to_binary(tt) == <<>>
       assert T.to_list(T.sum(T.iota({3, 0}, backend: :cpu), axis: 1)) == [0, 0, 0]
       assert T.to_list(T.sum(T.iota({0}, type: :f64, backend: :cpu))) == 0.0
@@ -91,7 +96,10 @@ defmodule Accel.ReviewClassesTest do
       task = Accel.async(fn -> Accel.logistic_map([1, 2, 3], p: 61) end)
       assert Accel.await(task) == [28, 25, 37]
       assert_raise ArgumentError, ~r/already awaited/, fn -> Accel.await(task, 1_000) end
-      assert_raise ArgumentError, ~r/not started by Accel.async\/1 in this process/, fn -> Accel.await(Task.async(fn -> 1 end)) end
+
+      assert_raise ArgumentError, ~r/not started by Accel.async\/1 in this process/, fn ->
+        Accel.await(Task.async(fn -> 1 end))
+      end
     end
   end
 
@@ -113,8 +121,13 @@ defmodule Accel.ReviewClassesTest do
         Accel.logistic_map(1..3, backend: :opencl, device: 99)
       end
 
-      assert_raise ArgumentError, ~r/no :opencl device 99/, fn -> Accel.memory(%Accel.Device{backend: :opencl, id: 99}) end
-      assert_raise ArgumentError, ~r/no :opencl device 99/, fn -> T.iota({3}, backend: :opencl, device: 99) end
+      assert_raise ArgumentError, ~r/no :opencl device 99/, fn ->
+        Accel.memory(%Accel.Device{backend: :opencl, id: 99})
+      end
+
+      assert_raise ArgumentError, ~r/no :opencl device 99/, fn ->
+        T.iota({3}, backend: :opencl, device: 99)
+      end
     end
 
     test "budgets: too small is refused, too large is no limit" do
@@ -132,16 +145,21 @@ defmodule Accel.ReviewClassesTest do
         {"Accel.logistic_map/2", fn o -> Accel.logistic_map(1..3, o) end, :as, :list},
         {"Accel.Tensor.iota/2", fn o -> T.iota({3}, o) end, :backend, :cpu},
         {"Accel.Tensor.sum/2", fn o -> T.sum(T.iota({3}, backend: :cpu), o) end, :axis, 0},
-        {"Accel.Stream.map_chunks/3", fn o -> Accel.Stream.map_chunks(1..3, fun, o) |> Enum.to_list() end, :ordered, true},
+        {"Accel.Stream.map_chunks/3", fn o -> Accel.Stream.map_chunks(1..3, fun, o) |> Enum.to_list() end,
+         :ordered, true},
         {"Accel.Timing.measure/2", fn o -> Accel.Timing.measure(fn -> :ok end, o) end, :runs, 1}
       ]
 
       for {name, call, key, value} <- calls do
-        assert_raise ArgumentError, "#{name} expects options as a keyword list, got: :fast", fn -> call.(:fast) end
-
-        assert_raise ArgumentError, "option #{inspect(key)} is given twice to #{name}; give each option once", fn ->
-          call.([{key, value}, {key, value}])
+        assert_raise ArgumentError, "#{name} expects options as a keyword list, got: :fast", fn ->
+          call.(:fast)
         end
+
+        assert_raise ArgumentError,
+                     "option #{inspect(key)} is given twice to #{name}; give each option once",
+                     fn ->
+                       call.([{key, value}, {key, value}])
+                     end
       end
     end
 
@@ -149,7 +167,8 @@ defmodule Accel.ReviewClassesTest do
       fun = &Accel.logistic_map/1
 
       for {opts, message} <- [
-            {[timeout: -5], "option :timeout must be a non-negative number of milliseconds or :infinity, got: -5"},
+            {[timeout: -5],
+             "option :timeout must be a non-negative number of milliseconds or :infinity, got: -5"},
             {[on_timeout: :foo], "option :on_timeout must be one of :exit, :kill_task, got: :foo"},
             {[ordered: :maybe], "option :ordered must be true or false, got: :maybe"}
           ] do
@@ -162,9 +181,11 @@ defmodule Accel.ReviewClassesTest do
         T.from_list([1.0e39], type: :f32, backend: :cpu)
       end
 
-      assert_raise ArgumentError, "from_list/2: element at index [1][0] (1180591620717411303424) does not fit type :s64", fn ->
-        T.from_list([[1], [1 <<< 70]], backend: :cpu)
-      end
+      assert_raise ArgumentError,
+                   "from_list/2: element at index [1][0] (1180591620717411303424) does not fit type :s64",
+                   fn ->
+                     T.from_list([[1], [1 <<< 70]], backend: :cpu)
+                   end
 
       big = 1 <<< 2000
 
@@ -181,6 +202,7 @@ defmodule Accel.ReviewClassesTest do
 
     test "mix accel.overhead refuses a bad flag instead of using the default" do
       Mix.shell(Mix.Shell.Process)
+
       assert_raise Mix.Error, "mix accel.overhead: --elements expects a positive integer, got: abc", fn ->
         Mix.Tasks.Accel.Overhead.run(["--elements", "abc"])
       end
@@ -195,7 +217,10 @@ defmodule Accel.ReviewClassesTest do
     test "a tensor from another node says so, instead of \"(freed)\"" do
       {:ok, t} = ChildVM.run([], {T, :iota, [{3}, [backend: :cpu]]})
       assert inspect(t) =~ ~r/\(on node accel_peer_\d+@127.0.0.1: tensors cannot cross nodes\)/
-      assert_raise ArgumentError, ~r/names no tensor of this VM.*cannot be sent to another node/, fn -> T.to_list(t) end
+
+      assert_raise ArgumentError, ~r/names no tensor of this VM.*cannot be sent to another node/, fn ->
+        T.to_list(t)
+      end
     end
   end
 end

@@ -8,7 +8,8 @@ defmodule Accel.VmSurvivalTest do
   @moduletag timeout: 300_000
 
   test "reloading and purging Accel.NIF leaves CPU tensors usable" do
-    assert ChildVM.run([], {ChildVM, :reload_then_use, [:cpu]}) == {:ok, {Enum.to_list(0..9), [45, 46, 47], [28, 25, 37]}}
+    assert ChildVM.run([], {ChildVM, :reload_then_use, [:cpu]}) ==
+             {:ok, {Enum.to_list(0..9), [45, 46, 47], [28, 25, 37]}}
   end
 
   @tag :opencl
@@ -55,9 +56,11 @@ defmodule Accel.VmSurvivalTest do
     test "a bad max_bytes or tensor_gc_bytes raises where it is used" do
       Application.put_env(:accel, :max_bytes, "1GB")
 
-      assert_raise ArgumentError, ~s(config :accel, max_bytes: must be nil or an integer of at least 16, got: "1GB"), fn ->
-        Accel.logistic_map(1..10, backend: :cpu)
-      end
+      assert_raise ArgumentError,
+                   ~s(config :accel, max_bytes: must be nil or an integer of at least 16, got: "1GB"),
+                   fn ->
+                     Accel.logistic_map(1..10, backend: :cpu)
+                   end
 
       Application.delete_env(:accel, :max_bytes)
       Application.put_env(:accel, :tensor_gc_bytes, -1)

@@ -32,7 +32,9 @@ defmodule Accel.Config do
 
     if (value == nil and default == nil) or Accel.Options.valid?(check, value),
       do: {:ok, value},
-      else: {:error, "config :accel, #{key}: must be #{Accel.Options.expected(check, default)}, got: #{inspect(value, limit: 5)}"}
+      else:
+        {:error,
+         "config :accel, #{key}: must be #{Accel.Options.expected(check, default)}, got: #{inspect(value, limit: 5)}"}
   end
 
   @doc "The value of `key`; raises `ArgumentError` naming the key when it is invalid."

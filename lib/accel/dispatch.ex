@@ -23,8 +23,12 @@ defmodule Accel.Dispatch do
       iex> results
       [1, 3, 5]
   """
-  @spec run([term()] | {non_neg_integer(), (non_neg_integer() -> term())}, [term()], (term(), term() -> term()),
-          (term() -> non_neg_integer())) :: {[term()], map()}
+  @spec run(
+          [term()] | {non_neg_integer(), (non_neg_integer() -> term())},
+          [term()],
+          (term(), term() -> term()),
+          (term() -> non_neg_integer())
+        ) :: {[term()], map()}
   def run(chunks, workers, fun, size_fun \\ fn _ -> 1 end)
 
   def run(chunks, workers, fun, size_fun)
@@ -88,8 +92,18 @@ defmodule Accel.Dispatch do
           {:error, index, kind, reason, __STACKTRACE__}
       else
         {us, result} ->
-          pull(source, next, failed, worker, fun, size_fun, [{index, result} | done], n + 1,
-            elements + size_fun.(chunk), micros + us)
+          pull(
+            source,
+            next,
+            failed,
+            worker,
+            fun,
+            size_fun,
+            [{index, result} | done],
+            n + 1,
+            elements + size_fun.(chunk),
+            micros + us
+          )
       end
     end
   end

@@ -163,7 +163,8 @@ defmodule Accel.Tensor do
   @spec to_list(t()) :: list() | number()
   def to_list(%__MODULE__{shape: shape, type: type} = t) do
     # Cells of every level: d1 + d1*d2 + ... ; the VM aborts rather than fail a heap allocation.
-    {cells, _} = shape |> Tuple.to_list() |> Enum.reduce({0, 1}, fn d, {sum, prod} -> {sum + prod * d, prod * d} end)
+    {cells, _} =
+      shape |> Tuple.to_list() |> Enum.reduce({0, 1}, fn d, {sum, prod} -> {sum + prod * d, prod * d} end)
 
     if cells > 0xFFFFFFFF do
       raise Accel.Error,
@@ -473,10 +474,17 @@ defmodule Accel.Tensor do
     backend = opts[:backend]
 
     case opts[:device] do
-      nil -> {backend, -1}
-      %Accel.Device{backend: b, id: id} when backend in [:auto, b] -> {b, id}
-      %Accel.Device{} = d -> raise ArgumentError, "device #{inspect(d.name)} is not on backend #{inspect(backend)}"
-      i when is_integer(i) -> {backend, i}
+      nil ->
+        {backend, -1}
+
+      %Accel.Device{backend: b, id: id} when backend in [:auto, b] ->
+        {b, id}
+
+      %Accel.Device{} = d ->
+        raise ArgumentError, "device #{inspect(d.name)} is not on backend #{inspect(backend)}"
+
+      i when is_integer(i) ->
+        {backend, i}
     end
   end
 
@@ -566,7 +574,9 @@ defmodule Accel.Tensor do
       shape
       |> Tuple.to_list()
       |> Enum.reverse()
-      |> Enum.reduce({[], i}, fn dim, {acc, rest} -> {[rem(rest, Kernel.max(dim, 1)) | acc], div(rest, Kernel.max(dim, 1))} end)
+      |> Enum.reduce({[], i}, fn dim, {acc, rest} ->
+        {[rem(rest, Kernel.max(dim, 1)) | acc], div(rest, Kernel.max(dim, 1))}
+      end)
 
     "index " <> Enum.map_join(path, "", &"[#{&1}]")
   end

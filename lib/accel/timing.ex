@@ -8,7 +8,11 @@ defmodule Accel.Timing do
 
   @options [
     runs: [rule: {:integer, 1, nil}, default: 5, doc: "samples taken"],
-    loops: [rule: {:integer, 1, nil}, default: 1, doc: "calls per sample, back to back; a sample is their mean"],
+    loops: [
+      rule: {:integer, 1, nil},
+      default: 1,
+      doc: "calls per sample, back to back; a sample is their mean"
+    ],
     warmup: [rule: {:integer, 0, nil}, default: 1, doc: "untimed calls first"]
   ]
 

@@ -59,7 +59,12 @@ defmodule Accel.Test.ChildVM do
     # (false only means that no process had to be killed to purge it)
     _ = :code.purge(Accel.NIF)
     before = Accel.Tensor.to_list(t)
-    after_reload = Accel.Tensor.iota({3}, backend: backend) |> Accel.Tensor.add(t |> Accel.Tensor.sum()) |> Accel.Tensor.to_list()
+
+    after_reload =
+      Accel.Tensor.iota({3}, backend: backend)
+      |> Accel.Tensor.add(t |> Accel.Tensor.sum())
+      |> Accel.Tensor.to_list()
+
     {before, after_reload, Accel.logistic_map([1, 2, 3], p: 61, backend: backend)}
   end
 

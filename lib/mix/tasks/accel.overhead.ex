@@ -12,13 +12,21 @@ defmodule Mix.Tasks.Accel.Overhead do
     {opts, rest, invalid} = OptionParser.parse(args, strict: [elements: :integer, runs: :integer])
 
     case {invalid, rest} do
-      {[], []} -> :ok
-      {[{flag, nil} | _], _} -> Mix.raise("mix accel.overhead: unknown option #{flag}; known: --elements N, --runs N")
-      {[{flag, value} | _], _} -> Mix.raise("mix accel.overhead: #{flag} expects a positive integer, got: #{value}")
-      {[], [arg | _]} -> Mix.raise("mix accel.overhead: unexpected argument #{inspect(arg)}")
+      {[], []} ->
+        :ok
+
+      {[{flag, nil} | _], _} ->
+        Mix.raise("mix accel.overhead: unknown option #{flag}; known: --elements N, --runs N")
+
+      {[{flag, value} | _], _} ->
+        Mix.raise("mix accel.overhead: #{flag} expects a positive integer, got: #{value}")
+
+      {[], [arg | _]} ->
+        Mix.raise("mix accel.overhead: unexpected argument #{inspect(arg)}")
     end
 
     Mix.Task.run("app.start")
+
     rows =
       try do
         Accel.Crossing.measure(opts)
