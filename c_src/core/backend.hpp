@@ -1,6 +1,7 @@
 // The interface every compute backend implements (cpu, opencl, cuda), the device and status records
 // Accel.devices/0 and Accel.backends/0 report. Backends never see BEAM terms. The tensor half works
-// on DeviceBuffers the backend allocated; core/tensor.cpp checks every count before calling it.
+// through a small device API (the launch door: allocate, copy, launch kernel K) that each backend
+// implements once; core/tensor.cpp checks every count before calling it.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "core/int64_source.hpp"
 #include "core/error.hpp"
 #include "core/logistic_map.hpp"
+#include "core/kernel.hpp"
 #include "core/tensor.hpp"
 
 namespace accel {
@@ -56,8 +58,9 @@ class Backend {
   virtual void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
                             const CallOptions& options) = 0;
 
-  // ---- tensors. Device backends may run operations asynchronously, in order per device: only
-  // download() (and an integer divide, which must report a zero divisor) waits for the device. ----
+  // ---- the launch door: tensors. Device backends may run these asynchronously, in order per
+  // device; only download() waits for the device. Everything above them (reductions in passes,
+  // broadcasting, checks) is written once, in core/tensor.cpp. ----
 
   // The defaults refuse: a backend without a device (AbsentBackend) never allocates, so the others
   // are never reached for it. Throws Error("out_of_memory") when the device is full, ArgumentError
@@ -65,19 +68,17 @@ class Backend {
   virtual std::shared_ptr<DeviceBuffer> allocate(int, size_t) { no_tensors(); }
   virtual void upload(DeviceBuffer&, const void*) { no_tensors(); }  // dst.bytes() bytes
   virtual void download(const DeviceBuffer&, void*, size_t /*bytes: a prefix*/) { no_tensors(); }
-  virtual void iota(DeviceBuffer&, DType, size_t) { no_tensors(); }
-  virtual void cast(const DeviceBuffer&, DType, DeviceBuffer&, DType, size_t) { no_tensors(); }
-  // Throws ArgumentError when an integer divide meets a zero divisor.
-  virtual void binary(BinaryOp, DType, const Operand&, const Operand&, DeviceBuffer&, size_t) { no_tensors(); }
-  virtual void unary(UnaryOp, DType, const DeviceBuffer&, DeviceBuffer&, size_t) { no_tensors(); }
-  // `in` is [outer][len][inner]; `out` gets outer * inner values of sum_type(type) (Sum) or type.
-  virtual void reduce(ReduceOp, DType, const DeviceBuffer&, DeviceBuffer&, size_t /*outer*/, size_t /*len*/,
-                      size_t /*inner*/) {
+  virtual void copy(const DeviceBuffer& /*src*/, DeviceBuffer& /*dst*/, size_t /*bytes*/) { no_tensors(); }
+  virtual void zero(DeviceBuffer&) { no_tensors(); }  // every byte
+  // Runs `kernel` (kernels/tensor_kernels.h) over params.n work items on `device`, where the
+  // buffers live. work_per_item (elements each item reads) lets a CPU size its tasks.
+  virtual void launch(Kernel /*kernel*/, int /*device*/, const accel_params&, const KernelBuffers&,
+                      size_t /*work_per_item*/) {
     no_tensors();
   }
-  virtual void transpose(size_t /*element_size*/, const DeviceBuffer&, DeviceBuffer&, size_t /*rows*/, size_t /*cols*/) {
-    no_tensors();
-  }
+
+  // ---- beyond the door: the vendors' BLAS, and the logistic map's own tuned kernels ----
+
   // Row-major out[m][n] = a[m][k] * b[k][n], F32 or F64, through the backend's BLAS.
   virtual void matmul(DType, const DeviceBuffer&, const DeviceBuffer&, DeviceBuffer&, size_t /*m*/, size_t /*k*/,
                       size_t /*n*/) {

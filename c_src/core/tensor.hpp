@@ -58,21 +58,6 @@ class DeviceBuffer {
   int device_;
 };
 
-// A scalar operand, already converted to the tensor's type by the core (the i field for integer
-// types, f for float types).
-struct Scalar {
-  int64_t i = 0;
-  double f = 0;
-};
-
-// One side of a binary operation: a buffer of `count` elements, repeated to the output's length
-// (count divides it: trailing-shape broadcasting), or a scalar when buffer is null.
-struct Operand {
-  const DeviceBuffer* buffer = nullptr;
-  size_t count = 0;
-  Scalar scalar;
-};
-
 struct Tensor {
   Backend* backend = nullptr;
   int device = 0;
@@ -81,8 +66,8 @@ struct Tensor {
   std::shared_ptr<DeviceBuffer> buffer;  // shared: an operation in flight keeps it alive past free/1
 };
 
-// What a scalar term held, before conversion to a tensor's type.
-struct ScalarValue {
+// A number given where a tensor could be (add(t, 2)), before conversion to the tensor's type.
+struct Scalar {
   bool is_float = false;
   int64_t i = 0;
   double f = 0;
@@ -96,22 +81,13 @@ void tensor_to_bytes(const Tensor& t, void* out, uint64_t count);
 Tensor tensor_transfer(const Tensor& t, Backend& backend, int device);
 Tensor tensor_cast(const Tensor& t, DType to);
 // a or b may be a scalar (tensor null). Output count: the larger operand's.
-Tensor tensor_binary(BinaryOp op, const Tensor* a, const ScalarValue& a_scalar, const Tensor* b, const ScalarValue& b_scalar);
+Tensor tensor_binary(BinaryOp op, const Tensor* a, const Scalar& a_scalar, const Tensor* b, const Scalar& b_scalar);
 Tensor tensor_unary(UnaryOp op, const Tensor& t);
 // Reduces axis `len` of a tensor laid out as [outer][len][inner]: outer * inner results.
 Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner);
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);
 Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n);
 Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options);
-
-// Device reductions run in passes of partial results (out[o][g][k] combines in[o][j][k] for
-// j = g, g + groups, ...): enough partials to fill a GPU, each over at least 64 elements of the axis.
-// A pass with groups == 1 writes the final result. Shared by the OpenCL and CUDA backends.
-inline size_t reduction_groups(size_t outputs, size_t len) {
-  const size_t want = (size_t{1} << 16) / (outputs == 0 ? 1 : outputs);
-  const size_t most = len / 64 == 0 ? 1 : len / 64;
-  return want < 1 ? 1 : want > most ? most : want;
-}
 
 // count * size in bytes, or ArgumentError when that overflows or exceeds what any machine holds.
 size_t checked_bytes(uint64_t count, DType type);

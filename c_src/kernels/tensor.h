@@ -42,6 +42,11 @@
 #define ACCEL_REDUCE_MIN 1
 #define ACCEL_REDUCE_MAX 2
 
+/* How many codes each family's kernel serves (codes are 0 .. count - 1). */
+#define ACCEL_BINARY_OPS 4
+#define ACCEL_UNARY_OPS 7
+#define ACCEL_PICK_OPS 3
+
 /* Any integer type, widened to 64 bits. */
 ACCEL_FN accel_i64 accel_int_binary(int op, accel_i64 a, accel_i64 b) {
   const accel_u64 ua = (accel_u64)a, ub = (accel_u64)b;

@@ -125,6 +125,8 @@ ERL_NIF_TERM logistic_map_submit(ErlNifEnv* env, int argc, const ERL_NIF_TERM ar
   if (enif_is_list(env, argv[0])) {
     Int64Input in = decode_int64_input(env, argv[0]);
     args[0] = make_owned_binary(env, std::move(in.storage), in.source.count * 8);
+  } else if (wants_list(env, argv[4])) {  // the list asked for is refused as the CPU backend refuses it
+    check_list_output(decode_int64_input(env, argv[0]).source.count);
   }
   args[4] = atoms.binary;
   return submit(env, std::move(ticket), queue, logistic_map_run, argc, args);

@@ -205,7 +205,7 @@ BinaryOp decode_binary_op(ErlNifEnv* env, ERL_NIF_TERM term) {
 }
 
 // A tensor, or a number into `scalar`.
-bool decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, Tensor* tensor, ScalarValue* scalar) {
+bool decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, Tensor* tensor, Scalar* scalar) {
   if (resource_of(env, term) != nullptr) {
     *tensor = get_tensor(env, term);
     return true;
@@ -227,7 +227,7 @@ bool decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, Tensor* tensor, ScalarVal
 ERL_NIF_TERM binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const BinaryOp op = decode_binary_op(env, argv[0]);
   Tensor a, b;
-  ScalarValue sa, sb;
+  Scalar sa, sb;
   const bool a_tensor = decode_operand(env, argv[1], &a, &sa);
   const bool b_tensor = decode_operand(env, argv[2], &b, &sb);
   return make_tensor(env, accel::tensor_binary(op, a_tensor ? &a : nullptr, sa, b_tensor ? &b : nullptr, sb));

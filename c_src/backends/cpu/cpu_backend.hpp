@@ -22,13 +22,10 @@ class CpuBackend final : public Backend {
   std::shared_ptr<DeviceBuffer> allocate(int device, size_t bytes) override;
   void upload(DeviceBuffer& dst, const void* src) override;
   void download(const DeviceBuffer& src, void* dst, size_t bytes) override;
-  void iota(DeviceBuffer& out, DType type, size_t n) override;
-  void cast(const DeviceBuffer& in, DType from, DeviceBuffer& out, DType to, size_t n) override;
-  void binary(BinaryOp op, DType type, const Operand& a, const Operand& b, DeviceBuffer& out, size_t n) override;
-  void unary(UnaryOp op, DType type, const DeviceBuffer& in, DeviceBuffer& out, size_t n) override;
-  void reduce(ReduceOp op, DType type, const DeviceBuffer& in, DeviceBuffer& out, size_t outer, size_t len,
-              size_t inner) override;
-  void transpose(size_t element_size, const DeviceBuffer& in, DeviceBuffer& out, size_t rows, size_t cols) override;
+  void copy(const DeviceBuffer& src, DeviceBuffer& dst, size_t bytes) override;
+  void zero(DeviceBuffer& dst) override;
+  void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers,
+              size_t work_per_item) override;
   void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
               size_t n) override;
   void logistic_map_buffer(const DeviceBuffer& in, DeviceBuffer& out, size_t n, const LogisticMapPlan& plan,
@@ -38,9 +35,6 @@ class CpuBackend final : public Backend {
   unsigned threads() const { return pool_.threads(); }
 
  private:
-  template <typename Op>
-  void binary_with(Op code, DType type, const Operand& a, const Operand& b, DeviceBuffer& out, size_t n);
-
   ThreadPool pool_;
   DeviceInfo device_;
   // Shared with every buffer, which may outlive the backend (a tensor held at unload).

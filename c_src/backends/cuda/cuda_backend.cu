@@ -2,12 +2,9 @@
 // libraries are absent, and reports the driver's own reason where no driver or device exists.
 // Discovery happens once, on first use. Each device gets, lazily and once, two streams and two
 // device buffers; a call's chunks alternate between them, so the transfers of one chunk overlap the
-// kernel of the other (in-order within a stream). Calls on a device are serialised by its mutex.
-// The math is kernels/logistic_map.h, compiled here as device code.
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <dlfcn.h>
-
+// kernel of the other (in-order within a stream). Tensors go through the launch door: every kernel
+// of kernels/tensor_kernels.h (cuda_tensor.cu) is launched the same way, on streams[0], in order.
+// Calls on a device are serialised by its mutex. (cuda_support: errors, geometry, cuBLAS.)
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -16,8 +13,8 @@
 #include <string>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_support.hpp"
 #include "backends/cuda/logistic_map_kernel.cuh"
-#include "backends/cuda/tensor_kernels.cuh"
 #include "core/chunk_plan.hpp"
 #include "core/device_backend.hpp"
 #include "core/error.hpp"
@@ -25,72 +22,7 @@
 namespace accel::cuda {
 namespace {
 
-std::string reason_for(cudaError_t e) {
-  switch (e) {
-    case cudaErrorMemoryAllocation:
-      return "out_of_memory";
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorDeviceUninitialized:
-      return "device_unavailable";
-    default:
-      return "cuda_error";
-  }
-}
-
-std::string cuda_error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
-
-// Every runtime call goes through here: the error names the call and CUDA's own error name.
-#define ACCEL_CUDA(call) check((call), #call)
-void check(cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return;
-  cudaGetLastError();  // clear a sticky-free error so the next call starts clean
-  throw Error(reason_for(e), std::string(call) + " failed with " + cuda_error_text(e));
-}
-
-constexpr int kThreads = 256;
 constexpr size_t kSlots = 2;
-
-// cuBLAS, loaded on first use with dlopen: the NIF must load where libcublas is absent, and a
-// static cuBLAS would add hundreds of megabytes. Only the four entry points matmul needs.
-struct Cublas {
-  using Create = cublasStatus_t (*)(cublasHandle_t*);
-  using SetStream = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
-  using Sgemm = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float*,
-                                   const float*, int, const float*, int, const float*, float*, int);
-  using Dgemm = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const double*,
-                                   const double*, int, const double*, int, const double*, double*, int);
-  Create create = nullptr;
-  SetStream set_stream = nullptr;
-  Sgemm sgemm = nullptr;
-  Dgemm dgemm = nullptr;
-  std::string error;  // why it could not be loaded
-
-  static const Cublas& get() {
-    static const Cublas lib = load();
-    return lib;
-  }
-
- private:
-  static Cublas load() {
-    Cublas c;
-    void* handle = nullptr;
-    for (const char* name : {"libcublas.so.13", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so.13"})
-      if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      c.error = std::string("cuBLAS could not be loaded: ") + (why != nullptr ? why : "libcublas.so.13 not found");
-      return c;
-    }
-    c.create = reinterpret_cast<Create>(dlsym(handle, "cublasCreate_v2"));
-    c.set_stream = reinterpret_cast<SetStream>(dlsym(handle, "cublasSetStream_v2"));
-    c.sgemm = reinterpret_cast<Sgemm>(dlsym(handle, "cublasSgemm_v2"));
-    c.dgemm = reinterpret_cast<Dgemm>(dlsym(handle, "cublasDgemm_v2"));
-    if (!c.create || !c.set_stream || !c.sgemm || !c.dgemm) c.error = "libcublas lacks the cublas*_v2 entry points";
-    return c;
-  }
-};
 
 struct DeviceState {
   DeviceInfo info;
@@ -100,7 +32,6 @@ struct DeviceState {
   cudaStream_t streams[kSlots] = {};  // streams[0] also carries every tensor operation, in order
   long long* buffers[kSlots] = {};
   size_t buffer_elements = 0;
-  int* zero_divisor = nullptr;      // an integer divide's flag (tensors)
   cublasHandle_t cublas = nullptr;  // created on the first matmul
   std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
 
@@ -111,7 +42,7 @@ struct DeviceState {
       if (buffers[s] != nullptr) cudaFree(buffers[s]);
       if (streams[s] != nullptr) cudaStreamDestroy(streams[s]);
     }
-    if (zero_divisor != nullptr) cudaFree(zero_divisor);
+    if (cublas != nullptr) Cublas::get().destroy(cublas);
   }
 };
 
@@ -141,10 +72,6 @@ class CudaBuffer final : public DeviceBuffer {
 template <typename T>
 T* ptr(const DeviceBuffer& b) {
   return static_cast<T*>(static_cast<const CudaBuffer&>(b).ptr());
-}
-
-unsigned blocks_for(unsigned long long n) {
-  return static_cast<unsigned>(std::clamp<unsigned long long>((n + kThreads - 1) / kThreads, 1, 1ULL << 20));
 }
 
 class CudaBackend final : public DeviceBackend<DeviceState> {
@@ -217,111 +144,21 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  void iota(DeviceBuffer& out, DType type, size_t n) override {
-    on_device(out.device(), [&](DeviceState& d) {
-      visit_type(type, [&](auto tag) {
-        using T = decltype(tag);
-        iota_kernel<T><<<blocks_for(n), kThreads, 0, d.streams[0]>>>(ptr<T>(out), n);
-      });
-      ACCEL_CUDA(cudaGetLastError());
+  void copy(const DeviceBuffer& src, DeviceBuffer& dst, size_t bytes) override {
+    on_device(src.device(), [&](DeviceState& d) {
+      ACCEL_CUDA(cudaMemcpyAsync(ptr<void>(dst), ptr<void>(src), bytes, cudaMemcpyDeviceToDevice, d.streams[0]));
     });
   }
 
-  void cast(const DeviceBuffer& in, DType from, DeviceBuffer& out, DType to, size_t n) override {
-    on_device(in.device(), [&](DeviceState& d) {
-      visit_type(from, [&](auto f) {
-        visit_type(to, [&](auto t) {
-          using F = decltype(f);
-          using T = decltype(t);
-          cast_kernel<F, T><<<blocks_for(n), kThreads, 0, d.streams[0]>>>(ptr<F>(in), ptr<T>(out), n);
-        });
-      });
-      ACCEL_CUDA(cudaGetLastError());
-    });
+  void zero(DeviceBuffer& dst) override {
+    on_device(dst.device(), [&](DeviceState& d) { ACCEL_CUDA(cudaMemsetAsync(ptr<void>(dst), 0, dst.bytes(), d.streams[0])); });
   }
 
-  void binary(BinaryOp op, DType type, const Operand& a, const Operand& b, DeviceBuffer& out, size_t n) override {
-    on_device(out.device(), [&](DeviceState& d) {
-      const bool check_zero = op == BinaryOp::Divide && !is_float(type);
-      if (d.zero_divisor == nullptr) ACCEL_CUDA(cudaMalloc(reinterpret_cast<void**>(&d.zero_divisor), sizeof(int)));
-      if (check_zero) ACCEL_CUDA(cudaMemsetAsync(d.zero_divisor, 0, sizeof(int), d.streams[0]));
-      visit_type(type, [&](auto tag) {
-        using T = decltype(tag);
-        auto scalar = [](const Operand& o) {
-          return std::is_floating_point_v<T> ? static_cast<T>(o.scalar.f) : static_cast<T>(o.scalar.i);
-        };
-        binary_kernel<T><<<blocks_for(n), kThreads, 0, d.streams[0]>>>(
-            static_cast<int>(op), a.buffer ? ptr<T>(*a.buffer) : nullptr, a.buffer ? a.count : 0, scalar(a),
-            b.buffer ? ptr<T>(*b.buffer) : nullptr, b.buffer ? b.count : 0, scalar(b), ptr<T>(out), n, d.zero_divisor);
-      });
-      ACCEL_CUDA(cudaGetLastError());
-      if (!check_zero) return;
-      int found = 0;
-      ACCEL_CUDA(cudaMemcpyAsync(&found, d.zero_divisor, sizeof found, cudaMemcpyDeviceToHost, d.streams[0]));
-      ACCEL_CUDA(cudaStreamSynchronize(d.streams[0]));
-      if (found != 0) throw ArgumentError("integer division by zero in Accel.Tensor.divide/2");
-    });
-  }
-
-  void unary(UnaryOp op, DType type, const DeviceBuffer& in, DeviceBuffer& out, size_t n) override {
-    on_device(in.device(), [&](DeviceState& d) {
-      visit_type(type, [&](auto tag) {
-        using T = decltype(tag);
-        unary_kernel<T><<<blocks_for(n), kThreads, 0, d.streams[0]>>>(static_cast<int>(op), ptr<T>(in), ptr<T>(out), n);
-      });
-      ACCEL_CUDA(cudaGetLastError());
-    });
-  }
-
-  void reduce(ReduceOp op, DType type, const DeviceBuffer& in, DeviceBuffer& out, size_t outer, size_t len,
-              size_t inner) override {
-    on_device(in.device(), [&](DeviceState& d) {
-      visit_type(type, [&](auto tag) {
-        using T = decltype(tag);
-        using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-        cudaStream_t stream = d.streams[0];
-        const bool sum = op == ReduceOp::Sum;
-        // Passes of partial results until one per output remains (reduction_groups()).
-        const void* src = ptr<void>(in);
-        bool first = true;
-        std::shared_ptr<void> scratch[2];
-        size_t l = len;
-        for (size_t pass = 0;; ++pass) {
-          const size_t groups = reduction_groups(outer * inner, l);
-          void* dst = ptr<void>(out);
-          if (groups > 1) {
-            void* p = nullptr;
-            ACCEL_CUDA(cudaMallocAsync(&p, outer * groups * inner * (sum ? sizeof(Out) : sizeof(T)), stream));
-            scratch[pass % 2] = std::shared_ptr<void>(p, [stream](void* q) { cudaFreeAsync(q, stream); });
-            dst = p;
-          }
-          const unsigned blocks = blocks_for(outer * groups * inner);
-          if (sum && first)
-            sum_kernel<T, Out><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(src), static_cast<Out*>(dst), outer, l, inner, groups);
-          else if (sum)
-            sum_kernel<Out, Out><<<blocks, kThreads, 0, stream>>>(static_cast<const Out*>(src), static_cast<Out*>(dst), outer, l, inner, groups);
-          else
-            pick_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<int>(op), static_cast<const T*>(src), static_cast<T*>(dst), outer, l, inner, groups);
-          ACCEL_CUDA(cudaGetLastError());
-          if (groups == 1) break;
-          src = dst;
-          first = false;
-          l = groups;
-        }
-      });
-    });
-  }
-
-  void transpose(size_t element_size, const DeviceBuffer& in, DeviceBuffer& out, size_t rows, size_t cols) override {
-    on_device(in.device(), [&](DeviceState& d) {
-      auto run = [&](auto tag) {
-        using U = decltype(tag);
-        transpose_kernel<U><<<blocks_for(rows * cols), kThreads, 0, d.streams[0]>>>(ptr<U>(in), ptr<U>(out), rows, cols);
-      };
-      if (element_size == 8) run(uint64_t{});
-      else if (element_size == 4) run(uint32_t{});
-      else run(uint8_t{});
-      ACCEL_CUDA(cudaGetLastError());
+  void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers, size_t) override {
+    on_device(device, [&](DeviceState& d) {
+      void* b[4];
+      for (size_t i = 0; i < 4; ++i) b[i] = buffers[i] != nullptr ? ptr<void>(*buffers[i]) : nullptr;
+      launch_tensor_kernel(kernel, d.streams[0], params, b);
     });
   }
 

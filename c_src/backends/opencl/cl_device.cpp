@@ -1,0 +1,59 @@
+// The OpenCL device state's lazy parts: context and queues, the program cache, tensor kernels.
+#include "backends/opencl/cl_device.hpp"
+
+#include "backends/opencl/opencl_backend.hpp"
+#include "core/error.hpp"
+#include "opencl_tensor_kernels.hpp"  // generated: kTensorSource
+
+namespace accel::opencl {
+
+std::atomic<uint64_t> g_program_builds{0};
+
+void ready(DeviceState& d) {
+  if (d.ready) return;
+  d.context = cl::Context(d.device);
+  for (auto& q : d.queues) q = cl::CommandQueue(d.context, d.device);
+  d.kernels.resize(kKernelCount);
+  d.ready = true;
+}
+
+cl::Program& program(DeviceState& d, const std::string& name, const char* source) {
+  const std::string options = d.fp64 ? "-DACCEL_FP64=1" : "";
+  const std::string key = name + " " + options;
+  auto it = d.programs.find(key);
+  if (it != d.programs.end()) return it->second;
+  cl::Program program(d.context, std::string(source));
+  g_program_builds.fetch_add(1, std::memory_order_relaxed);
+  try {
+    program.build(std::vector<cl::Device>{d.device}, options.c_str());
+  } catch (const cl::Error& e) {
+    std::string log;
+    try {
+      log = program.getBuildInfo<CL_PROGRAM_BUILD_LOG>(d.device);
+    } catch (const cl::Error&) {
+      log = "(no build log)";
+    }
+    throw Error("build_failed", "OpenCL program " + name + " failed to build on " + d.info.name + ": " +
+                                    cl_error_text(e) + "\n" + log);
+  }
+  return d.programs.emplace(key, std::move(program)).first->second;
+}
+
+cl::Kernel& tensor_kernel(DeviceState& d, Kernel kernel) {
+  cl::Kernel& k = d.kernels.at(static_cast<size_t>(kernel));
+  if (k() == nullptr) k = cl::Kernel(program(d, "tensor", kTensorSource), kernel_name(kernel));
+  return k;
+}
+
+void drain(DeviceState& d) noexcept {
+  for (auto& q : d.queues) {
+    try {
+      q.finish();
+    } catch (...) {
+    }
+  }
+}
+
+uint64_t program_builds() { return g_program_builds.load(std::memory_order_relaxed); }
+
+}  // namespace accel::opencl

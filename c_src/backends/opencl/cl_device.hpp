@@ -1,0 +1,64 @@
+// One OpenCL device's state (made lazily, once: context, two in-order queues, built programs and
+// kernels), a tensor's cl_mem, and the program cache: each program is built once per (device,
+// name, options), where the original experiment rebuilt its kernel on every call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/opencl/cl_support.hpp"
+#include "core/backend.hpp"
+
+namespace accel::opencl {
+
+struct DeviceState {
+  DeviceInfo info;
+  cl::Device device;
+  bool fp64 = false;  // doubles supported: the kernels' f64 path is compiled in
+  std::mutex mutex;   // guards everything below and serialises calls on this device
+  bool ready = false;
+  cl::Context context;
+  cl::CommandQueue queues[2];                   // one per buffer slot; queues[0] carries the tensors
+  std::map<std::string, cl::Program> programs;  // by name and build options
+  std::vector<cl::Kernel> kernels;              // tensor kernels by Kernel number, made on first use
+  // Tensor bytes on this device; shared with each buffer, which may outlive a call.
+  std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
+};
+
+// A tensor's memory: released with clReleaseMemObject, which OpenCL defers until the commands
+// queued on it have finished, so a tensor dropped while its kernels run is safe.
+class ClBuffer final : public DeviceBuffer {
+ public:
+  ClBuffer(cl::Buffer mem, size_t bytes, int device, std::shared_ptr<std::atomic<int64_t>> counter)
+      : DeviceBuffer(bytes, device), mem_(std::move(mem)), counter_(std::move(counter)) {
+    counter_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  }
+  ~ClBuffer() override { counter_->fetch_sub(static_cast<int64_t>(bytes()), std::memory_order_relaxed); }
+  const cl::Buffer& mem() const { return mem_; }
+
+ private:
+  cl::Buffer mem_;
+  std::shared_ptr<std::atomic<int64_t>> counter_;
+};
+
+inline const cl::Buffer& mem(const DeviceBuffer& b) { return static_cast<const ClBuffer&>(b).mem(); }
+
+// Makes the context and queues on first use. Caller holds d.mutex.
+void ready(DeviceState& d);
+// The program `name` built from `source` for d (with -DACCEL_FP64=1 where it has doubles). Caller
+// holds d.mutex. Throws Error("build_failed") with the build log.
+cl::Program& program(DeviceState& d, const std::string& name, const char* source);
+// The tensor kernel `kernel`, from the tensor program. Caller holds d.mutex.
+cl::Kernel& tensor_kernel(DeviceState& d, Kernel kernel);
+// Waits for both queues, ignoring errors: no transfer may outlive the memory it reads or writes.
+void drain(DeviceState& d) noexcept;
+
+// A multiple of 256 work items at least n, which runtimes split evenly.
+inline size_t global_size(size_t n) { return (n + 255) / 256 * 256; }
+
+}  // namespace accel::opencl

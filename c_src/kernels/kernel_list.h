@@ -1,0 +1,25 @@
+/* Every tensor kernel, in Kernel-number order (core/kernel.hpp numbers them from this list, each
+ * backend builds its table of entry points from it): X(name, ops), where ops is how many operation
+ * codes the kernel serves. Typed kernels come in blocks of ACCEL_TYPED_KERNELS, one block per
+ * element type in type-code order (f32, f64, s64, s32, u8); casts from-major in the same order. */
+#ifndef ACCEL_KERNELS_KERNEL_LIST_H
+#define ACCEL_KERNELS_KERNEL_LIST_H
+
+#include "kernels/tensor.h"
+
+#define ACCEL_TYPED_KERNELS 5
+#define ACCEL_TYPED_KERNEL_LIST(X, S)                                                                \
+  X(accel_iota_##S, 1) X(accel_binary_##S, ACCEL_BINARY_OPS) X(accel_unary_##S, ACCEL_UNARY_OPS) \
+  X(accel_sum_##S, 1) X(accel_pick_##S, ACCEL_PICK_OPS)
+#define ACCEL_CASTS_FROM(X, F)                                                                  \
+  X(accel_cast_##F##_f32, 1) X(accel_cast_##F##_f64, 1) X(accel_cast_##F##_s64, 1) \
+  X(accel_cast_##F##_s32, 1) X(accel_cast_##F##_u8, 1)
+
+#define ACCEL_KERNEL_LIST(X)                                                                          \
+  ACCEL_TYPED_KERNEL_LIST(X, f32) ACCEL_TYPED_KERNEL_LIST(X, f64) ACCEL_TYPED_KERNEL_LIST(X, s64)    \
+  ACCEL_TYPED_KERNEL_LIST(X, s32) ACCEL_TYPED_KERNEL_LIST(X, u8)                                     \
+  ACCEL_CASTS_FROM(X, f32) ACCEL_CASTS_FROM(X, f64) ACCEL_CASTS_FROM(X, s64) ACCEL_CASTS_FROM(X, s32) \
+  ACCEL_CASTS_FROM(X, u8)                                                                            \
+  X(accel_transpose_1, 1) X(accel_transpose_4, 1) X(accel_transpose_8, 1)
+
+#endif /* ACCEL_KERNELS_KERNEL_LIST_H */

@@ -1,0 +1,96 @@
+/* The launch door's kernel side: every tensor kernel has one signature, four buffers and one
+ * accel_params record, so each backend launches any kernel the same way (by its Kernel number) and
+ * the kernel's text is written once. ACCEL_KERNEL(name) { body } defines the body for one work item
+ * `i` (reading p->...), and the entry point the dialect needs around it:
+ *   OpenCL C:  __kernel name(b0..b3, params): one work item per i < p.n;
+ *   CUDA C++:  __global__ name(b0..b3, params): a grid-stride loop over i < p.n;
+ *   host C++:  template <int Op> name(b0..b3, &params, begin, end): a loop over [begin, end), with
+ *              the operation code a compile-time constant so the loop vectorises (CPU backend).
+ * ACCEL_OP is the operation code inside a body; ACCEL_SET_FLAG(int pointer) raises a flag that many
+ * work items may raise at once. Nothing else lives here. */
+#ifndef ACCEL_KERNELS_LAUNCH_H
+#define ACCEL_KERNELS_LAUNCH_H
+
+#include "kernels/dialect.h"
+
+/* Only 8-byte fields, so that host C++, CUDA and OpenCL C lay it out identically. */
+typedef struct accel_params {
+  accel_u64 n;         /* work items */
+  accel_i64 op;        /* the operation, for kernels that serve a family of them */
+  accel_u64 size[6];   /* shapes: reductions (outer, len, inner, groups, block), transpose (rows, cols) */
+  accel_u64 count[2];  /* binary operands' element counts: n, a divisor of n (repeats), or 0 (a scalar) */
+  accel_u64 bits[2];   /* binary operands' scalars, as the bits of the kernel's element type */
+} accel_params;
+
+#if defined(__OPENCL_VERSION__)
+#define ACCEL_GLOBAL __global
+#define ACCEL_OP ((int)p->op)
+#define ACCEL_SET_FLAG(flag) (*(flag) = 1)
+#define ACCEL_KERNEL_ARGS __global void *b0, __global void *b1, __global void *b2, __global void *b3
+#define ACCEL_KERNEL(name)                                                         \
+  static inline void name##_at(ulong i, ACCEL_KERNEL_ARGS, const accel_params* p); \
+  __kernel void name(ACCEL_KERNEL_ARGS, const accel_params params) {               \
+    const ulong i = get_global_id(0);                                              \
+    if (i < params.n) name##_at(i, b0, b1, b2, b3, &params);                       \
+  }                                                                                \
+  static inline void name##_at(ulong i, ACCEL_KERNEL_ARGS, const accel_params* p)
+ACCEL_FN float accel_bits_f32(accel_u64 b) { return as_float((uint)b); }
+#if ACCEL_HAS_F64
+ACCEL_FN double accel_bits_f64(accel_u64 b) { return as_double(b); }
+#endif
+
+#elif defined(__CUDACC__)
+#define ACCEL_GLOBAL
+#define ACCEL_OP ((int)p->op)
+#define ACCEL_SET_FLAG(flag) (*(flag) = 1)
+#define ACCEL_KERNEL_ARGS void *b0, void *b1, void *b2, void *b3
+#define ACCEL_KERNEL(name)                                                                                  \
+  __device__ static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, const accel_params* p);           \
+  __global__ void name(ACCEL_KERNEL_ARGS, const accel_params params) {                                      \
+    for (accel_u64 i = blockIdx.x * 1ULL * blockDim.x + threadIdx.x; i < params.n; i += 1ULL * blockDim.x * gridDim.x) \
+      name##_at(i, b0, b1, b2, b3, &params);                                                                \
+  }                                                                                                         \
+  __device__ static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, const accel_params* p)
+ACCEL_FN float accel_bits_f32(accel_u64 b) {
+  union { unsigned u; float f; } v;
+  v.u = (unsigned)b;
+  return v.f;
+}
+ACCEL_FN double accel_bits_f64(accel_u64 b) {
+  union { accel_u64 u; double f; } v;
+  v.u = b;
+  return v.f;
+}
+
+#else /* host C++: the CPU backend */
+#include <cstring>
+#define ACCEL_GLOBAL
+#define ACCEL_OP Op
+#define ACCEL_SET_FLAG(flag) __atomic_store_n((flag), 1, __ATOMIC_RELAXED) /* threads race to set it */
+#define ACCEL_KERNEL_ARGS [[maybe_unused]] void *b0, [[maybe_unused]] void *b1, [[maybe_unused]] void *b2, [[maybe_unused]] void *b3
+/* The record is copied to a local first: stores through a u8 pointer may alias anything, and the
+ * loop must not reload the sizes after each one. */
+#define ACCEL_KERNEL(name)                                                                                 \
+  template <int Op>                                                                                        \
+  static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p);    \
+  template <int Op>                                                                                        \
+  void name(ACCEL_KERNEL_ARGS, const accel_params* params, accel_u64 begin, accel_u64 end) {               \
+    const accel_params local = *params;                                                                    \
+    for (accel_u64 i = begin; i < end; ++i) name##_at<Op>(i, b0, b1, b2, b3, &local);                       \
+  }                                                                                                        \
+  template <int Op>                                                                                        \
+  static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p)
+ACCEL_FN float accel_bits_f32(accel_u64 b) {
+  const unsigned u = (unsigned)b;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+ACCEL_FN double accel_bits_f64(accel_u64 b) {
+  double f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+#endif
+
+#endif /* ACCEL_KERNELS_LAUNCH_H */

@@ -1,0 +1,156 @@
+/* The tensor kernels, written once for every backend (see launch.h for how ACCEL_KERNEL becomes an
+ * OpenCL, CUDA or host entry point; kernel_list.h lists them). What one element becomes is decided
+ * by kernels/tensor.h; here is only which elements each work item reads and writes.
+ *
+ * Buffers by kernel: iota (out); binary (a, b, out, zero-divisor flag); unary and casts (in, out);
+ * sum and pick (in, partials); transpose (in, out). f64 kernels exist where ACCEL_HAS_F64. */
+#ifndef ACCEL_KERNELS_TENSOR_KERNELS_H
+#define ACCEL_KERNELS_TENSOR_KERNELS_H
+
+#include "kernels/launch.h"
+#include "kernels/tensor.h"
+
+/* The per-family element functions, by the K argument of the macros below. */
+#define ACCEL_BINARY_INT(T, op, x, y) ((T)accel_int_binary(op, (accel_i64)(x), (accel_i64)(y)))
+#define ACCEL_UNARY_INT(T, op, x) ((T)accel_int_unary(op, (accel_i64)(x)))
+#define ACCEL_PICK_INT(T, op, acc, x) ((T)accel_int_pick(op, (accel_i64)(acc), (accel_i64)(x)))
+#define ACCEL_SCALAR_INT(T, bits) ((T)(accel_i64)(bits))
+#define ACCEL_BINARY_F32(T, op, x, y) accel_f32_binary(op, x, y)
+#define ACCEL_UNARY_F32(T, op, x) accel_f32_unary(op, x)
+#define ACCEL_PICK_F32(T, op, acc, x) accel_f32_pick(op, acc, x)
+#define ACCEL_SCALAR_F32(T, bits) accel_bits_f32(bits)
+#define ACCEL_BINARY_F64(T, op, x, y) accel_f64_binary(op, x, y)
+#define ACCEL_UNARY_F64(T, op, x) accel_f64_unary(op, x)
+#define ACCEL_PICK_F64(T, op, acc, x) accel_f64_pick(op, acc, x)
+#define ACCEL_SCALAR_F64(T, bits) accel_bits_f64(bits)
+
+/* A reduction's work item i is partial (o, g, k) of in[outer][len][inner]: it combines elements
+ * j = g, g + groups, ... (block 0: interleaved, coalesced on GPUs) or j in [g * block, (g + 1) *
+ * block) (contiguous, for CPUs) of row (o, k). The host makes every group non-empty. */
+#define ACCEL_REDUCTION_ITEM(T)                                                                    \
+  const accel_u64 len = p->size[1], inner = p->size[2], groups = p->size[3], block = p->size[4];  \
+  const accel_u64 first = block ? i / inner % groups * block : i / inner % groups;                \
+  const accel_u64 end = block ? (first + block < len ? first + block : len) : len;                \
+  const accel_u64 step = block ? 1 : groups;                                                      \
+  ACCEL_GLOBAL const T* row = (ACCEL_GLOBAL const T*)b0 + i / (groups * inner) * len * inner + i % inner
+
+/* Sums in ACC, four chains at a time (latency), written as OUT. */
+#define ACCEL_SUM_KERNEL(NAME, T, ACC, OUT)                                                         \
+  ACCEL_KERNEL(NAME) {                                                                              \
+    ACCEL_REDUCTION_ITEM(T);                                                                        \
+    ACC a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                             \
+    accel_u64 j = first;                                                                            \
+    for (; j + 3 * step < end; j += 4 * step) {                                                     \
+      a0 += (ACC)row[j * inner];                                                                    \
+      a1 += (ACC)row[(j + step) * inner];                                                           \
+      a2 += (ACC)row[(j + 2 * step) * inner];                                                       \
+      a3 += (ACC)row[(j + 3 * step) * inner];                                                       \
+    }                                                                                               \
+    for (; j < end; j += step) a0 += (ACC)row[j * inner];                                           \
+    ((ACCEL_GLOBAL OUT*)b1)[i] = (OUT)((a0 + a1) + (a2 + a3));                                      \
+  }
+
+/* One element type's kernels. S: suffix, T: type, K: function family, IS_INT: a divide reports
+ * zero divisors. Sums are the caller's (ACCEL_SUM_KERNEL), as their accumulator depends on the type. */
+#define ACCEL_TYPED_KERNELS_OF(S, T, K, IS_INT)                                                     \
+  ACCEL_KERNEL(accel_iota_##S) { ((ACCEL_GLOBAL T*)b0)[i] = (T)(accel_i64)i; }                      \
+  ACCEL_FN T accel_operand_##S(ACCEL_GLOBAL const void* b, accel_u64 count, accel_u64 bits,        \
+                               accel_u64 i, accel_u64 n) {                                         \
+    if (count == n) return ((ACCEL_GLOBAL const T*)b)[i];                                           \
+    return count == 0 ? ACCEL_SCALAR_##K(T, bits) : ((ACCEL_GLOBAL const T*)b)[i % count];          \
+  }                                                                                                 \
+  ACCEL_KERNEL(accel_binary_##S) {                                                                  \
+    const T x = accel_operand_##S(b0, p->count[0], p->bits[0], i, p->n);                            \
+    const T y = accel_operand_##S(b1, p->count[1], p->bits[1], i, p->n);                            \
+    if (IS_INT && ACCEL_OP == ACCEL_OP_DIVIDE && y == 0) ACCEL_SET_FLAG((ACCEL_GLOBAL int*)b3);      \
+    ((ACCEL_GLOBAL T*)b2)[i] = ACCEL_BINARY_##K(T, ACCEL_OP, x, y);                                 \
+  }                                                                                                 \
+  ACCEL_KERNEL(accel_unary_##S) {                                                                   \
+    ((ACCEL_GLOBAL T*)b1)[i] = ACCEL_UNARY_##K(T, ACCEL_OP, ((ACCEL_GLOBAL const T*)b0)[i]);        \
+  }                                                                                                 \
+  ACCEL_KERNEL(accel_pick_##S) {                                                                    \
+    ACCEL_REDUCTION_ITEM(T);                                                                        \
+    T acc = row[first * inner];                                                                     \
+    for (accel_u64 j = first + step; j < end; j += step) acc = ACCEL_PICK_##K(T, ACCEL_OP, acc, row[j * inner]); \
+    ((ACCEL_GLOBAL T*)b1)[i] = acc;                                                                 \
+  }
+
+/* Integer sums wrap modulo 2^64 and are written as s64. */
+ACCEL_TYPED_KERNELS_OF(s64, accel_i64, INT, 1)
+ACCEL_SUM_KERNEL(accel_sum_s64, accel_i64, accel_u64, accel_i64)
+ACCEL_TYPED_KERNELS_OF(s32, accel_i32, INT, 1)
+ACCEL_SUM_KERNEL(accel_sum_s32, accel_i32, accel_u64, accel_i64)
+ACCEL_TYPED_KERNELS_OF(u8, accel_u8, INT, 1)
+ACCEL_SUM_KERNEL(accel_sum_u8, accel_u8, accel_u64, accel_i64)
+ACCEL_TYPED_KERNELS_OF(f32, float, F32, 0)
+#if ACCEL_HAS_F64
+/* f32 sums accumulate and write their partials in double: the host rounds to f32 once, at the end. */
+ACCEL_SUM_KERNEL(accel_sum_f32, float, double, double)
+ACCEL_TYPED_KERNELS_OF(f64, double, F64, 0)
+ACCEL_SUM_KERNEL(accel_sum_f64, double, double, double)
+#else
+/* Devices without doubles: compensated (Kahan) sums in float, partials in float. */
+ACCEL_KERNEL(accel_sum_f32) {
+  ACCEL_REDUCTION_ITEM(float);
+  float sum = 0.0f, lost = 0.0f;
+  for (accel_u64 j = first; j < end; j += step) {
+    const float y = row[j * inner] - lost;
+    const float t = sum + y;
+    lost = (t - sum) - y;
+    sum = t;
+  }
+  ((ACCEL_GLOBAL float*)b1)[i] = sum;
+}
+#endif
+
+/* Conversions F -> T. TO_FLOAT: a plain C conversion; FROM_F32/FROM_F64: truncate and saturate
+ * (tensor.h); INT_TO_INT: wrap modulo 2^bits. */
+#define ACCEL_CAST_KERNEL(FS, F, TS, T, HOW) \
+  ACCEL_KERNEL(accel_cast_##FS##_##TS) { ((ACCEL_GLOBAL T*)b1)[i] = HOW(T, ((ACCEL_GLOBAL const F*)b0)[i], ACCEL_##TS##_CODE); }
+#define ACCEL_TO_FLOAT(T, x, code) ((T)(x))
+#define ACCEL_FROM_F32(T, x, code) ((T)accel_f32_to_int(x, code))
+#define ACCEL_FROM_F64(T, x, code) ((T)accel_f64_to_int(x, code))
+#define ACCEL_INT_TO_INT(T, x, code) ((T)(accel_u64)(accel_i64)(x))
+#define ACCEL_f32_CODE ACCEL_F32_TYPE
+#define ACCEL_f64_CODE ACCEL_F64_TYPE
+#define ACCEL_s64_CODE ACCEL_S64_TYPE
+#define ACCEL_s32_CODE ACCEL_S32_TYPE
+#define ACCEL_u8_CODE ACCEL_U8_TYPE
+#define ACCEL_CASTS_FROM_INT(FS, F)                     \
+  ACCEL_CAST_KERNEL(FS, F, f32, float, ACCEL_TO_FLOAT)  \
+  ACCEL_CAST_KERNEL(FS, F, s64, accel_i64, ACCEL_INT_TO_INT) \
+  ACCEL_CAST_KERNEL(FS, F, s32, accel_i32, ACCEL_INT_TO_INT) \
+  ACCEL_CAST_KERNEL(FS, F, u8, accel_u8, ACCEL_INT_TO_INT)
+ACCEL_CASTS_FROM_INT(s64, accel_i64)
+ACCEL_CASTS_FROM_INT(s32, accel_i32)
+ACCEL_CASTS_FROM_INT(u8, accel_u8)
+ACCEL_CAST_KERNEL(f32, float, f32, float, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(f32, float, s64, accel_i64, ACCEL_FROM_F32)
+ACCEL_CAST_KERNEL(f32, float, s32, accel_i32, ACCEL_FROM_F32)
+ACCEL_CAST_KERNEL(f32, float, u8, accel_u8, ACCEL_FROM_F32)
+#if ACCEL_HAS_F64
+ACCEL_CAST_KERNEL(s64, accel_i64, f64, double, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(s32, accel_i32, f64, double, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(u8, accel_u8, f64, double, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(f32, float, f64, double, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(f64, double, f64, double, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(f64, double, f32, float, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(f64, double, s64, accel_i64, ACCEL_FROM_F64)
+ACCEL_CAST_KERNEL(f64, double, s32, accel_i32, ACCEL_FROM_F64)
+ACCEL_CAST_KERNEL(f64, double, u8, accel_u8, ACCEL_FROM_F64)
+#endif
+
+/* Transpose by element size, in tiles of size[2] x size[3] (at most 32 x 32) so that the reads and
+ * the writes of neighbouring work items stay within a few cache lines; items cover whole tiles. */
+#define ACCEL_TRANSPOSE_KERNEL(BYTES, U)                                                           \
+  ACCEL_KERNEL(accel_transpose_##BYTES) {                                                          \
+    const accel_u64 rows = p->size[0], cols = p->size[1], th = p->size[2], tw = p->size[3];        \
+    const accel_u64 col_tiles = (cols + tw - 1) / tw, tile = i / (th * tw), w = i % (th * tw);     \
+    const accel_u64 r = tile / col_tiles * th + w / tw, c = tile % col_tiles * tw + w % tw;        \
+    if (r < rows && c < cols) ((ACCEL_GLOBAL U*)b1)[c * rows + r] = ((ACCEL_GLOBAL const U*)b0)[r * cols + c]; \
+  }
+ACCEL_TRANSPOSE_KERNEL(1, accel_u8)
+ACCEL_TRANSPOSE_KERNEL(4, accel_i32)
+ACCEL_TRANSPOSE_KERNEL(8, accel_i64)
+
+#endif /* ACCEL_KERNELS_TENSOR_KERNELS_H */
