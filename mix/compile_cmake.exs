@@ -3,7 +3,9 @@ defmodule Mix.Tasks.Compile.AccelCmake do
   Builds Accel's NIF (`priv/accel_nif.so`) with CMake. Loaded by `mix.exs` rather than compiled from
   `lib/`, because Mix runs compilers before it compiles the project's own modules.
 
-  Configures once into `_build/<env>/native`, then lets CMake decide what is stale. Warnings are
+  Configures once into `_build/<env>/native` (again when the checkout was copied or moved, or the
+  warnings setting changed), printing CMake's summary of the enabled backends, then lets CMake
+  decide what is stale. Warnings are
   errors when `CI` or `ACCEL_WERROR` is set. `ACCEL_CMAKE_ARGS` adds CMake arguments at configure time
   (e.g. `ACCEL_CMAKE_ARGS="-DACCEL_CUDA_ARCHITECTURES=90"`); delete `_build/<env>/native` to apply
   new ones to an existing build.
@@ -67,16 +69,41 @@ defmodule Mix.Tasks.Compile.AccelCmake do
         "-DACCEL_WERROR=#{if werror, do: "ON", else: "OFF"}"
       ] ++ OptionParser.split(System.get_env("ACCEL_CMAKE_ARGS", ""))
 
-    if File.exists?(Path.join(build_dir, "CMakeCache.txt")) and not werror_changed?(build_dir, werror) do
-      :ok
-    else
-      with {:ok, _} <- cmake(args), do: :ok
+    case configure_needed(build_dir, File.cwd!(), werror) do
+      nil ->
+        :ok
+
+      reason ->
+        # A cache made for another source or build directory (a copied or moved checkout) would
+        # build the original's code, and CMake refuses to reuse it: start afresh.
+        if reason == :moved, do: File.rm_rf!(build_dir)
+
+        with {:ok, output} <- cmake(args) do
+          for line <- String.split(output, "\n"), String.starts_with?(line, "-- Accel:"),
+              do: Mix.shell().info(String.trim_leading(line, "-- "))
+
+          :ok
+        end
     end
   end
 
-  defp werror_changed?(build_dir, werror) do
-    cache = File.read!(Path.join(build_dir, "CMakeCache.txt"))
-    cache =~ "ACCEL_WERROR:BOOL=ON" != werror
+  @doc false
+  # Why the build directory must be configured (:missing, :moved, :werror), or nil.
+  def configure_needed(build_dir, source_dir, werror) do
+    cache_path = Path.join(build_dir, "CMakeCache.txt")
+
+    with {:ok, cache} <- File.read(cache_path) do
+      cached = fn key -> Regex.run(~r/^#{key}:INTERNAL=(.*)$/m, cache, capture: :all_but_first) end
+
+      cond do
+        cached.("CMAKE_HOME_DIRECTORY") != [Path.expand(source_dir)] -> :moved
+        cached.("CMAKE_CACHEFILE_DIR") != [Path.expand(build_dir)] -> :moved
+        cache =~ "ACCEL_WERROR:BOOL=ON" != werror -> :werror
+        true -> nil
+      end
+    else
+      _ -> :missing
+    end
   end
 
   defp erts_include_dir do

@@ -32,9 +32,17 @@ defmodule Accel.DevicesAllTest do
     assert stats.fast.chunks > 3 * stats.slow.chunks, inspect(stats)
   end
 
-  test "max_bytes: bounds the chunk so that two buffers fit" do
-    assert Accel.logistic_map(1..10_000, backend: :cpu, max_bytes: 1_600) == Accel.logistic_map(1..10_000)
+  # max_bytes: is a device-memory budget (the CPU backend has no device buffers to bound): 1,600
+  # bytes hold two buffers of 100 elements, so the OpenCL call runs as 100 chunks.
+  @tag :opencl
+  test "max_bytes: a device call in chunks small enough for two buffers gives the whole call's result" do
+    want = Accel.logistic_map(1..10_000, backend: :cpu)
+    assert Accel.logistic_map(1..10_000, backend: :opencl, max_bytes: 1_600) == want
+    # 16 bytes: one element per chunk, for a list input.
+    assert Accel.logistic_map(Enum.to_list(1..1_000), backend: :opencl, max_bytes: 16) == Enum.take(want, 1_000)
+  end
 
+  test "max_bytes: is checked" do
     assert_raise ArgumentError, "option :max_bytes must be an integer of at least 16, got: 0", fn ->
       Accel.logistic_map(1..3, max_bytes: 0)
     end

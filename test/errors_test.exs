@@ -169,4 +169,23 @@ defmodule Accel.ErrorsTest do
   test "the VM and the library are fine after all of the above" do
     assert Accel.logistic_map(1..3, p: 61) == [28, 25, 37]
   end
+
+  test "Accel.Error documents every reason the code raises" do
+    native =
+      for path <- Path.wildcard("c_src/**/*.{cpp,hpp,cu}"),
+          [_, reason] <- Regex.scan(~r/Error\("([a-z_]+)"/, File.read!(path)),
+          do: reason
+
+    elixir =
+      for path <- Path.wildcard("lib/**/*.ex"),
+          [_, reason] <- Regex.scan(~r/raise Accel\.Error,\s*reason: :([a-z_]+)/, File.read!(path)),
+          do: reason
+
+    # reason_for() in each device backend maps vendor errors to these three.
+    raised = Enum.uniq(native ++ elixir ++ ["opencl_error", "cuda_error", "internal"])
+    documented = Enum.map(Accel.Error.reasons(), &Atom.to_string/1)
+    assert length(native) > 10 and "no_nodes" in elixir
+    assert raised -- documented == []
+    assert documented -- raised == []
+  end
 end

@@ -358,7 +358,6 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_from_binary", 5, guarded<tensor_from_binary>, 0},
     {"tensor_iota", 5, guarded<tensor_iota>, 0},
     {"tensor_to_binary", 3, guarded<tensor_to_binary>, 0},
-    {"tensor_info", 1, guarded<tensor_info>, 0},
     {"tensor_free", 1, guarded<tensor_free>, 0},
     {"tensor_cast", 3, guarded<tensor_cast>, 0},
     {"tensor_binary", 4, guarded<tensor_binary>, 0},

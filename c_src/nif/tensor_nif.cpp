@@ -38,15 +38,19 @@ struct TensorResource {
 
 void destroy_tensor(ErlNifEnv*, void* object) { static_cast<TensorResource*>(object)->~TensorResource(); }
 
+// {resource, backend, device, bytes allocated since the last collection}: everything Accel.Tensor
+// needs about a new tensor in the one call that made it.
 ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor) {
   void* memory = enif_alloc_resource(g_tensor_type, sizeof(TensorResource));
   if (memory == nullptr) throw std::bad_alloc();
   auto* resource = new (memory) TensorResource();
-  g_bytes_since_gc.fetch_add(tensor.buffer ? tensor.buffer->bytes() : 0, std::memory_order_relaxed);
+  const uint64_t bytes = tensor.buffer ? tensor.buffer->bytes() : 0;
+  const uint64_t since_gc = g_bytes_since_gc.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  const ERL_NIF_TERM place[] = {enif_make_atom(env, runtime().name_of(tensor.backend)), enif_make_int(env, tensor.device)};
   resource->tensor = std::move(tensor);
   ERL_NIF_TERM term = enif_make_resource(env, resource);
   enif_release_resource(resource);  // the term owns it now
-  return term;
+  return enif_make_tuple4(env, term, place[0], place[1], enif_make_uint64(env, since_gc));
 }
 
 TensorResource* resource_of(ErlNifEnv* env, ERL_NIF_TERM term) {
@@ -305,12 +309,6 @@ ERL_NIF_TERM tensor_iota(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 
 ERL_NIF_TERM tensor_to_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<to_binary_run, 0, false>(env, argc, argv);
-}
-
-ERL_NIF_TERM tensor_info(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  const Tensor t = get_tensor(env, argv[0]);
-  return enif_make_tuple4(env, enif_make_atom(env, runtime().name_of(t.backend)), enif_make_int(env, t.device),
-                          enif_make_atom(env, dtype_name(t.type)), enif_make_uint64(env, t.count));
 }
 
 ERL_NIF_TERM tensor_free(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {

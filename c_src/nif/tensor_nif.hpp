@@ -1,5 +1,6 @@
 // The tensor NIFs (Accel.Tensor's private half): each decodes its terms, runs a checked operation
-// from core/tensor.hpp on the tensor's backend, and returns a new tensor resource. Listed in
+// from core/tensor.hpp on the tensor's backend, and returns a new tensor resource with its place
+// ({resource, backend, device, bytes since the last collection}). Listed in
 // accel_nif.cpp's function table.
 #pragma once
 
@@ -12,7 +13,6 @@ bool open_tensor_resources(ErlNifEnv* env);
 ERL_NIF_TERM tensor_from_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_iota(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_to_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM tensor_info(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_free(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_cast(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);

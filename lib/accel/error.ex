@@ -1,8 +1,29 @@
 defmodule Accel.Error do
+  @reasons [
+    out_of_memory: "the host or a device could not hold the data or the result (the message says which)",
+    device_unavailable: "a device or its driver stopped being usable, or is missing (CUDA without a driver)",
+    opencl_error: "an OpenCL call failed for another reason; the message names the call and the error code",
+    cuda_error: "a CUDA or cuBLAS call failed for another reason; the message names the call and CUDA's error",
+    build_failed: "an OpenCL program did not compile on this device; the message carries the build log",
+    cancelled: "the process that made the call exited, and the call was abandoned between chunks",
+    thread_pool: "the OS would not start the CPU backend's threads (`config :accel, cpu_threads:`)",
+    no_nodes: "`Accel.Cluster`: every node went down before the work was done",
+    internal: "a bug in Accel: please report it with the message"
+  ]
+
   @moduledoc """
-  Raised for failures the caller did not cause: the machine ran out of memory (`reason:
-  :out_of_memory`), or an internal error (`reason: :internal`, a bug: please report it). Bad input
-  raises `ArgumentError` instead.
+  Raised for failures the caller did not cause; bad input raises `ArgumentError` instead. `reason`
+  says what kind of failure it was, `message` the details:
+
+  #{Enum.map_join(@reasons, "\n", fn {reason, doc} -> "  * `#{inspect(reason)}`: #{doc}" end)}
   """
   defexception [:reason, :message]
+
+  # The type is the list above, so the two cannot disagree.
+  @type reason :: unquote(@reasons |> Keyword.keys() |> Enum.reverse() |> Enum.reduce(&{:|, [], [&1, &2]}))
+  @type t :: %__MODULE__{reason: reason(), message: String.t()}
+
+  @doc "Every reason Accel raises, in the order documented above."
+  @spec reasons() :: [reason()]
+  def reasons, do: Keyword.keys(@reasons)
 end

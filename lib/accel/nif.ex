@@ -46,7 +46,6 @@ defmodule Accel.NIF do
   def tensor_from_binary(_binary, _type, _backend, _device, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_iota(_type, _count, _backend, _device, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_to_binary(_tensor, _limit, _ref), do: :erlang.nif_error(:not_loaded)
-  def tensor_info(_ref), do: :erlang.nif_error(:not_loaded)
   def tensor_free(_ref), do: :erlang.nif_error(:not_loaded)
   def tensor_cast(_tensor, _type, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_binary(_op, _a, _b, _ref), do: :erlang.nif_error(:not_loaded)

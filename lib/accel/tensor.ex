@@ -450,10 +450,11 @@ defmodule Accel.Tensor do
     new
   end
 
+  # One NIF call makes the tensor and says where it is and how many tensor bytes were allocated
+  # since the last collection; a second (rare) one claims that collection for this process.
   defp new(shape, type, make) do
-    ref = allocate(make)
-    maybe_collect()
-    {backend, device, ^type, _count} = NIF.tensor_info(ref)
+    {ref, backend, device, since_gc} = allocate(make)
+    maybe_collect(since_gc)
     %__MODULE__{shape: shape, type: type, device: {backend, device}, ref: ref}
   end
 
@@ -468,9 +469,9 @@ defmodule Accel.Tensor do
       Accel.Job.call(make)
   end
 
-  defp maybe_collect do
+  defp maybe_collect(since_gc) do
     threshold = Accel.Config.get!(:tensor_gc_bytes)
-    if NIF.tensor_take_pressure(threshold), do: :erlang.garbage_collect()
+    if since_gc >= threshold and NIF.tensor_take_pressure(threshold), do: :erlang.garbage_collect()
   end
 
   defp place(opts) do
