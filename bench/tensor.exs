@@ -14,7 +14,7 @@ defmodule TensorBench do
   end
 
   # Reading one element waits for everything queued before it on the device.
-  def sync(t), do: Accel.Job.call(&Accel.NIF.tensor_to_binary(t.ref, 1, &1))
+  def sync(t), do: Accel.Job.call(&Accel.NIF.tensor_download(t.ref, 1, &1))
 
   def python(code) do
     with exe when is_binary(exe) <- System.find_executable("python3"),

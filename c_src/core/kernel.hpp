@@ -37,7 +37,7 @@ static_assert(typed_kernel(Kernel::accel_binary_f32, DType::U8) == Kernel::accel
 static_assert(typed_kernel(Kernel::accel_pick_f32, DType::S64) == Kernel::accel_pick_s64);
 static_assert(cast_kernel(DType::F64, DType::S32) == Kernel::accel_cast_f64_s32);
 static_assert(cast_kernel(DType::U8, DType::U8) == Kernel::accel_cast_u8_u8);
-static_assert(sizeof(accel_params) == 12 * 8, "accel_params must have the same layout in every dialect");
+static_assert(sizeof(accel_params) == 50 * 8, "accel_params must have the same layout in every dialect");
 
 // b0..b3 of the kernel (null where it takes fewer), all on the launch's device.
 using KernelBuffers = std::array<const DeviceBuffer*, 4>;

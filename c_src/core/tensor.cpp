@@ -11,21 +11,44 @@
 #include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
+#include "core/tensor_checks.hpp"
 
 namespace accel {
+using namespace detail;
 namespace {
 
 // The largest tensor Accel accepts: 2^48 bytes (256 TiB) keeps every size product below 2^63.
 constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
 
-std::string where(const Tensor& t) {
-  return ":" + t.backend->status().name + " device " + std::to_string(t.device);
-}
-
 void check_supported(Backend& backend, int device, DType type) {
   if (!backend.supports(type, device))
     throw ArgumentError(std::string("type :") + dtype_name(type) + " is not supported on :" + backend.status().name +
                         " device " + std::to_string(device) + " (it has no double precision); use :f32");
+}
+
+// Reductions run in passes of partial results (a pass with groups == 1 writes the final ones). CPUs
+// (the CPU backend, PoCL) get a few contiguous parts per core; GPUs enough interleaved parts to fill
+// them, each over at least 64 elements of the axis. Every group is non-empty.
+struct Pass {
+  uint64_t groups, block;
+};
+Pass reduction_pass(const DeviceInfo& device, uint64_t outputs, uint64_t len) {
+  if (device.type == "cpu") {
+    const uint64_t want = uint64_t{device.compute_units} * 8 / std::max<uint64_t>(outputs, 1);
+    const uint64_t groups = std::clamp<uint64_t>(want, 1, std::max<uint64_t>(len / 4096, 1));
+    const uint64_t block = (len + groups - 1) / groups;
+    return {(len + block - 1) / block, block};
+  }
+  const uint64_t want = (uint64_t{1} << 16) / std::max<uint64_t>(outputs, 1);
+  return {std::clamp<uint64_t>(want, 1, std::max<uint64_t>(len / 64, 1)), 0};
+}
+
+}  // namespace
+
+namespace detail {
+
+std::string where(const Tensor& t) {
+  return ":" + t.backend->status().name + " device " + std::to_string(t.device);
 }
 
 Tensor allocate_like(Backend& backend, int device, DType type, uint64_t count) {
@@ -82,7 +105,7 @@ accel_u64 scalar_bits(const Scalar& v, DType type) {
   return static_cast<accel_u64>(v.i);
 }
 
-accel_params params_for(uint64_t items, int op = 0) {
+accel_params params_for(uint64_t items, int op) {
   accel_params p{};
   p.n = items;
   p.op = op;
@@ -90,30 +113,35 @@ accel_params params_for(uint64_t items, int op = 0) {
 }
 
 // Through the door, with the one check every launch shares.
-void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work = 1) {
+void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work) {
   if (p.op < 0 || p.op >= kernel_ops(kernel))
     throw std::logic_error(std::string("operation ") + std::to_string(p.op) + " out of range for " + kernel_name(kernel));
   on.backend->launch(kernel, on.device, p, buffers, work);
 }
 
-// Reductions run in passes of partial results (a pass with groups == 1 writes the final ones). CPUs
-// (the CPU backend, PoCL) get a few contiguous parts per core; GPUs enough interleaved parts to fill
-// them, each over at least 64 elements of the axis. Every group is non-empty.
-struct Pass {
-  uint64_t groups, block;
-};
-Pass reduction_pass(const DeviceInfo& device, uint64_t outputs, uint64_t len) {
-  if (device.type == "cpu") {
-    const uint64_t want = uint64_t{device.compute_units} * 8 / std::max<uint64_t>(outputs, 1);
-    const uint64_t groups = std::clamp<uint64_t>(want, 1, std::max<uint64_t>(len / 4096, 1));
-    const uint64_t block = (len + groups - 1) / groups;
-    return {(len + block - 1) / block, block};
+std::vector<uint64_t> contiguous_strides(const std::vector<uint64_t>& shape) {
+  std::vector<uint64_t> strides(shape.size());
+  uint64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
   }
-  const uint64_t want = (uint64_t{1} << 16) / std::max<uint64_t>(outputs, 1);
-  return {std::clamp<uint64_t>(want, 1, std::max<uint64_t>(len / 64, 1)), 0};
+  return strides;
 }
 
-}  // namespace
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string text = "{";
+  for (size_t d = 0; d < shape.size(); ++d) text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + (shape.size() == 1 ? ",}" : "}");
+}
+
+uint64_t shape_count(const std::vector<uint64_t>& shape) {
+  uint64_t count = 1;
+  for (uint64_t d : shape) count = product(count, d, "the shape");
+  return count;
+}
+
+}  // namespace detail
 
 size_t dtype_size(DType type) {
   switch (type) {
@@ -182,60 +210,6 @@ Tensor tensor_cast(const Tensor& t, DType to) {
   return out;
 }
 
-Tensor tensor_binary(BinaryOp op, const Tensor* a, const Scalar& a_scalar, const Tensor* b, const Scalar& b_scalar) {
-  if (a == nullptr && b == nullptr) throw ArgumentError("at least one operand must be a tensor");
-  const Tensor& first = a != nullptr ? *a : *b;
-  if (a != nullptr && b != nullptr) {
-    check_same_place(*a, *b);
-    check_same_type(*a, *b);
-  }
-  const size_t n = std::max(a != nullptr ? a->count : 0, b != nullptr ? b->count : 0);
-  accel_params p = params_for(n, static_cast<int>(op));
-  KernelBuffers buffers{};
-  const Tensor* operands[2] = {a, b};
-  const Scalar* scalars[2] = {&a_scalar, &b_scalar};
-  for (int side = 0; side < 2; ++side) {
-    const Tensor* t = operands[side];
-    if (t == nullptr) {
-      p.bits[side] = scalar_bits(*scalars[side], first.type);
-      continue;
-    }
-    if (t->count == 0 ? n != 0 : n % t->count != 0)
-      throw ArgumentError("operands of " + std::to_string(a->count) + " and " + std::to_string(b->count) +
-                          " elements do not broadcast");  // both are tensors here: a scalar has no count
-    buffers[side] = t->buffer.get();
-    p.count[side] = t->count;
-  }
-  Tensor out = allocate_like(*first.backend, first.device, first.type, n);
-  if (n == 0) return out;
-  buffers[2] = out.buffer.get();
-  const Kernel kernel = typed_kernel(Kernel::accel_binary_f32, first.type);
-  if (op != BinaryOp::Divide || is_float(first.type)) {
-    launch(first, kernel, p, buffers);
-    return out;
-  }
-  // An integer divide reports a zero divisor instead of a silent 0: the kernel raises a flag.
-  const std::shared_ptr<DeviceBuffer> flag = first.backend->allocate(first.device, sizeof(int32_t));
-  first.backend->zero(*flag);
-  buffers[3] = flag.get();
-  launch(first, kernel, p, buffers);
-  int32_t found = 0;
-  first.backend->download(*flag, &found, sizeof found);
-  if (found != 0) throw ArgumentError("integer division by zero in Accel.Tensor.divide/2");
-  return out;
-}
-
-Tensor tensor_unary(UnaryOp op, const Tensor& t) {
-  if (!is_float(t.type) && op != UnaryOp::Negate && op != UnaryOp::Abs)
-    throw ArgumentError(std::string("this function needs a float tensor (:f32 or :f64), got :") + dtype_name(t.type) +
-                        "; convert it with Accel.Tensor.as_type/2");
-  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
-  if (t.count != 0)
-    launch(t, typed_kernel(Kernel::accel_unary_f32, t.type), params_for(t.count, static_cast<int>(op)),
-           {t.buffer.get(), out.buffer.get()}, 8);
-  return out;
-}
-
 // Sums accumulate in 64 bits whatever the type: integers wrap modulo 2^64, f32 accumulates in f64
 // (Kahan-compensated f32 on a device without doubles) and is rounded once, at the end. So every
 // backend agrees to about 1e-7 relative on f32 sums of 10^8 elements.
@@ -280,20 +254,34 @@ Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len,
   }
 }
 
-Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols) {
-  if (product(rows, cols, "the shape") != t.count)
-    throw ArgumentError("a " + std::to_string(rows) + " x " + std::to_string(cols) + " transpose does not match the tensor's " +
-                        std::to_string(t.count) + " elements");
-  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
-  if (t.count == 0) return out;
-  const size_t size = dtype_size(t.type);
-  const Kernel kernel = size == 8 ? Kernel::accel_transpose_8 : size == 4 ? Kernel::accel_transpose_4 : Kernel::accel_transpose_1;
-  const uint64_t th = std::min<uint64_t>(rows, 32), tw = std::min<uint64_t>(cols, 32);
-  accel_params p = params_for(((rows + th - 1) / th) * ((cols + tw - 1) / tw) * th * tw);
-  const uint64_t sizes[] = {rows, cols, th, tw};
-  std::copy(std::begin(sizes), std::end(sizes), p.size);
-  launch(t, kernel, p, {t.buffer.get(), out.buffer.get()});
-  return out;
+Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner) {
+  if (op == ReduceOp::Sum) throw std::logic_error("an argreduce picks; it does not sum");
+  const char* name = op == ReduceOp::Min ? "argmin" : "argmax";
+  if (product(product(outer, len, "the reduced shape"), inner, "the reduced shape") != t.count)
+    throw ArgumentError("a reduction over " + std::to_string(outer) + " x " + std::to_string(len) + " x " +
+                        std::to_string(inner) + " elements does not match the tensor's " + std::to_string(t.count));
+  if (len == 0 && outer * inner != 0) throw ArgumentError(std::string(name) + " of an empty axis is undefined");
+  Tensor out = allocate_like(*t.backend, t.device, DType::S64, outer * inner);
+  if (out.count == 0) return out;
+  const DeviceInfo device = t.backend->devices().at(static_cast<size_t>(t.device));
+  // Passes as tensor_reduce's, carrying each partial's value and its index along the axis.
+  std::shared_ptr<DeviceBuffer> values = t.buffer, indices;
+  for (uint64_t l = len;;) {
+    const Pass pass = reduction_pass(device, out.count, l);
+    const uint64_t partials = product(out.count, pass.groups, "partials");
+    const bool last = pass.groups == 1;
+    std::shared_ptr<DeviceBuffer> value_out = t.backend->allocate(t.device, checked_bytes(partials, t.type));
+    std::shared_ptr<DeviceBuffer> index_out = last ? out.buffer : t.backend->allocate(t.device, checked_bytes(partials, DType::S64));
+    accel_params p = params_for(partials, static_cast<int>(op));
+    const uint64_t sizes[] = {outer, l, inner, pass.groups, pass.block, indices ? 1u : 0u};
+    std::copy(std::begin(sizes), std::end(sizes), p.size);
+    launch(t, typed_kernel(Kernel::accel_argpick_f32, t.type), p, {values.get(), value_out.get(), index_out.get(), indices.get()},
+           static_cast<size_t>((l + pass.groups - 1) / pass.groups));
+    if (last) return out;
+    values = std::move(value_out);
+    indices = std::move(index_out);
+    l = pass.groups;
+  }
 }
 
 Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n) {

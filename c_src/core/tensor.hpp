@@ -10,6 +10,8 @@
 #include <string>
 
 #include "core/logistic_map.hpp"
+#include <vector>
+
 #include "kernels/tensor.h"
 
 namespace accel {
@@ -30,16 +32,22 @@ inline bool is_float(DType type) { return type == DType::F32 || type == DType::F
 // What sum/1 returns: s64 for every integer type (exact modulo 2^64), the same type for floats.
 inline DType sum_type(DType type) { return is_float(type) ? type : DType::S64; }
 
-enum class BinaryOp : int { Add = ACCEL_OP_ADD, Subtract = ACCEL_OP_SUBTRACT, Multiply = ACCEL_OP_MULTIPLY, Divide = ACCEL_OP_DIVIDE };
-enum class UnaryOp : int {
-  Negate = ACCEL_OP_NEGATE,
-  Abs = ACCEL_OP_ABS,
-  Exp = ACCEL_OP_EXP,
-  Log = ACCEL_OP_LOG,
-  Sqrt = ACCEL_OP_SQRT,
-  Tanh = ACCEL_OP_TANH,
-  Sigmoid = ACCEL_OP_SIGMOID,
+// The registered operations (kernels/ops.h), one enumerator per registry line, and what the
+// registry says of each: its name (the Elixir function's), and whether integers may take it.
+#define ACCEL_ENUMERATOR(name, types, doc) name,
+enum class UnaryOp : int { ACCEL_UNARY_OPS(ACCEL_ENUMERATOR) };
+enum class BinaryOp : int { ACCEL_BINARY_OPS(ACCEL_ENUMERATOR) };
+enum class CompareOp : int { ACCEL_COMPARE_OPS(ACCEL_ENUMERATOR) };
+#undef ACCEL_ENUMERATOR
+enum class OpFamily { Unary, Binary, Compare };
+struct OpInfo {
+  const char* name;
+  bool ints;    // integer tensors may take it
+  bool floats;  // float tensors may take it
 };
+const OpInfo& op_info(OpFamily family, int code);
+int op_count(OpFamily family);
+
 enum class ReduceOp : int { Sum = ACCEL_REDUCE_SUM, Min = ACCEL_REDUCE_MIN, Max = ACCEL_REDUCE_MAX };
 
 // Memory on one device of one backend. Subclasses own host memory (CPU), a cl_mem or a CUDA
@@ -80,11 +88,32 @@ Tensor tensor_iota(Backend& backend, int device, DType type, uint64_t count);
 void tensor_to_bytes(const Tensor& t, void* out, uint64_t count);
 Tensor tensor_transfer(const Tensor& t, Backend& backend, int device);
 Tensor tensor_cast(const Tensor& t, DType to);
-// a or b may be a scalar (tensor null). Output count: the larger operand's.
-Tensor tensor_binary(BinaryOp op, const Tensor* a, const Scalar& a_scalar, const Tensor* b, const Scalar& b_scalar);
+
+// An elementwise operand: a tensor with its shape (the Elixir side's; its product must be the
+// tensor's count), or a number (tensor null). Shapes broadcast as in Nx and NumPy: aligned at the
+// end, each dimension equal or 1; the output has the larger of each.
+struct Operand {
+  const Tensor* tensor = nullptr;
+  std::vector<uint64_t> shape;
+  Scalar scalar;
+};
+// Two operands of one type (at least one a tensor); the result has their type (binary) or :u8
+// (compare). Throws ArgumentError for an integer zero divisor or negative exponent.
+Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b);
+Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b);
+// pred (:u8, a tensor) chooses a (non-zero) or b (zero), elementwise; a and b share a type.
+Tensor tensor_select(const Operand& pred, const Operand& a, const Operand& b);
 Tensor tensor_unary(UnaryOp op, const Tensor& t);
 // Reduces axis `len` of a tensor laid out as [outer][len][inner]: outer * inner results.
 Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner);
+// The index along that axis of the smallest (Min) or largest (Max) element, as :s64: the first
+// of equal ones, and the first NaN over any number.
+Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner);
+// Elements start[d] + k * step[d], k < length[d], of t (of `shape`), as a tensor of shape `length`.
+Tensor tensor_slice(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<uint64_t>& start,
+                    const std::vector<uint64_t>& length, const std::vector<uint64_t>& step);
+// The parts (tensors with their shapes, of one type and place) joined along `axis`.
+Tensor tensor_concatenate(const std::vector<Operand>& parts, size_t axis);
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);
 Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n);
 Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options);

@@ -7,10 +7,11 @@
 
 #include "kernels/tensor.h"
 
-#define ACCEL_TYPED_KERNELS 5
-#define ACCEL_TYPED_KERNEL_LIST(X, S)                                                                \
-  X(accel_iota_##S, 1) X(accel_binary_##S, ACCEL_BINARY_OPS) X(accel_unary_##S, ACCEL_UNARY_OPS) \
-  X(accel_sum_##S, 1) X(accel_pick_##S, ACCEL_PICK_OPS)
+#define ACCEL_TYPED_KERNELS 8
+#define ACCEL_TYPED_KERNEL_LIST(X, S)                                                                  \
+  X(accel_iota_##S, 1) X(accel_binary_##S, ACCEL_BINARY_COUNT) X(accel_unary_##S, ACCEL_UNARY_COUNT) \
+  X(accel_sum_##S, 1) X(accel_pick_##S, ACCEL_PICK_OPS) X(accel_compare_##S, ACCEL_COMPARE_COUNT)    \
+  X(accel_select_##S, 1) X(accel_argpick_##S, ACCEL_PICK_OPS)
 #define ACCEL_CASTS_FROM(X, F)                                                                  \
   X(accel_cast_##F##_f32, 1) X(accel_cast_##F##_f64, 1) X(accel_cast_##F##_s64, 1) \
   X(accel_cast_##F##_s32, 1) X(accel_cast_##F##_u8, 1)
@@ -20,6 +21,7 @@
   ACCEL_TYPED_KERNEL_LIST(X, s32) ACCEL_TYPED_KERNEL_LIST(X, u8)                                     \
   ACCEL_CASTS_FROM(X, f32) ACCEL_CASTS_FROM(X, f64) ACCEL_CASTS_FROM(X, s64) ACCEL_CASTS_FROM(X, s32) \
   ACCEL_CASTS_FROM(X, u8)                                                                            \
-  X(accel_transpose_1, 1) X(accel_transpose_4, 1) X(accel_transpose_8, 1)
+  X(accel_transpose_1, 1) X(accel_transpose_4, 1) X(accel_transpose_8, 1)                          \
+  X(accel_copy_1, 1) X(accel_copy_4, 1) X(accel_copy_8, 1)
 
 #endif /* ACCEL_KERNELS_KERNEL_LIST_H */

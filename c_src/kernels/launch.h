@@ -6,26 +6,59 @@
  *   CUDA C++:  __global__ name(b0..b3, params): a grid-stride loop over i < p.n;
  *   host C++:  template <int Op> name(b0..b3, &params, begin, end): a loop over [begin, end), with
  *              the operation code a compile-time constant so the loop vectorises (CPU backend).
- * ACCEL_OP is the operation code inside a body; ACCEL_SET_FLAG(int pointer) raises a flag that many
- * work items may raise at once. Nothing else lives here. */
+ * ACCEL_OP is the operation code inside a body; ACCEL_SET_FLAG(int pointer, code) raises a flag that
+ * many work items may raise at once. Also here: the one record every kernel takes, and how an
+ * elementwise operand is indexed (broadcasting). */
 #ifndef ACCEL_KERNELS_LAUNCH_H
 #define ACCEL_KERNELS_LAUNCH_H
 
 #include "kernels/dialect.h"
 
+#define ACCEL_MAX_RANK 8
+
 /* Only 8-byte fields, so that host C++, CUDA and OpenCL C lay it out identically. */
 typedef struct accel_params {
-  accel_u64 n;         /* work items */
-  accel_i64 op;        /* the operation, for kernels that serve a family of them */
-  accel_u64 size[6];   /* shapes: reductions (outer, len, inner, groups, block), transpose (rows, cols) */
-  accel_u64 count[2];  /* binary operands' element counts: n, a divisor of n (repeats), or 0 (a scalar) */
-  accel_u64 bits[2];   /* binary operands' scalars, as the bits of the kernel's element type */
+  accel_u64 n;        /* work items */
+  accel_i64 op;       /* the operation, for kernels that serve a family of them */
+  accel_u64 size[6];  /* reductions (outer, len, inner, groups, block, has indices), transpose
+                         (rows, cols, tile rows, tile cols), copies (source offset, target offset) */
+  /* Elementwise operands j (a, b, and for select the third): layout[j] is 0 when it has the
+   * output's shape, 1 for a scalar (bits[j], the bits of the element type), 2 when it repeats every
+   * count[j] elements (a trailing-shape broadcast), 3 when it is read through stride[j] over the
+   * output's shape (general broadcasting: stride 0 along a broadcast axis). Copies use shape and
+   * stride[0] (source), stride[1] (target). */
+  accel_u64 layout[3];
+  accel_u64 count[3];
+  accel_u64 bits[3];
+  accel_u64 rank;
+  accel_u64 shape[ACCEL_MAX_RANK];
+  accel_u64 stride[3][ACCEL_MAX_RANK];
 } accel_params;
+
+/* Element j of an operand for output element i: its index in the operand's buffer. */
+#define ACCEL_LAYOUT_FULL 0
+#define ACCEL_LAYOUT_SCALAR 1
+#define ACCEL_LAYOUT_REPEAT 2
+#define ACCEL_LAYOUT_STRIDED 3
+ACCEL_FN accel_u64 accel_strided_index(const accel_params* p, int j, accel_u64 i) {
+  accel_u64 index = 0;
+  for (int d = (int)p->rank - 1; d >= 0; --d) {
+    const accel_u64 dim = p->shape[d];
+    index += i % dim * p->stride[j][d];
+    i /= dim;
+  }
+  return index;
+}
+ACCEL_FN accel_u64 accel_operand_index(const accel_params* p, int j, accel_u64 i) {
+  if (p->layout[j] == ACCEL_LAYOUT_FULL) return i;
+  if (p->layout[j] == ACCEL_LAYOUT_REPEAT) return i % p->count[j];
+  return accel_strided_index(p, j, i);
+}
 
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global
 #define ACCEL_OP ((int)p->op)
-#define ACCEL_SET_FLAG(flag) (*(flag) = 1)
+#define ACCEL_SET_FLAG(flag, code) (*(flag) = (code))
 #define ACCEL_KERNEL_ARGS __global void *b0, __global void *b1, __global void *b2, __global void *b3
 #define ACCEL_KERNEL(name)                                                         \
   static inline void name##_at(ulong i, ACCEL_KERNEL_ARGS, const accel_params* p); \
@@ -42,7 +75,7 @@ ACCEL_FN double accel_bits_f64(accel_u64 b) { return as_double(b); }
 #elif defined(__CUDACC__)
 #define ACCEL_GLOBAL
 #define ACCEL_OP ((int)p->op)
-#define ACCEL_SET_FLAG(flag) (*(flag) = 1)
+#define ACCEL_SET_FLAG(flag, code) (*(flag) = (code))
 #define ACCEL_KERNEL_ARGS void *b0, void *b1, void *b2, void *b3
 #define ACCEL_KERNEL(name)                                                                                  \
   __device__ static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, const accel_params* p);           \
@@ -66,7 +99,7 @@ ACCEL_FN double accel_bits_f64(accel_u64 b) {
 #include <cstring>
 #define ACCEL_GLOBAL
 #define ACCEL_OP Op
-#define ACCEL_SET_FLAG(flag) __atomic_store_n((flag), 1, __ATOMIC_RELAXED) /* threads race to set it */
+#define ACCEL_SET_FLAG(flag, code) __atomic_store_n((flag), (code), __ATOMIC_RELAXED) /* threads may race */
 #define ACCEL_KERNEL_ARGS [[maybe_unused]] void *b0, [[maybe_unused]] void *b1, [[maybe_unused]] void *b2, [[maybe_unused]] void *b3
 /* The record is copied to a local first: stores through a u8 pointer may alias anything, and the
  * loop must not reload the sizes after each one. */

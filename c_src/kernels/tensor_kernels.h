@@ -2,8 +2,10 @@
  * OpenCL, CUDA or host entry point; kernel_list.h lists them). What one element becomes is decided
  * by kernels/tensor.h; here is only which elements each work item reads and writes.
  *
- * Buffers by kernel: iota (out); binary (a, b, out, zero-divisor flag); unary and casts (in, out);
- * sum and pick (in, partials); transpose (in, out). f64 kernels exist where ACCEL_HAS_F64. */
+ * Buffers by kernel: iota (out); binary (a, b, out, flag: ops.h's ACCEL_FLAG_*); compare (a, b,
+ * :u8 out); select (pred, a, b, out); unary and casts (in, out); sum and pick (in, partials);
+ * argpick (values, value partials, index partials, input indices); transpose and copy (in, out).
+ * f64 kernels exist where ACCEL_HAS_F64. */
 #ifndef ACCEL_KERNELS_TENSOR_KERNELS_H
 #define ACCEL_KERNELS_TENSOR_KERNELS_H
 
@@ -11,18 +13,25 @@
 #include "kernels/tensor.h"
 
 /* The per-family element functions, by the K argument of the macros below. */
-#define ACCEL_BINARY_INT(T, op, x, y) ((T)accel_int_binary(op, (accel_i64)(x), (accel_i64)(y)))
+#define ACCEL_BINARY_INT(T, op, x, y, flag) ((T)accel_int_binary(op, (accel_i64)(x), (accel_i64)(y), flag))
 #define ACCEL_UNARY_INT(T, op, x) ((T)accel_int_unary(op, (accel_i64)(x)))
 #define ACCEL_PICK_INT(T, op, acc, x) ((T)accel_int_pick(op, (accel_i64)(acc), (accel_i64)(x)))
 #define ACCEL_SCALAR_INT(T, bits) ((T)(accel_i64)(bits))
-#define ACCEL_BINARY_F32(T, op, x, y) accel_f32_binary(op, x, y)
+#define ACCEL_BINARY_F32(T, op, x, y, flag) accel_f32_binary(op, x, y)
 #define ACCEL_UNARY_F32(T, op, x) accel_f32_unary(op, x)
 #define ACCEL_PICK_F32(T, op, acc, x) accel_f32_pick(op, acc, x)
 #define ACCEL_SCALAR_F32(T, bits) accel_bits_f32(bits)
-#define ACCEL_BINARY_F64(T, op, x, y) accel_f64_binary(op, x, y)
+#define ACCEL_BINARY_F64(T, op, x, y, flag) accel_f64_binary(op, x, y)
 #define ACCEL_UNARY_F64(T, op, x) accel_f64_unary(op, x)
 #define ACCEL_PICK_F64(T, op, acc, x) accel_f64_pick(op, acc, x)
 #define ACCEL_SCALAR_F64(T, bits) accel_bits_f64(bits)
+#define ACCEL_IS_NAN_INT(x) 0
+#define ACCEL_IS_NAN_F32(x) ((x) != (x))
+#define ACCEL_IS_NAN_F64(x) ((x) != (x))
+
+/* Comparisons by operation code, for any element type (generated from the registry). */
+#define ACCEL_COMPARE_CASE(name, types, doc) \
+  if (op == ACCEL_COMPARE_##name) return ACCEL_COMPARE_BODY_##name(a, b) ? 1 : 0;
 
 /* A reduction's work item i is partial (o, g, k) of in[outer][len][inner]: it combines elements
  * j = g, g + groups, ... (block 0: interleaved, coalesced on GPUs) or j in [g * block, (g + 1) *
@@ -50,20 +59,33 @@
     ((ACCEL_GLOBAL OUT*)b1)[i] = (OUT)((a0 + a1) + (a2 + a3));                                      \
   }
 
-/* One element type's kernels. S: suffix, T: type, K: function family, IS_INT: a divide reports
- * zero divisors. Sums are the caller's (ACCEL_SUM_KERNEL), as their accumulator depends on the type. */
-#define ACCEL_TYPED_KERNELS_OF(S, T, K, IS_INT)                                                     \
+/* One element type's kernels. S: suffix, T: type, K: function family. Sums are the caller's
+ * (ACCEL_SUM_KERNEL), as their accumulator depends on the type. */
+#define ACCEL_TYPED_KERNELS_OF(S, T, K)                                                             \
   ACCEL_KERNEL(accel_iota_##S) { ((ACCEL_GLOBAL T*)b0)[i] = (T)(accel_i64)i; }                      \
-  ACCEL_FN T accel_operand_##S(ACCEL_GLOBAL const void* b, accel_u64 count, accel_u64 bits,        \
-                               accel_u64 i, accel_u64 n) {                                         \
-    if (count == n) return ((ACCEL_GLOBAL const T*)b)[i];                                           \
-    return count == 0 ? ACCEL_SCALAR_##K(T, bits) : ((ACCEL_GLOBAL const T*)b)[i % count];          \
+  /* Operand j of output element i (launch.h's layouts). */                                      \
+  ACCEL_FN T accel_operand_##S(ACCEL_GLOBAL const void* b, const accel_params* p, int j, accel_u64 i) { \
+    if (p->layout[j] == ACCEL_LAYOUT_SCALAR) return ACCEL_SCALAR_##K(T, p->bits[j]);                 \
+    return ((ACCEL_GLOBAL const T*)b)[accel_operand_index(p, j, i)];                                \
   }                                                                                                 \
   ACCEL_KERNEL(accel_binary_##S) {                                                                  \
-    const T x = accel_operand_##S(b0, p->count[0], p->bits[0], i, p->n);                            \
-    const T y = accel_operand_##S(b1, p->count[1], p->bits[1], i, p->n);                            \
-    if (IS_INT && ACCEL_OP == ACCEL_OP_DIVIDE && y == 0) ACCEL_SET_FLAG((ACCEL_GLOBAL int*)b3);      \
-    ((ACCEL_GLOBAL T*)b2)[i] = ACCEL_BINARY_##K(T, ACCEL_OP, x, y);                                 \
+    const T x = accel_operand_##S(b0, p, 0, i), y = accel_operand_##S(b1, p, 1, i);                \
+    int flag = 0;                                                                                   \
+    ((ACCEL_GLOBAL T*)b2)[i] = ACCEL_BINARY_##K(T, ACCEL_OP, x, y, &flag);                          \
+    if (flag != 0) ACCEL_SET_FLAG((ACCEL_GLOBAL int*)b3, flag);                                     \
+  }                                                                                                 \
+  ACCEL_FN accel_u8 accel_compare_value_##S(int op, T a, T b) {                                     \
+    ACCEL_COMPARE_OPS(ACCEL_COMPARE_CASE)                                                           \
+    return 0;                                                                                       \
+  }                                                                                                 \
+  ACCEL_KERNEL(accel_compare_##S) {                                                                 \
+    const T x = accel_operand_##S(b0, p, 0, i), y = accel_operand_##S(b1, p, 1, i);                \
+    ((ACCEL_GLOBAL accel_u8*)b2)[i] = accel_compare_value_##S(ACCEL_OP, x, y);                      \
+  }                                                                                                 \
+  /* select(pred, a, b): pred is :u8 (operand 0), a and b operands 1 and 2. */                     \
+  ACCEL_KERNEL(accel_select_##S) {                                                                  \
+    const accel_u8 pred = ((ACCEL_GLOBAL const accel_u8*)b0)[accel_operand_index(p, 0, i)];         \
+    ((ACCEL_GLOBAL T*)b3)[i] = pred != 0 ? accel_operand_##S(b1, p, 1, i) : accel_operand_##S(b2, p, 2, i); \
   }                                                                                                 \
   ACCEL_KERNEL(accel_unary_##S) {                                                                   \
     ((ACCEL_GLOBAL T*)b1)[i] = ACCEL_UNARY_##K(T, ACCEL_OP, ((ACCEL_GLOBAL const T*)b0)[i]);        \
@@ -73,20 +95,44 @@
     T acc = row[first * inner];                                                                     \
     for (accel_u64 j = first + step; j < end; j += step) acc = ACCEL_PICK_##K(T, ACCEL_OP, acc, row[j * inner]); \
     ((ACCEL_GLOBAL T*)b1)[i] = acc;                                                                 \
+  }                                                                                                 \
+  /* argmin/argmax partials: values (b1) and their indices along the axis (b2); a later pass reads */ \
+  /* the indices of its input (b3) when size[5] is set. The first of equal values wins; the first */ \
+  /* NaN wins over any number. */                                                                   \
+  ACCEL_KERNEL(accel_argpick_##S) {                                                                 \
+    ACCEL_REDUCTION_ITEM(T);                                                                        \
+    ACCEL_GLOBAL const accel_i64* indices =                                                         \
+        p->size[5] ? (ACCEL_GLOBAL const accel_i64*)b3 + i / (groups * inner) * len * inner + i % inner : 0; \
+    T best = row[first * inner];                                                                    \
+    accel_i64 at = indices ? indices[first * inner] : (accel_i64)first;                             \
+    for (accel_u64 j = first + step; j < end; j += step) {                                          \
+      const T x = row[j * inner];                                                                   \
+      const accel_i64 xi = indices ? indices[j * inner] : (accel_i64)j;                             \
+      const int x_nan = ACCEL_IS_NAN_##K(x), best_nan = ACCEL_IS_NAN_##K(best);                     \
+      const int better = x_nan ? (!best_nan || xi < at)                                             \
+                               : (!best_nan && (ACCEL_OP == ACCEL_REDUCE_MIN ? x < best : x > best)); \
+      const int tie = !x_nan && !best_nan && x == best && xi < at;                                  \
+      if (better || tie) {                                                                          \
+        best = x;                                                                                   \
+        at = xi;                                                                                    \
+      }                                                                                             \
+    }                                                                                               \
+    ((ACCEL_GLOBAL T*)b1)[i] = best;                                                                \
+    ((ACCEL_GLOBAL accel_i64*)b2)[i] = at;                                                          \
   }
 
 /* Integer sums wrap modulo 2^64 and are written as s64. */
-ACCEL_TYPED_KERNELS_OF(s64, accel_i64, INT, 1)
+ACCEL_TYPED_KERNELS_OF(s64, accel_i64, INT)
 ACCEL_SUM_KERNEL(accel_sum_s64, accel_i64, accel_u64, accel_i64)
-ACCEL_TYPED_KERNELS_OF(s32, accel_i32, INT, 1)
+ACCEL_TYPED_KERNELS_OF(s32, accel_i32, INT)
 ACCEL_SUM_KERNEL(accel_sum_s32, accel_i32, accel_u64, accel_i64)
-ACCEL_TYPED_KERNELS_OF(u8, accel_u8, INT, 1)
+ACCEL_TYPED_KERNELS_OF(u8, accel_u8, INT)
 ACCEL_SUM_KERNEL(accel_sum_u8, accel_u8, accel_u64, accel_i64)
-ACCEL_TYPED_KERNELS_OF(f32, float, F32, 0)
+ACCEL_TYPED_KERNELS_OF(f32, float, F32)
 #if ACCEL_HAS_F64
 /* f32 sums accumulate and write their partials in double: the host rounds to f32 once, at the end. */
 ACCEL_SUM_KERNEL(accel_sum_f32, float, double, double)
-ACCEL_TYPED_KERNELS_OF(f64, double, F64, 0)
+ACCEL_TYPED_KERNELS_OF(f64, double, F64)
 ACCEL_SUM_KERNEL(accel_sum_f64, double, double, double)
 #else
 /* Devices without doubles: compensated (Kahan) sums in float, partials in float. */
@@ -152,5 +198,17 @@ ACCEL_CAST_KERNEL(f64, double, u8, accel_u8, ACCEL_FROM_F64)
 ACCEL_TRANSPOSE_KERNEL(1, accel_u8)
 ACCEL_TRANSPOSE_KERNEL(4, accel_i32)
 ACCEL_TRANSPOSE_KERNEL(8, accel_i64)
+
+/* A region of p->shape copied between two strided layouts, by element size: element i of the
+ * region is source[size[0] + sum(c_d * stride[0][d])] and target[size[1] + sum(c_d * stride[1][d])],
+ * c its coordinates. slice (a strided source) and concatenate (an offset target) are copies. */
+#define ACCEL_COPY_KERNEL(BYTES, U)                                                                \
+  ACCEL_KERNEL(accel_copy_##BYTES) {                                                               \
+    ((ACCEL_GLOBAL U*)b1)[p->size[1] + accel_strided_index(p, 1, i)] =                             \
+        ((ACCEL_GLOBAL const U*)b0)[p->size[0] + accel_strided_index(p, 0, i)];                    \
+  }
+ACCEL_COPY_KERNEL(1, accel_u8)
+ACCEL_COPY_KERNEL(4, accel_i32)
+ACCEL_COPY_KERNEL(8, accel_i64)
 
 #endif /* ACCEL_KERNELS_TENSOR_KERNELS_H */

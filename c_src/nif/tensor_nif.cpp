@@ -115,16 +115,19 @@ Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_ter
 
 // ---- scheduling ----
 
-// Decides from the tensors in argv[Arg] and argv[Arg + 1] (a binary operation's operands; either
-// may be a scalar): the largest one's size, since a broadcast output is as large as that.
+// Decides from the tensors in argv[Arg .. Arg + 2] (an elementwise operation's operands; any may be
+// a scalar; a list counts by its first element, for concatenate): the largest one's size, since a
+// broadcast output is at least as large as that.
 template <NifFn Run, int Arg, bool AlwaysDirty>
 ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   Backend* backend = nullptr;
   int device = 0;
   size_t count = 0;
   bool freed = false;
-  for (int i = Arg; i < argc && i <= Arg + 1; ++i) {
-    TensorResource* r = resource_of(env, argv[i]);
+  for (int i = Arg; i < argc && i <= Arg + 2; ++i) {
+    ERL_NIF_TERM term = argv[i], tail;
+    if (enif_is_list(env, term) && !enif_get_list_cell(env, term, &term, &tail)) continue;
+    TensorResource* r = resource_of(env, term);
     if (r == nullptr) continue;
     std::lock_guard<std::mutex> lock(r->mutex);
     freed = freed || r->freed;
@@ -173,7 +176,7 @@ ERL_NIF_TERM from_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const DType type = decode_type(env, argv[1]);
   int device = 0;
   Backend& backend = decode_place(env, argv[2], argv[3], &device);
-  return make_tensor(env, tensor_from_bytes(backend, device, type, bin.data, bin.size));
+  return make_tensor(env, accel::tensor_from_bytes(backend, device, type, bin.data, bin.size));
 }
 
 // (type, count, backend, device)
@@ -191,7 +194,7 @@ ERL_NIF_TERM to_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const uint64_t count = std::min<uint64_t>(decode_count(env, argv[1], "limit"), t.count);
   unsigned char* out = nullptr;
   ERL_NIF_TERM result = make_output_binary(env, count * dtype_size(t.type), &out);
-  tensor_to_bytes(t, out, count);
+  accel::tensor_to_bytes(t, out, count);
   return result;
 }
 
@@ -199,60 +202,115 @@ ERL_NIF_TERM cast_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_cast(get_tensor(env, argv[0]), decode_type(env, argv[1])));
 }
 
-BinaryOp decode_binary_op(ErlNifEnv* env, ERL_NIF_TERM term) {
-  const std::string op = atom_text(env, term);
-  if (op == "add") return BinaryOp::Add;
-  if (op == "subtract") return BinaryOp::Subtract;
-  if (op == "multiply") return BinaryOp::Multiply;
-  if (op == "divide") return BinaryOp::Divide;
+// The registry's operation names as atoms, made once at load (open_tensor_resources).
+ERL_NIF_TERM g_op_atoms[3][64];
+
+void make_op_atoms(ErlNifEnv* env) {
+  for (OpFamily family : {OpFamily::Unary, OpFamily::Binary, OpFamily::Compare})
+    for (int code = 0; code < op_count(family); ++code)
+      g_op_atoms[static_cast<int>(family)][code] = enif_make_atom(env, op_info(family, code).name);
+}
+static_assert(ACCEL_UNARY_COUNT <= 64 && ACCEL_BINARY_COUNT <= 64 && ACCEL_COMPARE_COUNT <= 64);
+
+int decode_op(ErlNifEnv* env, OpFamily family, ERL_NIF_TERM term) {
+  for (int code = 0; code < op_count(family); ++code)
+    if (enif_is_identical(term, g_op_atoms[static_cast<int>(family)][code])) return code;
   throw ArgumentError("unknown operation: " + describe_term(env, term));
 }
 
-// A tensor, or a number into `scalar`.
-bool decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, Tensor* tensor, Scalar* scalar) {
+// A shape: a list of non-negative integers (at most 64 of them).
+std::vector<uint64_t> decode_shape(ErlNifEnv* env, ERL_NIF_TERM term) {
+  unsigned length = 0;
+  if (!enif_get_list_length(env, term, &length) || length > 64)
+    throw ArgumentError("expected a shape (a list of at most 64 non-negative integers), got: " + describe_term(env, term));
+  std::vector<uint64_t> shape;
+  ERL_NIF_TERM head, tail = term;
+  while (enif_get_list_cell(env, tail, &head, &tail)) shape.push_back(decode_count(env, head, "a dimension"));
+  return shape;
+}
+
+// A tensor with its shape, or a number.
+Operand decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, ERL_NIF_TERM shape, Tensor* storage) {
+  Operand o;
   if (resource_of(env, term) != nullptr) {
-    *tensor = get_tensor(env, term);
-    return true;
+    *storage = get_tensor(env, term);
+    o.tensor = storage;
+    o.shape = decode_shape(env, shape);
+    return o;
   }
   ErlNifSInt64 i;
   double f;
   if (enif_get_int64(env, term, &i)) {
-    scalar->i = i;
+    o.scalar.i = i;
   } else if (enif_get_double(env, term, &f)) {
-    scalar->is_float = true;
-    scalar->f = f;
+    o.scalar.is_float = true;
+    o.scalar.f = f;
   } else {
     throw ArgumentError("expected an Accel.Tensor or a number in the signed 64-bit range, got: " + describe_term(env, term));
   }
-  return false;
+  return o;
 }
 
-// (op, a, b)
+// (op, a, b, a_shape, b_shape)
 ERL_NIF_TERM binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  const BinaryOp op = decode_binary_op(env, argv[0]);
+  const int op = decode_op(env, OpFamily::Binary, argv[0]);
   Tensor a, b;
-  Scalar sa, sb;
-  const bool a_tensor = decode_operand(env, argv[1], &a, &sa);
-  const bool b_tensor = decode_operand(env, argv[2], &b, &sb);
-  return make_tensor(env, accel::tensor_binary(op, a_tensor ? &a : nullptr, sa, b_tensor ? &b : nullptr, sb));
+  const Operand x = decode_operand(env, argv[1], argv[3], &a), y = decode_operand(env, argv[2], argv[4], &b);
+  return make_tensor(env, accel::tensor_binary(static_cast<BinaryOp>(op), x, y));
+}
+
+// (op, a, b, a_shape, b_shape)
+ERL_NIF_TERM compare_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const int op = decode_op(env, OpFamily::Compare, argv[0]);
+  Tensor a, b;
+  const Operand x = decode_operand(env, argv[1], argv[3], &a), y = decode_operand(env, argv[2], argv[4], &b);
+  return make_tensor(env, accel::tensor_compare(static_cast<CompareOp>(op), x, y));
+}
+
+// (pred, a, b, pred_shape, a_shape, b_shape)
+ERL_NIF_TERM select_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  Tensor tensors[3];
+  const Operand pred = decode_operand(env, argv[0], argv[3], &tensors[0]);
+  const Operand a = decode_operand(env, argv[1], argv[4], &tensors[1]), b = decode_operand(env, argv[2], argv[5], &tensors[2]);
+  return make_tensor(env, accel::tensor_select(pred, a, b));
 }
 
 ERL_NIF_TERM unary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  const std::string op = atom_text(env, argv[0]);
-  const char* names[] = {"negate", "abs", "exp", "log", "sqrt", "tanh", "sigmoid"};
-  for (int code = 0; code < 7; ++code)
-    if (op == names[code])
-      return make_tensor(env, accel::tensor_unary(static_cast<UnaryOp>(code), get_tensor(env, argv[1])));
-  throw ArgumentError("unknown operation: " + describe_term(env, argv[0]));
+  const int op = decode_op(env, OpFamily::Unary, argv[0]);
+  return make_tensor(env, accel::tensor_unary(static_cast<UnaryOp>(op), get_tensor(env, argv[1])));
 }
 
-// (op, t, outer, len, inner)
+// (op, t, outer, len, inner): op sum, min, max, argmin or argmax.
 ERL_NIF_TERM reduce_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const std::string name = atom_text(env, argv[0]);
-  const ReduceOp op = name == "sum" ? ReduceOp::Sum : name == "min" ? ReduceOp::Min : name == "max" ? ReduceOp::Max
-                                                                                                    : throw ArgumentError("unknown reduction: " + describe_term(env, argv[0]));
-  return make_tensor(env, accel::tensor_reduce(op, get_tensor(env, argv[1]), decode_count(env, argv[2], "outer"),
-                                               decode_count(env, argv[3], "len"), decode_count(env, argv[4], "inner")));
+  const bool arg = name == "argmin" || name == "argmax";
+  const ReduceOp op = name == "sum"                       ? ReduceOp::Sum
+                      : name == "min" || name == "argmin" ? ReduceOp::Min
+                      : name == "max" || name == "argmax" ? ReduceOp::Max
+                                                          : throw ArgumentError("unknown reduction: " + describe_term(env, argv[0]));
+  const Tensor t = get_tensor(env, argv[1]);
+  const uint64_t outer = decode_count(env, argv[2], "outer"), len = decode_count(env, argv[3], "len"),
+                 inner = decode_count(env, argv[4], "inner");
+  return make_tensor(env, arg ? accel::tensor_argreduce(op, t, outer, len, inner) : accel::tensor_reduce(op, t, outer, len, inner));
+}
+
+// (t, shape, start, length, step)
+ERL_NIF_TERM slice_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return make_tensor(env, accel::tensor_slice(get_tensor(env, argv[0]), decode_shape(env, argv[1]), decode_shape(env, argv[2]),
+                                              decode_shape(env, argv[3]), decode_shape(env, argv[4])));
+}
+
+// (tensors, shapes, axis)
+ERL_NIF_TERM concatenate_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  unsigned n = 0, shapes = 0;
+  if (!enif_get_list_length(env, argv[0], &n) || !enif_get_list_length(env, argv[1], &shapes) || n != shapes || n > 4096)
+    throw ArgumentError("expected lists of at most 4096 tensors and as many shapes");
+  std::vector<Tensor> tensors(n);
+  std::vector<Operand> parts(n);
+  ERL_NIF_TERM t_head, t_tail = argv[0], s_head, s_tail = argv[1];
+  for (unsigned i = 0; enif_get_list_cell(env, t_tail, &t_head, &t_tail) && enif_get_list_cell(env, s_tail, &s_head, &s_tail); ++i)
+    parts[i] = decode_operand(env, t_head, s_head, &tensors[i]);
+  return make_tensor(env, accel::tensor_concatenate(parts, static_cast<size_t>(decode_count(env, argv[2], "axis"))));
 }
 
 ERL_NIF_TERM transpose_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
@@ -292,10 +350,11 @@ ERL_NIF_TERM transfer_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
 bool open_tensor_resources(ErlNifEnv* env) {
   auto flags = static_cast<ErlNifResourceFlags>(ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER);
   g_tensor_type = enif_open_resource_type(env, nullptr, "accel_tensor", destroy_tensor, flags, nullptr);
+  make_op_atoms(env);
   return g_tensor_type != nullptr;
 }
 
-ERL_NIF_TERM tensor_from_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM tensor_upload(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   ErlNifBinary bin;
   const size_t count = enif_inspect_binary(env, argv[0], &bin) ? bin.size / 8 : 0;
   return scheduled_new<from_binary_run, 2>(env, argc, argv, count);
@@ -307,7 +366,7 @@ ERL_NIF_TERM tensor_iota(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled_new<iota_run, 2>(env, argc, argv, count);
 }
 
-ERL_NIF_TERM tensor_to_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM tensor_download(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<to_binary_run, 0, false>(env, argc, argv);
 }
 
@@ -329,6 +388,23 @@ ERL_NIF_TERM tensor_cast(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 
 ERL_NIF_TERM tensor_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<binary_run, 1, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_compare(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<compare_run, 1, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_select(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<select_run, 0, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_slice(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<slice_run, 0, false>(env, argc, argv);
+}
+
+// Scheduled by the first tensor of the list (all must share its place; concatenate_run checks).
+ERL_NIF_TERM tensor_concatenate(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<concatenate_run, 0, true>(env, argc, argv);
 }
 
 ERL_NIF_TERM tensor_unary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

@@ -27,12 +27,31 @@ defmodule Accel.Tensor do
 
   ## Semantics
 
-    * Elementwise `add/2`, `subtract/2`, `multiply/2`, `divide/2` take two tensors of the same type
-      and device, or a tensor and a number. Shapes must be equal, or one must be a trailing part of
-      the other (`{3}` broadcasts over `{2, 3}`).
-    * Integers wrap around modulo 2^bits, like C and Nx. `divide/2` on integers truncates toward zero
-      (`div/2`) and raises `ArgumentError` on a zero divisor.
-    * `exp/1`, `log/1`, `sqrt/1`, `tanh/1` and `sigmoid/1` need a float tensor; `as_type/2` converts.
+    * The elementwise operations are generated from one registry (`c_src/kernels/ops.h`), the same
+      list the native kernels are dispatched from: #{Enum.map_join(Accel.Tensor.Registry.ops(), ", ", &"`#{&1.name}`")},
+      and `logical_not/1`, `select/3`. Binary and comparison operations take two tensors on one
+      device, or a tensor and a number; comparisons and logical operations return `:u8` (1 where
+      true).
+    * Shapes broadcast as in Nx and NumPy: aligned at the end, each dimension equal or 1 (`{2, 1}`
+      with `{3}` gives `{2, 3}`). Broadcasting through more than 8 dimensions raises.
+    * Mixed types promote as in Nx, once, before the kernel runs:
+
+      | operands | result |
+      |---|---|
+      | the same type | that type |
+      | two integer types | the wider: `:u8` < `:s32` < `:s64` |
+      | an integer type and a float type | the float type |
+      | `:f32` and `:f64` | `:f64` |
+      | a tensor and an integer number | the tensor's type (a number that does not fit it raises) |
+      | an integer tensor and a float number | `:f32` |
+
+    * Integers wrap around modulo 2^bits, like C and Nx. `divide/2` and `quotient/2` on integers
+      truncate toward zero (`div/2`), `remainder/2` takes the dividend's sign (`rem/2`); a zero
+      divisor raises `ArgumentError`, as does a negative integer exponent in `pow/2`. Shifts by the
+      type's width or more give 0 (or -1, shifting a negative number right).
+    * Operations the registry marks as float-only (`exp/1`, `log/1`, `sqrt/1`, `tanh/1`, `sigmoid/1`)
+      raise on integer tensors, and integer-only ones (bitwise, shifts, `quotient/2`) on float
+      tensors, naming the function; `as_type/2` converts.
       Float to integer conversion truncates toward zero and saturates; NaN becomes 0.
     * `sum/2` of integers returns `:s64` (exact modulo 2^64); `mean/2` of integers returns `:f64`.
       `:f32` sums and means accumulate in `:f64` on every backend and are rounded to `:f32` once, so
@@ -53,9 +72,10 @@ defmodule Accel.Tensor do
       kernel. `to_list/1` refuses a shape whose nested lists could not fit in memory (`{2**40, 0}`).
   """
 
-  import Kernel, except: [abs: 1, min: 2, max: 2]
+  import Kernel, except: [abs: 1, min: 2, max: 2, floor: 1, ceil: 1, round: 1]
   import Bitwise
   alias Accel.NIF
+  alias Accel.Tensor.{Elementwise, Layout, Registry}
 
   @enforce_keys [:shape, :type, :device, :ref]
   defstruct [:shape, :type, :device, :ref]
@@ -81,6 +101,14 @@ defmodule Accel.Tensor do
                     doc: "the element type; `:s64` when every element is an integer, `:f64` otherwise"
                   ]
                 ] ++ @place_options
+  @reduce_options [
+    axis: [rule: :integer, default: nil, doc: "the axis to reduce (negative counts from the end)"],
+    axes: [
+      rule: {:custom, __MODULE__, :axes_option?, "a list of axes"},
+      default: nil,
+      doc: "several axes to reduce (`sum/2`, `min/2`, `max/2`, `mean/2`)"
+    ]
+  ]
   @iota_options [type: [rule: {:in, @types}, default: :s64, doc: "the element type"]] ++ @place_options
 
   ## Creation and reading
@@ -108,15 +136,21 @@ defmodule Accel.Tensor do
   def from_list(other, _opts), do: raise(ArgumentError, "from_list/2 expects a list, got: #{inspect(other)}")
 
   @doc """
-  A tensor over a binary of native-endian elements of `type`, shaped `shape`. The binary is copied
-  to the device once.
+  A tensor over a binary of native-endian elements of `type`, shaped `shape` (a vector of all of
+  them when no shape is given: `from_binary(bin, :f32)`). The binary is copied to the device once.
 
   ## Options
 
   #{Accel.Options.docs(@place_options)}
   """
-  @spec from_binary(binary(), type(), shape(), keyword()) :: t()
-  def from_binary(bin, type, shape, opts \\ [])
+  @spec from_binary(binary(), type(), shape() | keyword(), keyword()) :: t()
+  def from_binary(bin, type, shape_or_opts \\ [], opts \\ [])
+
+  # No shape: a vector of as many elements as the binary holds.
+  def from_binary(bin, type, opts, []) when is_binary(bin) and is_list(opts) do
+    check_type!(type)
+    from_binary(bin, type, {div(byte_size(bin), byte_width(type)) + if(rem(byte_size(bin), byte_width(type)) == 0, do: 0, else: 1)}, opts)
+  end
 
   def from_binary(bin, type, shape, opts) when is_binary(bin) do
     check_type!(type)
@@ -131,7 +165,7 @@ defmodule Accel.Tensor do
     end
 
     {backend, device} = place(opts)
-    new(shape, type, fn ref -> NIF.tensor_from_binary(bin, type, backend, device, ref) end)
+    new(shape, type, fn ref -> NIF.tensor_upload(bin, type, backend, device, ref) end)
   end
 
   def from_binary(other, _type, _shape, _opts),
@@ -155,7 +189,7 @@ defmodule Accel.Tensor do
 
   @doc "The elements as a binary of native-endian values (waits for pending device work)."
   @spec to_binary(t()) :: binary()
-  def to_binary(%__MODULE__{} = t), do: Accel.Job.call(&NIF.tensor_to_binary(t.ref, size(t), &1))
+  def to_binary(%__MODULE__{} = t), do: Accel.Job.call(&NIF.tensor_download(t.ref, size(t), &1))
   def to_binary(other), do: not_a_tensor!("to_binary/1", other)
 
   @doc """
@@ -250,36 +284,74 @@ defmodule Accel.Tensor do
 
   def as_type(other, _type), do: not_a_tensor!("as_type/2", other)
 
-  ## Elementwise
+  ## Elementwise: one function per line of the operation registry (c_src/kernels/ops.h)
 
-  for op <- [:add, :subtract, :multiply, :divide] do
-    @doc "Elementwise `#{op}` of two tensors, or of a tensor and a number (either side)."
-    @spec unquote(op)(t() | number(), t() | number()) :: t()
-    def unquote(op)(a, b), do: binary_op(unquote(op), a, b)
+  @reductions [:min, :max]
+  for %{name: name, family: family, types: types, doc: doc} <- Registry.ops(), name not in @reductions do
+    takes = %{all: "", int: " Integer tensors only.", float: " Float tensors only."}[types]
+
+    case family do
+      :unary ->
+        @doc "Elementwise #{doc}.#{takes}"
+        @spec unquote(name)(t()) :: t()
+        def unquote(name)(t), do: Elementwise.unary(unquote(name), t)
+
+      family ->
+        out = if family == :compare, do: " As `:u8`: 1 where true, 0 where false.", else: ""
+
+        @doc """
+        Elementwise #{doc}.#{takes}#{out} Each of `a` and `b` is a tensor or a number; shapes broadcast
+        and types promote (see the module docs).
+        """
+        @spec unquote(name)(t() | number(), t() | number()) :: t()
+        def unquote(name)(a, b), do: Elementwise.binary(unquote(family), unquote(name), a, b)
+    end
   end
 
-  for op <- [:negate, :abs, :exp, :log, :sqrt, :tanh, :sigmoid] do
-    @doc "Elementwise `#{op}`."
-    @spec unquote(op)(t()) :: t()
-    def unquote(op)(%__MODULE__{} = t),
-      do: new(t.shape, t.type, fn ref -> NIF.tensor_unary(unquote(op), t.ref, ref) end)
+  @doc "Elementwise logical not, as `:u8`: 1 where `t` is zero, 0 elsewhere."
+  @spec logical_not(t()) :: t()
+  def logical_not(t), do: equal(t, 0)
 
-    def unquote(op)(other), do: not_a_tensor!("#{unquote(op)}/1", other)
-  end
+  @doc """
+  Elementwise choice: `on_true` where `pred` is non-zero, `on_false` elsewhere. `pred` is a tensor
+  (of any type; comparisons give `:u8`); `on_true` and `on_false` are tensors or numbers, promoted to
+  one type. The three shapes broadcast.
+  """
+  @spec select(t(), t() | number(), t() | number()) :: t()
+  def select(pred, on_true, on_false), do: Elementwise.select(pred, on_true, on_false)
 
   ## Reductions
 
-  @doc "Sum of all elements, or along `axis:` (negative counts from the end)."
+  @doc "Sum of all elements, or along `axis:` or `axes:` (negative counts from the end)."
   @spec sum(t(), keyword()) :: t()
   def sum(t, opts \\ []), do: reduce(:sum, t, opts)
 
-  @doc "Smallest element, overall or along `axis:`."
-  @spec min(t(), keyword()) :: t()
-  def min(t, opts \\ []), do: reduce(:min, t, opts)
+  @doc """
+  With options (or none): the smallest element, overall or along `axis:` or `axes:`. With a tensor
+  or a number: the elementwise smaller of the two (NaN if either is), as the other elementwise
+  operations.
+  """
+  @spec min(t() | number(), keyword() | t() | number()) :: t()
+  def min(t, opts_or_other \\ [])
+  def min(t, opts) when is_list(opts), do: reduce(:min, t, opts)
+  def min(a, b), do: Elementwise.binary(:binary, :min, a, b)
 
-  @doc "Largest element, overall or along `axis:`."
-  @spec max(t(), keyword()) :: t()
-  def max(t, opts \\ []), do: reduce(:max, t, opts)
+  @doc "With options (or none): the largest element, overall or along `axis:` or `axes:`; with a tensor or a number, the elementwise larger (see `min/2`)."
+  @spec max(t() | number(), keyword() | t() | number()) :: t()
+  def max(t, opts_or_other \\ [])
+  def max(t, opts) when is_list(opts), do: reduce(:max, t, opts)
+  def max(a, b), do: Elementwise.binary(:binary, :max, a, b)
+
+  @doc """
+  The index of the smallest element (`:s64`), overall (an index into the flattened tensor) or along
+  `axis:`. The first of equal elements wins, and a NaN wins over any number.
+  """
+  @spec argmin(t(), keyword()) :: t()
+  def argmin(t, opts \\ []), do: reduce(:argmin, t, opts)
+
+  @doc "The index of the largest element (`:s64`), overall or along `axis:`; ties and NaN as `argmin/2`."
+  @spec argmax(t(), keyword()) :: t()
+  def argmax(t, opts \\ []), do: reduce(:argmax, t, opts)
 
   @doc "Arithmetic mean, overall or along `axis:`; `:f64` for integer tensors."
   @spec mean(t(), keyword()) :: t()
@@ -295,6 +367,31 @@ defmodule Accel.Tensor do
   end
 
   def mean(other, _opts), do: not_a_tensor!("mean/2", other)
+
+  ## Slices and joins
+
+  @doc """
+  The elements `start_indices[d] + k * stride[d]`, `k < lengths[d]`, along each dimension `d`, as a
+  tensor of shape `lengths`. A slice that does not fit the tensor raises `ArgumentError` (Nx clamps
+  it instead).
+
+  ## Options
+
+  #{Accel.Options.docs(Accel.Tensor.Layout.slice_options())}
+  """
+  @spec slice(t(), [non_neg_integer()], [non_neg_integer()], keyword()) :: t()
+  def slice(t, start_indices, lengths, opts \\ []), do: Layout.slice(t, start_indices, lengths, opts)
+
+  @doc """
+  The tensors joined along an axis; their other dimensions must agree, and their types promote as
+  the elementwise operations' do.
+
+  ## Options
+
+  #{Accel.Options.docs(Accel.Tensor.Layout.concatenate_options())}
+  """
+  @spec concatenate([t()], keyword()) :: t()
+  def concatenate(tensors, opts \\ []), do: Layout.concatenate(tensors, opts)
 
   ## Matrices
 
@@ -355,72 +452,56 @@ defmodule Accel.Tensor do
 
   ## Internals
 
-  defp binary_op(op, %__MODULE__{} = a, %__MODULE__{} = b) do
-    shape = broadcast!(op, a.shape, b.shape)
-    new(shape, a.type, fn ref -> NIF.tensor_binary(op, a.ref, b.ref, ref) end)
-  end
-
-  defp binary_op(op, %__MODULE__{} = a, b) when is_number(b),
-    do: new(a.shape, a.type, fn ref -> NIF.tensor_binary(op, a.ref, b, ref) end)
-
-  defp binary_op(op, a, %__MODULE__{} = b) when is_number(a),
-    do: new(b.shape, b.type, fn ref -> NIF.tensor_binary(op, a, b.ref, ref) end)
-
-  defp binary_op(op, a, b),
-    do: raise(ArgumentError, "#{op}/2 expects tensors or numbers, got: #{inspect(a)} and #{inspect(b)}")
-
-  defp broadcast!(op, sa, sb) do
-    la = Tuple.to_list(sa)
-    lb = Tuple.to_list(sb)
-
-    cond do
-      la == lb ->
-        sa
-
-      suffix?(lb, la) ->
-        sa
-
-      suffix?(la, lb) ->
-        sb
-
-      true ->
-        raise ArgumentError, "#{op}/2: shapes #{inspect(sa)} and #{inspect(sb)} do not match or broadcast"
-    end
-  end
-
-  defp suffix?(short, long), do: length(short) <= length(long) and Enum.take(long, -length(short)) == short
-
   defp not_a_tensor!(fun, value),
     do: raise(ArgumentError, "Accel.Tensor.#{fun} expects an Accel.Tensor, got: #{inspect(value, limit: 5)}")
 
   defp reduce(op, t, _opts) when not is_struct(t, __MODULE__), do: not_a_tensor!("#{op}/2", t)
 
-  defp reduce(op, %__MODULE__{shape: shape} = t, opts) do
-    opts =
-      Accel.Options.validate!(
-        opts,
-        [axis: [rule: :integer, default: nil, doc: "the axis to reduce"]],
-        "Accel.Tensor.#{op}/2"
-      )
+  defp reduce(op, %__MODULE__{} = t, opts) do
+    opts = Accel.Options.validate!(opts, @reduce_options, "Accel.Tensor.#{op}/2")
 
+    case {opts[:axis], opts[:axes]} do
+      {axis, nil} ->
+        reduce_axis(op, t, axis)
+
+      {nil, _axes} when op in [:argmin, :argmax] ->
+        raise ArgumentError, "Accel.Tensor.#{op}/2 takes one axis: (an index along several has no meaning)"
+
+      {nil, axes} ->
+        # One axis after another, the last first so that the others keep their numbers.
+        axes = axes |> Enum.map(&axis!(&1, t.shape)) |> Enum.uniq() |> Enum.sort(:desc)
+
+        if length(axes) != length(opts[:axes]),
+          do: raise(ArgumentError, "axes must be distinct, got: #{inspect(opts[:axes])}")
+
+        first = if op == :sum and t.type not in [:f32, :f64], do: as_type(t, :s64), else: t
+        Enum.reduce(axes, first, fn axis, acc -> swap_unless(acc, t, reduce_axis(op, acc, axis)) end)
+        |> then(fn result -> if result == t, do: as_type(t, t.type), else: result end)
+
+      {_, _} ->
+        raise ArgumentError, "Accel.Tensor.#{op}/2 takes axis: or axes:, not both"
+    end
+  end
+
+  defp reduce_axis(op, %__MODULE__{shape: shape} = t, axis) do
     dims = Tuple.to_list(shape)
 
     {outer, len, inner, out_shape} =
-      case opts[:axis] do
+      case axis do
         nil ->
           {1, size(t), 1, {}}
 
-        axis when is_integer(axis) and axis >= -length(dims) and axis < length(dims) ->
-          axis = if axis < 0, do: axis + length(dims), else: axis
-          {before, [len | rest]} = Enum.split(dims, axis)
+        axis ->
+          {before, [len | rest]} = Enum.split(dims, axis!(axis, shape))
           {Enum.product(before), len, Enum.product(rest), List.to_tuple(before ++ rest)}
-
-        other ->
-          raise ArgumentError,
-                "axis must be an integer in -#{length(dims)}..#{length(dims) - 1} for shape #{inspect(shape)}, got: #{inspect(other)}"
       end
 
-    type = if op == :sum and t.type not in [:f32, :f64], do: :s64, else: t.type
+    type =
+      cond do
+        op in [:argmin, :argmax] -> :s64
+        op == :sum and t.type not in [:f32, :f64] -> :s64
+        true -> t.type
+      end
 
     cond do
       outer * inner == 0 ->
@@ -437,10 +518,29 @@ defmodule Accel.Tensor do
     end
   end
 
+  defp axis!(axis, shape) when is_integer(axis) and axis >= -tuple_size(shape) and axis < tuple_size(shape),
+    do: if(axis < 0, do: axis + tuple_size(shape), else: axis)
+
+  defp axis!(other, shape) do
+    rank = tuple_size(shape)
+
+    raise ArgumentError,
+          "axis must be an integer in -#{rank}..#{rank - 1} for shape #{inspect(shape)}, got: #{inspect(other)}"
+  end
+
+  # Frees an intermediate result (never the caller's own tensor) once the next one exists.
+  defp swap_unless(old, keep, new) do
+    if old != keep, do: free(old)
+    new
+  end
+
+  @doc false
+  def axes_option?(axes), do: is_list(axes) and Enum.all?(axes, &is_integer/1)
+
   # A tensor of `shape`, all zeros (or no element at all), of `like`'s type and on its device.
   defp zeros(shape, %__MODULE__{type: type, device: {backend, index}}) do
     bytes = :binary.copy(<<0>>, count!(shape) * byte_width(type))
-    new(shape, type, fn ref -> NIF.tensor_from_binary(bytes, type, backend, index, ref) end)
+    new(shape, type, fn ref -> NIF.tensor_upload(bytes, type, backend, index, ref) end)
   end
 
   # An intermediate result is freed as soon as the next one exists: mean/2 and dot/2 would
@@ -452,7 +552,8 @@ defmodule Accel.Tensor do
 
   # One NIF call makes the tensor and says where it is and how many tensor bytes were allocated
   # since the last collection; a second (rare) one claims that collection for this process.
-  defp new(shape, type, make) do
+  @doc false
+  def new(shape, type, make) do
     {ref, backend, device, since_gc} = allocate(make)
     maybe_collect(since_gc)
     %__MODULE__{shape: shape, type: type, device: {backend, device}, ref: ref}
@@ -598,7 +699,8 @@ defmodule Accel.Tensor do
 
   # The element's bytes, or nil when it does not fit: a float beyond the type's range would become
   # infinity (Elixir writes it so, silently), an integer beyond it would wrap.
-  defp encode_one(x, type) when type in [:f32, :f64] do
+  @doc false
+  def encode_one(x, type) when type in [:f32, :f64] do
     bits = if type == :f32, do: 32, else: 64
 
     case <<x::float-size(bits)-native>> do
@@ -609,12 +711,12 @@ defmodule Accel.Tensor do
     ArgumentError -> nil
   end
 
-  defp encode_one(x, :s64) when is_integer(x) and x in -0x8000000000000000..0x7FFFFFFFFFFFFFFF,
+  def encode_one(x, :s64) when is_integer(x) and x in -0x8000000000000000..0x7FFFFFFFFFFFFFFF,
     do: <<x::signed-64-native>>
 
-  defp encode_one(x, :s32) when is_integer(x) and x in -0x80000000..0x7FFFFFFF, do: <<x::signed-32-native>>
-  defp encode_one(x, :u8) when is_integer(x) and x in 0..255, do: <<x::unsigned-8>>
-  defp encode_one(_x, _type), do: nil
+  def encode_one(x, :s32) when is_integer(x) and x in -0x80000000..0x7FFFFFFF, do: <<x::signed-32-native>>
+  def encode_one(x, :u8) when is_integer(x) and x in 0..255, do: <<x::unsigned-8>>
+  def encode_one(_x, _type), do: nil
 
   # Non-finite floats read as :nan, :infinity and :neg_infinity (as in Nx): Elixir floats cannot hold them.
   @doc false
@@ -661,7 +763,7 @@ defmodule Accel.Tensor do
       body =
         try do
           limit = 10
-          values = Accel.Job.call(&Accel.NIF.tensor_to_binary(t.ref, limit, &1)) |> Accel.Tensor.decode(type)
+          values = Accel.Job.call(&Accel.NIF.tensor_download(t.ref, limit, &1)) |> Accel.Tensor.decode(type)
           more = if Accel.Tensor.size(t) > limit, do: ", ...", else: ""
           "[" <> Enum.map_join(values, ", ", &Kernel.inspect/1) <> more <> "]"
         rescue

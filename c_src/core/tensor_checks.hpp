@@ -1,0 +1,31 @@
+// What the checked tensor operations (tensor.cpp, tensor_elementwise.cpp, tensor_layout.cpp) share:
+// allocation of results, the checks every operation makes, shapes, and the one launch helper.
+// Internal to core/: the NIF and the backends never include it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kernel.hpp"
+#include "core/tensor.hpp"
+
+namespace accel::detail {
+
+std::string where(const Tensor& t);  // ":opencl device 0"
+// A new tensor of `count` elements on (backend, device); ArgumentError for a type the device lacks.
+Tensor allocate_like(Backend& backend, int device, DType type, uint64_t count);
+void check_same_place(const Tensor& a, const Tensor& b);
+void check_same_type(const Tensor& a, const Tensor& b);
+// a * b, or ArgumentError naming `what` when it overflows.
+uint64_t product(uint64_t a, uint64_t b, const char* what);
+uint64_t shape_count(const std::vector<uint64_t>& shape);
+std::vector<uint64_t> contiguous_strides(const std::vector<uint64_t>& shape);
+std::string shape_text(const std::vector<uint64_t>& shape);  // "{2, 3}"
+// A number as the bits of `type` (accel_params.bits); ArgumentError when it does not fit.
+accel_u64 scalar_bits(const Scalar& v, DType type);
+accel_params params_for(uint64_t items, int op = 0);
+// Through the door, with the one check every launch shares.
+void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work = 1);
+
+}  // namespace accel::detail

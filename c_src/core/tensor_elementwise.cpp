@@ -1,0 +1,191 @@
+// The elementwise operations of the registry (kernels/ops.h): unary, binary, compare and select,
+// with Nx's broadcasting. Each checks its operands' types, places and shapes, chooses how each
+// operand is read (launch.h's layouts: the output's shape, a scalar, a repeat, or strided), and
+// launches one kernel; integer divisions and powers report a zero divisor or a negative exponent.
+#include <algorithm>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "core/tensor_checks.hpp"
+
+namespace accel {
+using namespace detail;
+namespace {
+
+const char* family_suffix(OpFamily family) { return family == OpFamily::Unary ? "/1" : "/2"; }
+
+// ArgumentError when the registry says this operation does not take the type.
+void check_takes(OpFamily family, int code, DType type) {
+  const OpInfo& op = op_info(family, code);
+  if (is_float(type) ? op.floats : op.ints) return;
+  throw ArgumentError(std::string("Accel.Tensor.") + op.name + family_suffix(family) + " needs " +
+                      (op.floats ? "a float tensor (:f32 or :f64)" : "integer tensors (:s64, :s32 or :u8)") + ", got :" +
+                      dtype_name(type) + "; convert with Accel.Tensor.as_type/2");
+}
+
+void check_shape(const Operand& o) {
+  if (o.tensor != nullptr && shape_count(o.shape) != o.tensor->count)
+    throw ArgumentError("a shape of " + shape_text(o.shape) + " does not match the tensor's " +
+                        std::to_string(o.tensor->count) + " elements");
+}
+
+// The broadcast shape of the tensor operands (scalars take any shape).
+std::vector<uint64_t> broadcast_shape(const std::vector<const Operand*>& operands) {
+  size_t rank = 0;
+  for (const Operand* o : operands)
+    if (o->tensor != nullptr) rank = std::max(rank, o->shape.size());
+  std::vector<uint64_t> out(rank, 1);
+  for (const Operand* o : operands) {
+    if (o->tensor == nullptr) continue;
+    for (size_t k = 0; k < o->shape.size(); ++k) {
+      uint64_t& d = out[rank - o->shape.size() + k];
+      const uint64_t dim = o->shape[k];
+      if (d == 1) {
+        d = dim;
+      } else if (dim != 1 && dim != d) {
+        std::string shapes;
+        for (const Operand* x : operands)
+          if (x->tensor != nullptr) shapes += (shapes.empty() ? "" : " and ") + shape_text(x->shape);
+        throw ArgumentError("shapes " + shapes + " do not broadcast (each dimension must be equal, or 1)");
+      }
+    }
+  }
+  return out;
+}
+
+// How operand j of an output of shape `out` is read (launch.h's layouts).
+void set_layout(accel_params& p, int j, const Operand& o, const std::vector<uint64_t>& out, DType type) {
+  if (o.tensor == nullptr) {
+    p.layout[j] = ACCEL_LAYOUT_SCALAR;
+    p.bits[j] = scalar_bits(o.scalar, type);
+    return;
+  }
+  p.count[j] = o.tensor->count;
+  if (o.tensor->count == p.n) {  // every dimension equal (no dimension is 0 in a launched call)
+    p.layout[j] = ACCEL_LAYOUT_FULL;
+    return;
+  }
+  // Without its leading 1s, a suffix of the output's shape: it repeats every count elements.
+  const auto first = std::find_if(o.shape.begin(), o.shape.end(), [](uint64_t d) { return d != 1; });
+  const size_t tail = static_cast<size_t>(o.shape.end() - first);
+  if (std::equal(first, o.shape.end(), out.end() - static_cast<std::ptrdiff_t>(tail))) {
+    p.layout[j] = ACCEL_LAYOUT_REPEAT;
+    return;
+  }
+  if (out.size() > ACCEL_MAX_RANK)
+    throw ArgumentError("broadcasting across more than " + std::to_string(ACCEL_MAX_RANK) + " dimensions (" +
+                        shape_text(out) + ") is not supported; reshape first");
+  p.layout[j] = ACCEL_LAYOUT_STRIDED;
+  p.rank = out.size();
+  std::copy(out.begin(), out.end(), p.shape);
+  const std::vector<uint64_t> strides = contiguous_strides(o.shape);
+  const size_t skip = out.size() - o.shape.size();
+  for (size_t d = 0; d < out.size(); ++d)
+    p.stride[j][d] = d < skip || o.shape[d - skip] == 1 ? 0 : strides[d - skip];
+}
+
+// Checks the operands (types equal, one place, shapes that broadcast) and fills the layouts;
+// returns the first tensor operand.
+const Tensor& prepare(accel_params& p, const std::vector<const Operand*>& operands, int first_value,
+                      std::vector<uint64_t>* out_shape) {
+  const Tensor* lead = nullptr;
+  const Tensor* value = nullptr;  // the value operands (from first_value on) share one type
+  for (size_t j = 0; j < operands.size(); ++j) {
+    const Operand& o = *operands[j];
+    check_shape(o);
+    if (o.tensor == nullptr) continue;
+    if (lead != nullptr) check_same_place(*lead, *o.tensor);
+    if (lead == nullptr) lead = o.tensor;
+    if (static_cast<int>(j) < first_value) continue;
+    if (value != nullptr) check_same_type(*value, *o.tensor);
+    value = o.tensor;
+  }
+  if (lead == nullptr) throw ArgumentError("at least one operand must be a tensor");
+  *out_shape = broadcast_shape(operands);
+  p.n = shape_count(*out_shape);
+  return *lead;
+}
+
+DType value_type(const std::vector<const Operand*>& operands, size_t first_value) {
+  for (size_t j = first_value; j < operands.size(); ++j)
+    if (operands[j]->tensor != nullptr) return operands[j]->tensor->type;
+  throw ArgumentError("at least one of the values must be a tensor");
+}
+
+}  // namespace
+
+Tensor tensor_unary(UnaryOp op, const Tensor& t) {
+  check_takes(OpFamily::Unary, static_cast<int>(op), t.type);
+  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
+  if (t.count != 0)
+    launch(t, typed_kernel(Kernel::accel_unary_f32, t.type), params_for(t.count, static_cast<int>(op)),
+           {t.buffer.get(), out.buffer.get()}, 8);
+  return out;
+}
+
+Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b) {
+  accel_params p = params_for(0, static_cast<int>(op));
+  std::vector<uint64_t> shape;
+  const Tensor& lead = prepare(p, {&a, &b}, 0, &shape);
+  const DType type = lead.type;
+  check_takes(OpFamily::Binary, static_cast<int>(op), type);
+  Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
+  if (p.n == 0) return out;
+  set_layout(p, 0, a, shape, type);
+  set_layout(p, 1, b, shape, type);
+  KernelBuffers buffers{a.tensor ? a.tensor->buffer.get() : nullptr, b.tensor ? b.tensor->buffer.get() : nullptr,
+                        out.buffer.get(), nullptr};
+  const Kernel kernel = typed_kernel(Kernel::accel_binary_f32, type);
+  const bool may_flag = !is_float(type) && (op == BinaryOp::divide || op == BinaryOp::quotient ||
+                                            op == BinaryOp::remainder || op == BinaryOp::pow);
+  if (!may_flag) {
+    launch(lead, kernel, p, buffers);
+    return out;
+  }
+  // The kernel raises a flag instead of a silent 0; reading it waits for the device.
+  const std::shared_ptr<DeviceBuffer> flag = lead.backend->allocate(lead.device, sizeof(int32_t));
+  lead.backend->zero(*flag);
+  buffers[3] = flag.get();
+  launch(lead, kernel, p, buffers);
+  int32_t found = 0;
+  lead.backend->download(*flag, &found, sizeof found);
+  const std::string name = std::string("Accel.Tensor.") + op_info(OpFamily::Binary, static_cast<int>(op)).name + "/2";
+  if (found == ACCEL_FLAG_ZERO_DIVISOR) throw ArgumentError("integer division by zero in " + name);
+  if (found == ACCEL_FLAG_NEGATIVE_EXPONENT)
+    throw ArgumentError("a negative exponent in " + name + " on integers (whose powers would be fractions); use floats");
+  return out;
+}
+
+Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b) {
+  accel_params p = params_for(0, static_cast<int>(op));
+  std::vector<uint64_t> shape;
+  const Tensor& lead = prepare(p, {&a, &b}, 0, &shape);
+  Tensor out = allocate_like(*lead.backend, lead.device, DType::U8, p.n);
+  if (p.n == 0) return out;
+  set_layout(p, 0, a, shape, lead.type);
+  set_layout(p, 1, b, shape, lead.type);
+  launch(lead, typed_kernel(Kernel::accel_compare_f32, lead.type), p,
+         {a.tensor ? a.tensor->buffer.get() : nullptr, b.tensor ? b.tensor->buffer.get() : nullptr, out.buffer.get()});
+  return out;
+}
+
+Tensor tensor_select(const Operand& pred, const Operand& a, const Operand& b) {
+  if (pred.tensor == nullptr || pred.tensor->type != DType::U8)
+    throw ArgumentError("select/3 needs a :u8 tensor as its predicate (see Accel.Tensor.not_equal/2)");
+  accel_params p = params_for(0);
+  std::vector<uint64_t> shape;
+  const Tensor& lead = prepare(p, {&pred, &a, &b}, 1, &shape);
+  const DType type = value_type({&pred, &a, &b}, 1);
+  Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
+  if (p.n == 0) return out;
+  set_layout(p, 0, pred, shape, DType::U8);
+  set_layout(p, 1, a, shape, type);
+  set_layout(p, 2, b, shape, type);
+  launch(lead, typed_kernel(Kernel::accel_select_f32, type), p,
+         {pred.tensor->buffer.get(), a.tensor ? a.tensor->buffer.get() : nullptr,
+          b.tensor ? b.tensor->buffer.get() : nullptr, out.buffer.get()});
+  return out;
+}
+
+}  // namespace accel

@@ -1,0 +1,119 @@
+// Operations that move elements without computing: transpose, slice and concatenate. Slices and
+// concatenations are strided copies of a region (accel_copy_*), checked here against the shapes.
+#include <algorithm>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "core/tensor_checks.hpp"
+
+namespace accel {
+using namespace detail;
+namespace {
+
+Kernel by_size(Kernel one_byte, DType type) {
+  const size_t size = dtype_size(type);
+  return static_cast<Kernel>(static_cast<int>(one_byte) + (size == 8 ? 2 : size == 4 ? 1 : 0));
+}
+static_assert(static_cast<int>(Kernel::accel_copy_8) == static_cast<int>(Kernel::accel_copy_1) + 2);
+static_assert(static_cast<int>(Kernel::accel_transpose_8) == static_cast<int>(Kernel::accel_transpose_1) + 2);
+
+void check_rank(const std::vector<uint64_t>& shape, const char* what) {
+  if (shape.size() > ACCEL_MAX_RANK)
+    throw ArgumentError(std::string(what) + " of more than " + std::to_string(ACCEL_MAX_RANK) +
+                        " dimensions is not supported (" + shape_text(shape) + "); reshape first");
+}
+
+// Copies the region `shape` from `in` (strides `from`, offset from_at) into `out` (strides `to`,
+// offset to_at).
+void copy_region(const Tensor& in, const Tensor& out, const std::vector<uint64_t>& shape,
+                 const std::vector<uint64_t>& from, uint64_t from_at, const std::vector<uint64_t>& to, uint64_t to_at) {
+  accel_params p = params_for(shape_count(shape));
+  if (p.n == 0) return;
+  p.rank = shape.size();
+  std::copy(shape.begin(), shape.end(), p.shape);
+  std::copy(from.begin(), from.end(), p.stride[0]);
+  std::copy(to.begin(), to.end(), p.stride[1]);
+  p.size[0] = from_at;
+  p.size[1] = to_at;
+  launch(in, by_size(Kernel::accel_copy_1, in.type), p, {in.buffer.get(), out.buffer.get()});
+}
+
+}  // namespace
+
+Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols) {
+  if (product(rows, cols, "the shape") != t.count)
+    throw ArgumentError("a " + std::to_string(rows) + " x " + std::to_string(cols) + " transpose does not match the tensor's " +
+                        std::to_string(t.count) + " elements");
+  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
+  if (t.count == 0) return out;
+  const uint64_t th = std::min<uint64_t>(rows, 32), tw = std::min<uint64_t>(cols, 32);
+  accel_params p = params_for(((rows + th - 1) / th) * ((cols + tw - 1) / tw) * th * tw);
+  const uint64_t sizes[] = {rows, cols, th, tw};
+  std::copy(std::begin(sizes), std::end(sizes), p.size);
+  launch(t, by_size(Kernel::accel_transpose_1, t.type), p, {t.buffer.get(), out.buffer.get()});
+  return out;
+}
+
+Tensor tensor_slice(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<uint64_t>& start,
+                    const std::vector<uint64_t>& length, const std::vector<uint64_t>& step) {
+  if (shape_count(shape) != t.count)
+    throw ArgumentError("a shape of " + shape_text(shape) + " does not match the tensor's " + std::to_string(t.count) + " elements");
+  if (start.size() != shape.size() || length.size() != shape.size() || step.size() != shape.size())
+    throw ArgumentError("slice/4 needs one start, length and stride per dimension of " + shape_text(shape));
+  check_rank(shape, "a slice");
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (step[d] == 0) throw ArgumentError("slice/4: strides must be positive, got 0 for axis " + std::to_string(d));
+    const bool fits = length[d] == 0 ? start[d] <= shape[d]
+                                     : start[d] < shape[d] && (length[d] - 1) <= (shape[d] - 1 - start[d]) / step[d];
+    if (!fits)
+      throw ArgumentError("slice/4: axis " + std::to_string(d) + " of size " + std::to_string(shape[d]) + " has no " +
+                          std::to_string(length[d]) + " elements from " + std::to_string(start[d]) + " in steps of " +
+                          std::to_string(step[d]));
+  }
+  Tensor out = allocate_like(*t.backend, t.device, t.type, shape_count(length));
+  const std::vector<uint64_t> strides = contiguous_strides(shape);
+  std::vector<uint64_t> from(shape.size());
+  uint64_t at = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    from[d] = strides[d] * step[d];
+    at += start[d] * strides[d];
+  }
+  copy_region(t, out, length, from, at, contiguous_strides(length), 0);
+  return out;
+}
+
+Tensor tensor_concatenate(const std::vector<Operand>& parts, size_t axis) {
+  if (parts.empty() || parts[0].tensor == nullptr) throw ArgumentError("concatenate/2 needs a non-empty list of tensors");
+  const Tensor& first = *parts[0].tensor;
+  std::vector<uint64_t> shape = parts[0].shape;
+  if (axis >= shape.size())
+    throw ArgumentError("concatenate/2: axis " + std::to_string(axis) + " out of range for " + shape_text(shape));
+  check_rank(shape, "a concatenation");
+  uint64_t along = 0;
+  for (const Operand& part : parts) {
+    if (part.tensor == nullptr) throw ArgumentError("concatenate/2 needs tensors, not numbers");
+    if (shape_count(part.shape) != part.tensor->count)
+      throw ArgumentError("a shape of " + shape_text(part.shape) + " does not match the tensor's " +
+                          std::to_string(part.tensor->count) + " elements");
+    check_same_place(first, *part.tensor);
+    check_same_type(first, *part.tensor);
+    bool same = part.shape.size() == shape.size();
+    for (size_t d = 0; same && d < shape.size(); ++d) same = d == axis || part.shape[d] == shape[d];
+    if (!same)
+      throw ArgumentError("concatenate/2: shapes " + shape_text(shape) + " and " + shape_text(part.shape) +
+                          " differ outside axis " + std::to_string(axis));
+    along += part.shape[axis];
+  }
+  shape[axis] = along;
+  Tensor out = allocate_like(*first.backend, first.device, first.type, shape_count(shape));
+  const std::vector<uint64_t> to = contiguous_strides(shape);
+  uint64_t offset = 0;
+  for (const Operand& part : parts) {
+    copy_region(*part.tensor, out, part.shape, contiguous_strides(part.shape), 0, to, offset * to[axis]);
+    offset += part.shape[axis];
+  }
+  return out;
+}
+
+}  // namespace accel

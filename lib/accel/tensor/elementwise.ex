@@ -1,0 +1,129 @@
+defmodule Accel.Tensor.Elementwise do
+  @moduledoc false
+  # Accel.Tensor's elementwise operations, whose public functions are generated from the registry
+  # (Accel.Tensor.Registry): type promotion by Nx's rules, the broadcast shape, and the NIF calls.
+  # Operands converted for promotion are freed as soon as the result exists.
+
+  alias Accel.NIF
+  alias Accel.Tensor, as: T
+
+  # Integer types in promotion order: a wider one wins.
+  @ints [:u8, :s32, :s64]
+
+  @doc false
+  def unary(op, %T{} = t), do: T.new(t.shape, t.type, fn ref -> NIF.tensor_unary(op, t.ref, ref) end)
+  def unary(op, other), do: not_a_tensor!("#{op}/1", other)
+
+  @doc false
+  def binary(family, op, a, b) do
+    check_operands!("#{op}/2", [a, b])
+    type = promote([a, b])
+    [x, y] = converted = Enum.map([a, b], &convert(&1, type))
+    shape = broadcast!("#{op}/2", [x, y])
+    out_type = if family == :compare, do: :u8, else: type
+    nif = if family == :compare, do: &NIF.tensor_compare/6, else: &NIF.tensor_binary/6
+
+    try do
+      T.new(shape, out_type, fn ref -> nif.(op, operand(x), operand(y), dims(x), dims(y), ref) end)
+    after
+      free_converted(converted, [a, b])
+    end
+  end
+
+  @doc false
+  def select(%T{} = pred, a, b) do
+    check_operands!("select/3", [a, b])
+    type = promote([a, b])
+    pred8 = if pred.type == :u8, do: pred, else: binary(:compare, :not_equal, pred, 0)
+    [x, y] = converted = Enum.map([a, b], &convert(&1, type))
+    # Both values numbers: the result still needs a tensor of their type to take it from.
+    x = if is_number(x) and is_number(y), do: scalar_tensor(x, type, pred), else: x
+    shape = broadcast!("select/3", [pred8, x, y])
+
+    try do
+      T.new(shape, type, fn ref ->
+        NIF.tensor_select(pred8.ref, operand(x), operand(y), dims(pred8), dims(x), dims(y), ref)
+      end)
+    after
+      free_converted([pred8, x | tl(converted)], [pred, a, b])
+    end
+  end
+
+  def select(pred, _a, _b), do: not_a_tensor!("select/3", pred)
+
+  @doc """
+  The type two operands combine in (Nx's rules): the same type stays; integers widen (u8 < s32 <
+  s64); an integer and a float give the float type; f32 and f64 give f64. A number takes the
+  tensor's type, except a float number with an integer tensor, which gives f32.
+  """
+  def promote(operands) do
+    tensor_type =
+      operands
+      |> Enum.flat_map(fn %T{type: t} -> [t]; _ -> [] end)
+      |> Enum.reduce(nil, &merge/2)
+
+    cond do
+      tensor_type in [:f32, :f64] -> tensor_type
+      Enum.any?(operands, &is_float/1) -> :f32
+      tensor_type == nil -> :s64
+      true -> tensor_type
+    end
+  end
+
+  defp merge(type, nil), do: type
+  defp merge(same, same), do: same
+  defp merge(a, b) when a in @ints and b in @ints, do: Enum.max_by([a, b], &Enum.find_index(@ints, fn t -> t == &1 end))
+  defp merge(a, b) when a in @ints, do: b
+  defp merge(a, b) when b in @ints, do: a
+  defp merge(_, _), do: :f64
+
+  @doc "The shape operands of these shapes broadcast to (Nx and NumPy: aligned at the end, 1 stretches)."
+  def broadcast!(fun, operands) do
+    shapes = for %T{shape: s} <- operands, do: Tuple.to_list(s)
+    rank = shapes |> Enum.map(&length/1) |> Enum.max(fn -> 0 end)
+    padded = Enum.map(shapes, &(List.duplicate(1, rank - length(&1)) ++ &1))
+
+    padded
+    |> Enum.zip_with(fn dims ->
+      case Enum.uniq(dims -- Enum.filter(dims, &(&1 == 1))) do
+        [] -> 1
+        [d] -> d
+        _ -> raise ArgumentError, "Accel.Tensor.#{fun}: shapes #{Enum.map_join(operands_shapes(operands), " and ", &inspect/1)} do not broadcast"
+      end
+    end)
+    |> List.to_tuple()
+  end
+
+  defp operands_shapes(operands), do: for(%T{shape: s} <- operands, do: s)
+
+  defp check_operands!(fun, operands) do
+    for x <- operands, not is_struct(x, T) and not is_number(x) do
+      raise ArgumentError, "Accel.Tensor.#{fun} expects tensors or numbers, got: #{inspect(x, limit: 5)}"
+    end
+
+    # Places are checked by the native side, which knows where each tensor really is.
+    :ok
+  end
+
+  defp convert(%T{type: type} = t, type), do: t
+  defp convert(%T{} = t, type), do: T.as_type(t, type)
+  defp convert(number, _type), do: number
+
+  defp free_converted(used, given) do
+    for {u, g} <- Enum.zip(used, given), is_struct(u, T) and u != g, do: T.free(u)
+  end
+
+  defp operand(%T{ref: ref}), do: ref
+  defp operand(number), do: number
+
+  defp dims(%T{shape: shape}), do: Tuple.to_list(shape)
+  defp dims(_number), do: []
+
+  defp scalar_tensor(x, type, %T{device: {backend, index}}) do
+    bytes = T.encode_one(x, type) || raise(ArgumentError, "select/3: #{inspect(x)} does not fit type #{inspect(type)}")
+    T.from_binary(bytes, type, {}, backend: backend, device: index)
+  end
+
+  defp not_a_tensor!(fun, value),
+    do: raise(ArgumentError, "Accel.Tensor.#{fun} expects an Accel.Tensor, got: #{inspect(value, limit: 5)}")
+end
