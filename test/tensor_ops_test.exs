@@ -71,6 +71,7 @@ defmodule Accel.TensorOpsTest do
   defp ref(:bitwise_xor, :int, [x, y]), do: bxor(x, y)
   defp ref(:left_shift, :int, [x, y]), do: shift(x, y)
   defp ref(:right_shift, :int, [x, y]), do: shift(x, -y)
+  defp ref(:atan2, :float, [x, y]), do: :math.atan2(x, y)
   defp ref(:equal, _, [x, y]), do: bool(x == y)
   defp ref(:not_equal, _, [x, y]), do: bool(x != y)
   defp ref(:less, _, [x, y]), do: bool(x < y)

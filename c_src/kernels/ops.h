@@ -38,7 +38,8 @@
   X(bitwise_or, INT, "`Bitwise.bor(a, b)`")                                                     \
   X(bitwise_xor, INT, "`Bitwise.bxor(a, b)`")                                                   \
   X(left_shift, INT, "`Bitwise.bsl(a, b)` in the tensor's width: bits shifted out are lost; a negative `b` shifts right") \
-  X(right_shift, INT, "`Bitwise.bsr(a, b)`: arithmetic; a negative `b` shifts left")
+  X(right_shift, INT, "`Bitwise.bsr(a, b)`: arithmetic; a negative `b` shifts left")             \
+  X(atan2, FLOAT, "`:math.atan2(a, b)`: the angle of the point (b, a)")
 
 #define ACCEL_COMPARE_OPS(X)                                                                    \
   X(equal, ALL, "`a == b`")                                                                     \

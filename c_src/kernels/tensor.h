@@ -131,6 +131,7 @@ ACCEL_FN float accel_f32_remainder(float a, float b) { return ACCEL_F32(fmod)(a,
 ACCEL_FN float accel_f32_pow(float a, float b) { return ACCEL_F32(pow)(a, b); }
 ACCEL_FN float accel_f32_min(float a, float b) { return a != a ? a : b != b ? b : b < a ? b : a; }
 ACCEL_FN float accel_f32_max(float a, float b) { return a != a ? a : b != b ? b : b > a ? b : a; }
+ACCEL_FN float accel_f32_atan2(float a, float b) { return ACCEL_F32(atan2)(a, b); }
 
 #if ACCEL_HAS_F64
 /* ---- f64 ---- */
@@ -152,6 +153,7 @@ ACCEL_FN double accel_f64_remainder(double a, double b) { return fmod(a, b); }
 ACCEL_FN double accel_f64_pow(double a, double b) { return pow(a, b); }
 ACCEL_FN double accel_f64_min(double a, double b) { return a != a ? a : b != b ? b : b < a ? b : a; }
 ACCEL_FN double accel_f64_max(double a, double b) { return a != a ? a : b != b ? b : b > a ? b : a; }
+ACCEL_FN double accel_f64_atan2(double a, double b) { return atan2(a, b); }
 #endif
 
 /* ---- comparisons, for any element type: 1 when true ---- */

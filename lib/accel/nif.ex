@@ -4,6 +4,10 @@ defmodule Accel.NIF do
   # last argument `_ref` may queue its work on a device: call it through Accel.Job.call/1.
   @moduledoc false
   @on_load :load
+  # The compiler loads each module as soon as it is compiled, which runs load/0: these must be
+  # compiled first, or a fresh build logs an UndefinedFunctionError from it.
+  require Accel.Config
+  require Accel.Options
 
   def load do
     priv = :code.priv_dir(:accel)
