@@ -4,9 +4,10 @@
  * `i` (reading p->...), and the entry point the dialect needs around it:
  *   OpenCL C:  __kernel name(b0..b3, params): one work item per i < p.n;
  *   CUDA C++:  __global__ name(b0..b3, params): a grid-stride loop over i < p.n;
- *   host C++:  template <int Op> name(b0..b3, &params, begin, end): a loop over [begin, end), with
- *              the operation code a compile-time constant so the loop vectorises (CPU backend).
- * ACCEL_OP is the operation code inside a body; ACCEL_SET_FLAG(int pointer, code) raises a flag that
+ *   host C++:  template <int Op, bool Full> name(b0..b3, &params, begin, end): a loop over
+ *              [begin, end), with the operation code a compile-time constant, and Full when every
+ *              operand has the output's layout, so that the common loop vectorises (CPU backend).
+ * ACCEL_OP is the operation code inside a body, ACCEL_FULL that promise (0 on devices); ACCEL_SET_FLAG(int pointer, code) raises a flag that
  * many work items may raise at once. Also here: the one record every kernel takes, and how an
  * elementwise operand is indexed (broadcasting). */
 #ifndef ACCEL_KERNELS_LAUNCH_H
@@ -58,6 +59,7 @@ ACCEL_FN accel_u64 accel_operand_index(const accel_params* p, int j, accel_u64 i
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global
 #define ACCEL_OP ((int)p->op)
+#define ACCEL_FULL 0
 #define ACCEL_SET_FLAG(flag, code) (*(flag) = (code))
 #define ACCEL_KERNEL_ARGS __global void *b0, __global void *b1, __global void *b2, __global void *b3
 #define ACCEL_KERNEL(name)                                                         \
@@ -75,6 +77,7 @@ ACCEL_FN double accel_bits_f64(accel_u64 b) { return as_double(b); }
 #elif defined(__CUDACC__)
 #define ACCEL_GLOBAL
 #define ACCEL_OP ((int)p->op)
+#define ACCEL_FULL 0
 #define ACCEL_SET_FLAG(flag, code) (*(flag) = (code))
 #define ACCEL_KERNEL_ARGS void *b0, void *b1, void *b2, void *b3
 #define ACCEL_KERNEL(name)                                                                                  \
@@ -99,19 +102,20 @@ ACCEL_FN double accel_bits_f64(accel_u64 b) {
 #include <cstring>
 #define ACCEL_GLOBAL
 #define ACCEL_OP Op
+#define ACCEL_FULL Full
 #define ACCEL_SET_FLAG(flag, code) __atomic_store_n((flag), (code), __ATOMIC_RELAXED) /* threads may race */
 #define ACCEL_KERNEL_ARGS [[maybe_unused]] void *b0, [[maybe_unused]] void *b1, [[maybe_unused]] void *b2, [[maybe_unused]] void *b3
 /* The record is copied to a local first: stores through a u8 pointer may alias anything, and the
  * loop must not reload the sizes after each one. */
 #define ACCEL_KERNEL(name)                                                                                 \
-  template <int Op>                                                                                        \
+  template <int Op, bool Full>                                                                             \
   static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p);    \
-  template <int Op>                                                                                        \
+  template <int Op, bool Full>                                                                             \
   void name(ACCEL_KERNEL_ARGS, const accel_params* params, accel_u64 begin, accel_u64 end) {               \
     const accel_params local = *params;                                                                    \
-    for (accel_u64 i = begin; i < end; ++i) name##_at<Op>(i, b0, b1, b2, b3, &local);                       \
+    for (accel_u64 i = begin; i < end; ++i) name##_at<Op, Full>(i, b0, b1, b2, b3, &local);                \
   }                                                                                                        \
-  template <int Op>                                                                                        \
+  template <int Op, bool Full>                                                                             \
   static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p)
 ACCEL_FN float accel_bits_f32(accel_u64 b) {
   const unsigned u = (unsigned)b;

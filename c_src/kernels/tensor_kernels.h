@@ -64,12 +64,14 @@
 #define ACCEL_TYPED_KERNELS_OF(S, T, K)                                                             \
   ACCEL_KERNEL(accel_iota_##S) { ((ACCEL_GLOBAL T*)b0)[i] = (T)(accel_i64)i; }                      \
   /* Operand j of output element i (launch.h's layouts). */                                      \
-  ACCEL_FN T accel_operand_##S(ACCEL_GLOBAL const void* b, const accel_params* p, int j, accel_u64 i) { \
+  /* full: every operand has the output's layout (the host's vectorisable loop). */               \
+  ACCEL_FN T accel_operand_##S(ACCEL_GLOBAL const void* b, const accel_params* p, int j, accel_u64 i, int full) { \
+    if (full) return ((ACCEL_GLOBAL const T*)b)[i];                                                 \
     if (p->layout[j] == ACCEL_LAYOUT_SCALAR) return ACCEL_SCALAR_##K(T, p->bits[j]);                 \
     return ((ACCEL_GLOBAL const T*)b)[accel_operand_index(p, j, i)];                                \
   }                                                                                                 \
   ACCEL_KERNEL(accel_binary_##S) {                                                                  \
-    const T x = accel_operand_##S(b0, p, 0, i), y = accel_operand_##S(b1, p, 1, i);                \
+    const T x = accel_operand_##S(b0, p, 0, i, ACCEL_FULL), y = accel_operand_##S(b1, p, 1, i, ACCEL_FULL);                \
     int flag = 0;                                                                                   \
     ((ACCEL_GLOBAL T*)b2)[i] = ACCEL_BINARY_##K(T, ACCEL_OP, x, y, &flag);                          \
     if (flag != 0) ACCEL_SET_FLAG((ACCEL_GLOBAL int*)b3, flag);                                     \
@@ -79,13 +81,14 @@
     return 0;                                                                                       \
   }                                                                                                 \
   ACCEL_KERNEL(accel_compare_##S) {                                                                 \
-    const T x = accel_operand_##S(b0, p, 0, i), y = accel_operand_##S(b1, p, 1, i);                \
+    const T x = accel_operand_##S(b0, p, 0, i, ACCEL_FULL), y = accel_operand_##S(b1, p, 1, i, ACCEL_FULL);                \
     ((ACCEL_GLOBAL accel_u8*)b2)[i] = accel_compare_value_##S(ACCEL_OP, x, y);                      \
   }                                                                                                 \
   /* select(pred, a, b): pred is :u8 (operand 0), a and b operands 1 and 2. */                     \
   ACCEL_KERNEL(accel_select_##S) {                                                                  \
-    const accel_u8 pred = ((ACCEL_GLOBAL const accel_u8*)b0)[accel_operand_index(p, 0, i)];         \
-    ((ACCEL_GLOBAL T*)b3)[i] = pred != 0 ? accel_operand_##S(b1, p, 1, i) : accel_operand_##S(b2, p, 2, i); \
+    const accel_u8 pred = ((ACCEL_GLOBAL const accel_u8*)b0)[ACCEL_FULL ? i : accel_operand_index(p, 0, i)]; \
+    ((ACCEL_GLOBAL T*)b3)[i] =                                                                      \
+        pred != 0 ? accel_operand_##S(b1, p, 1, i, ACCEL_FULL) : accel_operand_##S(b2, p, 2, i, ACCEL_FULL); \
   }                                                                                                 \
   ACCEL_KERNEL(accel_unary_##S) {                                                                   \
     ((ACCEL_GLOBAL T*)b1)[i] = ACCEL_UNARY_##K(T, ACCEL_OP, ((ACCEL_GLOBAL const T*)b0)[i]);        \

@@ -39,7 +39,7 @@ T* data(const DeviceBuffer& b) {
 }
 
 // The kernels' host entry points, one per Kernel number, each choosing its loop by operation code
-// (a compile-time constant inside the loop, so that it vectorises).
+// and operand layout (compile-time constants inside the loop, so that it vectorises).
 using HostEntry = void (*)(void*, void*, void*, void*, const accel_params*, accel_u64, accel_u64);
 
 template <int N, typename F>
@@ -50,9 +50,18 @@ void with_op(int op, F&& f) {
   }
 }
 
+// Full: every operand of an elementwise kernel has the output's layout (the other kernels leave the
+// layouts 0, so they take the same path).
 #define ACCEL_HOST_ENTRY(name, ops)                                                                       \
   +[](void* b0, void* b1, void* b2, void* b3, const accel_params* p, accel_u64 begin, accel_u64 end) {   \
-    with_op<ops>(static_cast<int>(p->op), [&](auto op) { name<decltype(op)::value>(b0, b1, b2, b3, p, begin, end); }); \
+    const bool full = p->layout[0] == ACCEL_LAYOUT_FULL && p->layout[1] == ACCEL_LAYOUT_FULL &&          \
+                      p->layout[2] == ACCEL_LAYOUT_FULL;                                                 \
+    with_op<ops>(static_cast<int>(p->op), [&](auto op) {                                                 \
+      if (full)                                                                                          \
+        name<decltype(op)::value, true>(b0, b1, b2, b3, p, begin, end);                                  \
+      else                                                                                               \
+        name<decltype(op)::value, false>(b0, b1, b2, b3, p, begin, end);                                 \
+    });                                                                                                  \
   },
 const HostEntry kEntries[] = {ACCEL_KERNEL_LIST(ACCEL_HOST_ENTRY)};
 #undef ACCEL_HOST_ENTRY
