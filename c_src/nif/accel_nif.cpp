@@ -23,17 +23,18 @@
 #include "nif/nif_util.hpp"
 #include "nif/runtime.hpp"
 #include "nif/tensor_nif.hpp"
+#include "nif/tensor_terms.hpp"
 
 namespace accel::nif {
 namespace {
 
-// A call runs inline when it converts at most kInlineElements elements (~25 ns each for lists) and
+// A call runs inline when it converts at most kInlineListElements elements (~25 ns each for lists) and
 // its compute costs at most kInlineCost units (logistic_map_cost): a few hundred microseconds on
 // any path, measured on the slowest one. Everything else goes to a dirty scheduler.
-constexpr size_t kInlineElements = 10000;
+constexpr size_t kInlineListElements = 10000;
 constexpr uint64_t kInlineCost = 400000;
 
-bool runs_inline(size_t elements, uint64_t cost) { return elements <= kInlineElements && cost <= kInlineCost; }
+bool runs_inline(size_t elements, uint64_t cost) { return elements <= kInlineListElements && cost <= kInlineCost; }
 
 struct Target {
   Backend* backend = nullptr;  // nullptr: :auto, not resolved yet
@@ -141,9 +142,9 @@ ERL_NIF_TERM logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   // Device discovery, once per VM, may take a while: on a dirty IO scheduler.
   if (target.backend == nullptr || (target.backend->waits_on_device() && !runtime().auto_resolved))
     return schedule_dirty_io(env, "logistic_map", guarded<after_discovery<logistic_map>>, argc, argv);
-  const size_t n = count_int64_input(env, argv[0], kInlineElements);
+  const size_t n = count_int64_input(env, argv[0], kInlineListElements);
   if (target.backend->waits_on_device()) {
-    if (enif_is_list(env, argv[0]) && n > kInlineElements)
+    if (enif_is_list(env, argv[0]) && n > kInlineListElements)
       return schedule_dirty_cpu(env, "logistic_map", guarded<logistic_map_submit>, argc, argv);
     return logistic_map_submit(env, argc, argv);
   }
@@ -214,7 +215,7 @@ ERL_NIF_TERM int64_output_count(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
 
 template <NifFn Run>
 ERL_NIF_TERM sized_by_input(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  const size_t n = count_int64_input(env, argv[0], kInlineElements);
+  const size_t n = count_int64_input(env, argv[0], kInlineListElements);
   if (runs_inline(n, n)) return Run(env, argc, argv);
   return schedule_dirty_cpu(env, "crossing", guarded<Run>, argc, argv);
 }

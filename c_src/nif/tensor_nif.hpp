@@ -8,8 +8,6 @@
 
 namespace accel::nif {
 
-bool open_tensor_resources(ErlNifEnv* env);
-
 ERL_NIF_TERM tensor_upload(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_iota(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_download(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);

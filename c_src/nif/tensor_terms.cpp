@@ -1,0 +1,189 @@
+// The tensor NIFs' terms: the tensor resource (a core Tensor whose buffer lives on its backend's
+// device; free/1 drops the buffer early, and any later use raises), and the decoding of types,
+// counts, places, shapes, operands and the registry's operation atoms. Every term is checked:
+// the NIFs are private, but nothing here trusts its caller.
+#include "nif/tensor_terms.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "core/backend.hpp"
+#include "nif/codecs.hpp"
+#include "nif/nif_util.hpp"
+#include "nif/tensor_nif.hpp"
+#include "nif/runtime.hpp"
+
+namespace accel::nif {
+namespace {
+
+ErlNifResourceType* g_tensor_type = nullptr;
+// Tensor bytes allocated since the last collection the Elixir side ran (tensor_take_pressure).
+std::atomic<uint64_t> g_bytes_since_gc{0};
+
+
+void destroy_tensor(ErlNifEnv*, void* object) { static_cast<TensorResource*>(object)->~TensorResource(); }
+
+}  // namespace
+
+// {resource, backend, device, bytes allocated since the last collection}: everything Accel.Tensor
+// needs about a new tensor in the one call that made it.
+ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor) {
+  void* memory = enif_alloc_resource(g_tensor_type, sizeof(TensorResource));
+  if (memory == nullptr) throw std::bad_alloc();
+  auto* resource = new (memory) TensorResource();
+  const uint64_t bytes = tensor.buffer ? tensor.buffer->bytes() : 0;
+  const uint64_t since_gc = g_bytes_since_gc.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  const ERL_NIF_TERM place[] = {enif_make_atom(env, runtime().name_of(tensor.backend)), enif_make_int(env, tensor.device)};
+  resource->tensor = std::move(tensor);
+  ERL_NIF_TERM term = enif_make_resource(env, resource);
+  enif_release_resource(resource);  // the term owns it now
+  return enif_make_tuple4(env, term, place[0], place[1], enif_make_uint64(env, since_gc));
+}
+
+TensorResource* resource_of(ErlNifEnv* env, ERL_NIF_TERM term) {
+  void* object = nullptr;
+  return enif_get_resource(env, term, g_tensor_type, &object) ? static_cast<TensorResource*>(object) : nullptr;
+}
+
+// A copy of the tensor (sharing its buffer, which stays alive while this call uses it).
+Tensor get_tensor(ErlNifEnv* env, ERL_NIF_TERM term) {
+  TensorResource* r = resource_of(env, term);
+  if (r == nullptr && enif_is_ref(env, term))
+    throw ArgumentError("expected an Accel.Tensor, got a reference that names no tensor of this VM: " + describe_term(env, term) +
+                        " (a tensor cannot be sent to another node: send Accel.Tensor.to_binary/1 and rebuild it there)");
+  if (r == nullptr) throw ArgumentError("expected an Accel.Tensor, got: " + describe_term(env, term));
+  std::lock_guard<std::mutex> lock(r->mutex);
+  if (r->freed) throw ArgumentError("the tensor was freed with Accel.Tensor.free/1 and cannot be used");
+  return r->tensor;
+}
+
+std::string atom_text(ErlNifEnv* env, ERL_NIF_TERM term) {
+  char text[32];
+  if (enif_get_atom(env, term, text, sizeof text, ERL_NIF_LATIN1) <= 0) return {};
+  return text;
+}
+
+DType decode_type(ErlNifEnv* env, ERL_NIF_TERM term) {
+  const std::string name = atom_text(env, term);
+  for (DType t : {DType::F32, DType::F64, DType::S64, DType::S32, DType::U8})
+    if (name == dtype_name(t)) return t;
+  throw ArgumentError("type must be one of :f32, :f64, :s64, :s32, :u8, got: " + describe_term(env, term));
+}
+
+uint64_t decode_count(ErlNifEnv* env, ERL_NIF_TERM term, const char* name) {
+  const int64_t v = decode_int64_arg(env, term, name);
+  if (v < 0) throw ArgumentError(std::string(name) + " must be non-negative, got: " + std::to_string(v));
+  return static_cast<uint64_t>(v);
+}
+
+Backend* backend_named(Runtime& rt, const std::string& name) {
+  if (name == "cpu") return rt.cpu.get();
+  if (name == "opencl") return rt.opencl.get();
+  if (name == "cuda") return rt.cuda.get();
+  return nullptr;
+}
+
+// (backend atom, device index or -1 for the backend's default) -> where a new tensor goes.
+Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_term, int* device) {
+  Runtime& rt = runtime();
+  const int64_t index = decode_int64_arg(env, device_term, "device");
+  const std::string text = atom_text(env, name);
+  Backend* backend = backend_named(rt, text);
+  *device = index < 0 ? 0 : static_cast<int>(index);
+  if (text == "auto") {
+    rt.resolve_auto();
+    backend = rt.auto_backend;
+    if (index < 0) *device = rt.auto_device;
+  }
+  if (backend == nullptr) throw ArgumentError("unknown backend: " + describe_term(env, name));
+  if (index != -1) rt.check_device(*backend, index);  // every caller has discovered the devices
+  return *backend;
+}
+
+namespace {
+
+// The registry's operation names as atoms, made once at load (open_tensor_resources).
+ERL_NIF_TERM g_op_atoms[3][64];
+
+void make_op_atoms(ErlNifEnv* env) {
+  for (OpFamily family : {OpFamily::Unary, OpFamily::Binary, OpFamily::Compare})
+    for (int code = 0; code < op_count(family); ++code)
+      g_op_atoms[static_cast<int>(family)][code] = enif_make_atom(env, op_info(family, code).name);
+}
+static_assert(ACCEL_UNARY_COUNT <= 64 && ACCEL_BINARY_COUNT <= 64 && ACCEL_COMPARE_COUNT <= 64);
+
+}  // namespace
+
+int decode_op(ErlNifEnv* env, OpFamily family, ERL_NIF_TERM term) {
+  for (int code = 0; code < op_count(family); ++code)
+    if (enif_is_identical(term, g_op_atoms[static_cast<int>(family)][code])) return code;
+  throw ArgumentError("unknown operation: " + describe_term(env, term));
+}
+
+// A shape: a list of non-negative integers (at most 64 of them).
+std::vector<uint64_t> decode_shape(ErlNifEnv* env, ERL_NIF_TERM term) {
+  unsigned length = 0;
+  if (!enif_get_list_length(env, term, &length) || length > 64)
+    throw ArgumentError("expected a shape (a list of at most 64 non-negative integers), got: " + describe_term(env, term));
+  std::vector<uint64_t> shape;
+  ERL_NIF_TERM head, tail = term;
+  while (enif_get_list_cell(env, tail, &head, &tail)) shape.push_back(decode_count(env, head, "a dimension"));
+  return shape;
+}
+
+// A tensor with its shape, or a number.
+Operand decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, ERL_NIF_TERM shape, Tensor* storage) {
+  Operand o;
+  if (resource_of(env, term) != nullptr) {
+    *storage = get_tensor(env, term);
+    o.tensor = storage;
+    o.shape = decode_shape(env, shape);
+    return o;
+  }
+  ErlNifSInt64 i;
+  double f;
+  if (enif_get_int64(env, term, &i)) {
+    o.scalar.i = i;
+  } else if (enif_get_double(env, term, &f)) {
+    o.scalar.is_float = true;
+    o.scalar.f = f;
+  } else {
+    throw ArgumentError("expected an Accel.Tensor or a number in the signed 64-bit range, got: " + describe_term(env, term));
+  }
+  return o;
+}
+
+bool open_tensor_resources(ErlNifEnv* env) {
+  auto flags = static_cast<ErlNifResourceFlags>(ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER);
+  g_tensor_type = enif_open_resource_type(env, nullptr, "accel_tensor", destroy_tensor, flags, nullptr);
+  make_op_atoms(env);
+  return g_tensor_type != nullptr;
+}
+
+ERL_NIF_TERM tensor_free(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  TensorResource* r = resource_of(env, argv[0]);
+  if (r == nullptr) throw ArgumentError("expected an Accel.Tensor, got: " + describe_term(env, argv[0]));
+  std::shared_ptr<DeviceBuffer> released;
+  {
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->freed = true;
+    released = std::move(r->tensor.buffer);
+  }
+  return atoms.ok;  // `released` goes here, or with the last operation still using it
+}
+
+// (threshold bytes): true, and the count restarts, once that many tensor bytes were allocated
+// since the last true. The Elixir side then collects the calling process's garbage, which is
+// where dropped tensors wait: their size is invisible to the VM's own GC heuristics.
+ERL_NIF_TERM tensor_take_pressure(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const uint64_t threshold = decode_count(env, argv[0], "threshold");
+  uint64_t seen = g_bytes_since_gc.load(std::memory_order_relaxed);
+  while (seen >= threshold) {
+    if (g_bytes_since_gc.compare_exchange_weak(seen, 0, std::memory_order_relaxed)) return atoms.true_;
+  }
+  return atoms.false_;
+}
+
+}  // namespace accel::nif

@@ -1,0 +1,49 @@
+// The tensor NIFs' terms (tensor_terms.cpp): the tensor resource and the decoding of every
+// argument the tensor NIFs take. Only nif/ includes it.
+#pragma once
+
+#include <erl_nif.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace accel {
+class Backend;
+}
+
+namespace accel::nif {
+
+struct Runtime;
+
+struct TensorResource {
+  std::mutex mutex;
+  Tensor tensor;
+  bool freed = false;
+};
+
+// Opens the resource type and makes the registry's atoms; at load.
+bool open_tensor_resources(ErlNifEnv* env);
+// A new tensor term: {resource, backend, device, bytes allocated since the last collection}.
+ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor);
+// The resource behind a term, or null.
+TensorResource* resource_of(ErlNifEnv* env, ERL_NIF_TERM term);
+// A copy of the tensor (sharing its buffer, alive while the call uses it); ArgumentError when the
+// term is no tensor of this VM, or was freed.
+Tensor get_tensor(ErlNifEnv* env, ERL_NIF_TERM term);
+std::string atom_text(ErlNifEnv* env, ERL_NIF_TERM term);  // "" for a non-atom
+DType decode_type(ErlNifEnv* env, ERL_NIF_TERM term);
+uint64_t decode_count(ErlNifEnv* env, ERL_NIF_TERM term, const char* name);  // non-negative
+Backend* backend_named(Runtime& rt, const std::string& name);  // null for an unknown name
+// (backend atom, device index or -1 for the backend's default) -> where a new tensor goes.
+Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_term, int* device);
+// A registered operation's code from its atom.
+int decode_op(ErlNifEnv* env, OpFamily family, ERL_NIF_TERM term);
+std::vector<uint64_t> decode_shape(ErlNifEnv* env, ERL_NIF_TERM term);
+// A tensor (into *storage) with its shape, or a number.
+Operand decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, ERL_NIF_TERM shape, Tensor* storage);
+
+}  // namespace accel::nif
