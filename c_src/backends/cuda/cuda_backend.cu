@@ -120,7 +120,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     }
   }
 
-  // ---- tensors: queued on streams[0] in order; only downloads and integer divides wait ----
+  // ---- tensors, the launch door: queued on streams[0] in order; only downloads wait ----
 
   std::shared_ptr<DeviceBuffer> allocate(int device, size_t bytes) override {
     return on_device(device, [&](DeviceState& d) -> std::shared_ptr<DeviceBuffer> {

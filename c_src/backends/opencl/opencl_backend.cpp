@@ -115,7 +115,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
   }
 
   // ---- tensors: every operation is queued on the device's first queue, in order; a call returns
-  // once its commands are queued (clFlush), except downloads and integer divides, which wait. ----
+  // once its commands are queued (clFlush), except downloads, which wait. ----
 
   std::shared_ptr<DeviceBuffer> allocate(int device, size_t bytes) override {
     return on_device(device, [&](DeviceState& d) -> std::shared_ptr<DeviceBuffer> {
