@@ -41,6 +41,57 @@ defmodule Accel.StreamTest do
     end
   end
 
+  describe "streams of binaries" do
+    # A file of int64s read in pieces that split elements: chunks hold whole elements, in order.
+    @tag :tmp_dir
+    test "File.stream! of int64s, read in any size, gives the direct call's results", %{tmp_dir: dir} do
+      path = Path.join(dir, "in.bin")
+      input = Accel.logistic_map(-5_000..5_000, iterations: 0, as: :binary)
+      File.write!(path, input)
+      expected = Accel.logistic_map(input, as: :binary)
+
+      for read <- [1, 7, 8, 1001, 8000, 1_000_000], chunk <- [1, 333, 10_001, 20_000] do
+        stream = File.stream!(path, [], read)
+        chunks = Accel.Stream.chunks(stream, chunk_size: chunk) |> Enum.to_list()
+        assert IO.iodata_to_binary(chunks) == input
+        assert Enum.all?(Enum.drop(chunks, -1), &(byte_size(&1) == chunk * 8)), "read #{read}, chunk #{chunk}"
+
+        got =
+          stream
+          |> Accel.Stream.map_chunks(&Accel.logistic_map(&1, as: :binary), chunk_size: chunk, emit: :chunks)
+          |> Enum.to_list()
+          |> IO.iodata_to_binary()
+
+        assert got == expected
+      end
+
+      assert Accel.Stream.map_chunks(File.stream!(path, [], 1001), &Accel.logistic_map(&1, as: :binary))
+             |> Enum.to_list() == Accel.logistic_map(-5_000..5_000)
+    end
+
+    test "other element types split at their own width" do
+      floats = for x <- 1..10, into: <<>>, do: <<x * 0.5::float-32-native>>
+      pieces = [binary_part(floats, 0, 6), binary_part(floats, 6, 30), binary_part(floats, 36, 4)]
+      chunks = Accel.Stream.chunks(pieces, chunk_size: 4, type: :f32) |> Enum.to_list()
+      assert Enum.map(chunks, &byte_size/1) == [16, 16, 8]
+      assert IO.iodata_to_binary(chunks) == floats
+    end
+
+    test "a stream that ends inside an element, or mixes binaries with other terms, raises" do
+      assert_raise ArgumentError,
+                   "a stream of binaries ended inside an element: 3 byte(s) left over, not a whole :s64 element (8 bytes)",
+                   fn -> Accel.Stream.chunks([<<0::64>>, <<1, 2, 3>>]) |> Enum.to_list() end
+
+      assert_raise ArgumentError, ~r/a stream of binaries holds a non-binary at index 1: 7/, fn ->
+        Accel.Stream.chunks([<<0::64>>, 7]) |> Enum.to_list()
+      end
+
+      assert_raise ArgumentError, ~r/whole :s32 elements \(4 bytes each\): its size, 6 bytes/, fn ->
+        Accel.Stream.chunks(<<1, 2, 3, 4, 5, 6>>, type: :s32)
+      end
+    end
+  end
+
   describe "map_chunks/3" do
     test "same results as the direct call, for every chunk size and emit mode" do
       expected = Accel.logistic_map(1..10_007)
@@ -115,8 +166,9 @@ defmodule Accel.StreamTest do
         Stream.repeatedly(fn -> receive(do: (:chunk_started -> 1), after: (0 -> nil)) end)
         |> Enum.take_while(& &1)
 
-      # 3 chunks were needed; at most max_concurrency more were started ahead.
-      assert length(started) in 3..5
+      # 3 chunks were needed; at most max_concurrency more were started ahead, and under load one
+      # more may start as a task finishes just before the consumer halts (seen with 6 on a busy VM).
+      assert length(started) in 3..6
     end
 
     test "timeouts behave as in Task.async_stream" do

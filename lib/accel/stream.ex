@@ -12,39 +12,63 @@ defmodule Accel.Stream do
   bounded by `max_concurrency` chunks however long the input, endless streams included.
 
   Ranges are split into sub-ranges and binaries into sub-binaries (both without copying or
-  materialising anything); other enumerables into lists.
+  materialising anything); streams of binaries, such as a file's, into binaries of whole elements;
+  other enumerables into lists:
+
+      File.stream!("in.bin", [], 8_000_000)   # any read size: elements split across reads are joined
+      |> Accel.Stream.map_chunks(&Accel.logistic_map(&1, as: :binary), emit: :chunks)
+      |> Stream.into(File.stream!("out.bin"))
+      |> Stream.run()
   """
 
   @default_chunk_size 1_000_000
 
-  @map_options [
+  @widths %{s64: 8, f64: 8, s32: 4, f32: 4, u8: 1}
+
+  @chunk_options [
     chunk_size: [rule: {:integer, 1, nil}, default: @default_chunk_size, doc: "elements per chunk"],
-    max_concurrency: [
-      rule: {:integer, 1, nil},
-      default: nil,
-      default_doc: "`System.schedulers_online/0`",
-      doc: "chunks in flight at once"
-    ],
-    ordered: [rule: :boolean, default: true, doc: "emit results in input order"],
-    timeout: [rule: :timeout, default: :infinity, doc: "per chunk, in milliseconds or `:infinity`"],
-    on_timeout: [
-      rule: {:in, [:exit, :kill_task]},
-      default: :exit,
-      doc: "`:exit`, or `:kill_task`, which emits `{:exit, :timeout}` for that chunk"
-    ],
-    emit: [
-      rule: {:in, [:elements, :chunks]},
-      default: :elements,
+    type: [
+      rule: {:in, Map.keys(@widths)},
+      default: :s64,
       doc:
-        "`:elements` emits each element of each result (a list, or a binary of int64s); " <>
-          "`:chunks` emits each chunk's result as it is"
+        "the element type of binary input (a binary, or a stream of binaries such as `File.stream!/3`): " <>
+          "its width decides where chunks split"
     ]
   ]
 
+  @map_options @chunk_options ++
+                 [
+                   max_concurrency: [
+                     rule: {:integer, 1, nil},
+                     default: nil,
+                     default_doc: "`System.schedulers_online/0`",
+                     doc: "chunks in flight at once"
+                   ],
+                   ordered: [rule: :boolean, default: true, doc: "emit results in input order"],
+                   timeout: [rule: :timeout, default: :infinity, doc: "per chunk, in milliseconds or `:infinity`"],
+                   on_timeout: [
+                     rule: {:in, [:exit, :kill_task]},
+                     default: :exit,
+                     doc: "`:exit`, or `:kill_task`, which emits `{:exit, :timeout}` for that chunk"
+                   ],
+                   emit: [
+                     rule: {:in, [:elements, :chunks]},
+                     default: :elements,
+                     doc:
+                       "what the stream yields: `:elements`, each element of each chunk's result (a list's " <>
+                         "elements, or a binary read as native-endian signed 64-bit integers, which is what " <>
+                         "`Accel.logistic_map/2` returns with `as: :binary`); or `:chunks`, each chunk's result " <>
+                         "as it is (the choice for results to write to a file, or binaries of other types)"
+                   ]
+                 ]
+
   @doc """
   Splits `input` into chunks of at most `:chunk_size` elements (default #{@default_chunk_size}),
-  lazily: a `Range` into sub-ranges, a binary of int64s into sub-binaries, any other enumerable into
-  lists.
+  lazily: a `Range` into sub-ranges, a binary into sub-binaries of whole elements, a stream of
+  binaries (`File.stream!(path, [], 8_000_000)`) into binaries of whole elements, carrying an
+  element split between two of its binaries over to the next chunk, and any other enumerable into
+  lists. Binaries hold native-endian elements of `:type` (default `:s64`); one that does not end on
+  a whole element raises `ArgumentError` saying how many bytes are left over.
 
       iex> Accel.Stream.chunks(1..10, chunk_size: 4) |> Enum.to_list()
       [1..4, 5..8, 9..10]
@@ -57,11 +81,11 @@ defmodule Accel.Stream do
   """
   @spec chunks(Enumerable.t() | binary(), keyword()) :: Enumerable.t()
   def chunks(input, opts \\ []) do
-    opts = Accel.Options.validate!(opts, Keyword.take(@map_options, [:chunk_size]), "Accel.Stream.chunks/2")
-    do_chunks(input, opts[:chunk_size])
+    opts = Accel.Options.validate!(opts, @chunk_options, "Accel.Stream.chunks/2")
+    do_chunks(input, opts[:chunk_size], @widths[opts[:type]], opts[:type])
   end
 
-  defp do_chunks(%Range{first: first, step: step} = range, size) do
+  defp do_chunks(%Range{first: first, step: step} = range, size, _width, _type) do
     count = Range.size(range)
 
     Stream.unfold(0, fn
@@ -70,13 +94,14 @@ defmodule Accel.Stream do
     end)
   end
 
-  defp do_chunks(binary, size) when is_binary(binary) do
-    if rem(byte_size(binary), 8) != 0 do
+  defp do_chunks(binary, size, width, type) when is_binary(binary) do
+    if rem(byte_size(binary), width) != 0 do
       raise ArgumentError,
-            "binary input must hold whole signed 64-bit integers: its size, #{byte_size(binary)} bytes, is not a multiple of 8"
+            "binary input must hold whole #{inspect(type)} elements (#{width} bytes each): its size, " <>
+              "#{byte_size(binary)} bytes, is not a multiple of #{width}"
     end
 
-    bytes = size * 8
+    bytes = size * width
 
     Stream.unfold(0, fn
       offset when offset >= byte_size(binary) -> nil
@@ -84,12 +109,56 @@ defmodule Accel.Stream do
     end)
   end
 
-  defp do_chunks(enumerable, size) do
+  defp do_chunks(enumerable, size, width, type) do
     if Enumerable.impl_for(enumerable) == nil do
       raise ArgumentError, "expected an enumerable or a binary, got: #{inspect(enumerable, limit: 5)}"
     end
 
-    Stream.chunk_every(enumerable, size)
+    # The first element decides: binaries are bytes to re-cut into whole elements, anything else
+    # is an element of a list chunk.
+    Stream.transform(
+      enumerable,
+      fn -> :start end,
+      fn
+        piece, :start when is_binary(piece) -> cut([piece], byte_size(piece), 0, size * width)
+        piece, {:bytes, buffered, n, index} -> bytes_piece(piece, buffered, n, index, size * width)
+        x, :start -> list_piece(x, [], 0, size)
+        x, {:list, acc, n} -> list_piece(x, acc, n, size)
+      end,
+      fn
+        :start -> {[], :done}
+        {:list, [], _} -> {[], :done}
+        {:list, acc, _} -> {[Enum.reverse(acc)], :done}
+        {:bytes, _, 0, _} -> {[], :done}
+        {:bytes, buffered, n, _} when rem(n, width) == 0 -> {[IO.iodata_to_binary(buffered)], :done}
+        {:bytes, _, n, _} ->
+          raise ArgumentError,
+                "a stream of binaries ended inside an element: #{rem(n, width)} byte(s) left over, " <>
+                  "not a whole #{inspect(type)} element (#{width} bytes)"
+      end,
+      fn _ -> :ok end
+    )
+  end
+
+  defp list_piece(x, acc, n, size) when n + 1 == size, do: {[Enum.reverse([x | acc])], {:list, [], 0}}
+  defp list_piece(x, acc, n, _size), do: {[], {:list, [x | acc], n + 1}}
+
+  defp bytes_piece(piece, buffered, n, index, chunk_bytes) when is_binary(piece),
+    do: cut([buffered, piece], n + byte_size(piece), index + 1, chunk_bytes)
+
+  defp bytes_piece(piece, _buffered, _n, index, _chunk_bytes) do
+    raise ArgumentError,
+          "a stream of binaries holds a non-binary at index #{index + 1}: #{inspect(piece, limit: 5)}"
+  end
+
+  # Whole chunks out of the buffered bytes; the rest (whole elements, and a partial one) waits.
+  defp cut(buffered, n, index, chunk_bytes) when n < chunk_bytes, do: {[], {:bytes, buffered, n, index}}
+
+  defp cut(buffered, n, index, chunk_bytes) do
+    bin = IO.iodata_to_binary(buffered)
+    whole = div(n, chunk_bytes) * chunk_bytes
+    chunks = for offset <- 0..(whole - chunk_bytes)//chunk_bytes, do: binary_part(bin, offset, chunk_bytes)
+    {chunks, {:bytes, [binary_part(bin, whole, n - whole)], n - whole, index}}
   end
 
   defp sub_range(first, count, step), do: Range.new(first, first + (count - 1) * step, step)
@@ -119,7 +188,7 @@ defmodule Accel.Stream do
     emit = opts[:emit]
 
     enumerable
-    |> chunks(chunk_size: opts[:chunk_size])
+    |> chunks(Keyword.take(opts, [:chunk_size, :type]))
     |> Task.async_stream(
       fun,
       Keyword.take(opts, [:ordered, :timeout, :on_timeout]) ++
