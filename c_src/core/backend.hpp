@@ -71,20 +71,19 @@ class Backend {
   virtual void copy(const DeviceBuffer& /*src*/, DeviceBuffer& /*dst*/, size_t /*bytes*/) { no_tensors(); }
   virtual void zero(DeviceBuffer&) { no_tensors(); }  // every byte
   // Runs `kernel` (kernels/tensor_kernels.h) over params.n work items on `device`, where the
-  // buffers live. work_per_item (elements each item reads) lets a CPU size its tasks.
+  // buffers live. work_per_item (elements each item reads) lets a CPU size its tasks. A backend that
+  // computes rather than waits (the CPU) runs a launch to its end, and polls `cancel` (may be null)
+  // inside it; devices are bounded per launch by the caller instead (core/tensor.cpp).
   virtual void launch(Kernel /*kernel*/, int /*device*/, const accel_params&, const KernelBuffers&,
-                      size_t /*work_per_item*/) {
+                      size_t /*work_per_item*/, const Cancellation* /*cancel*/) {
     no_tensors();
   }
 
-  // ---- beyond the door: the vendors' BLAS, and the logistic map's own tuned kernels ----
+  // ---- beyond the door: the vendors' BLAS ----
 
   // Row-major out[m][n] = a[m][k] * b[k][n], F32 or F64, through the backend's BLAS.
   virtual void matmul(DType, const DeviceBuffer&, const DeviceBuffer&, DeviceBuffer&, size_t /*m*/, size_t /*k*/,
                       size_t /*n*/) {
-    no_tensors();
-  }
-  virtual void logistic_map_buffer(const DeviceBuffer&, DeviceBuffer&, size_t, const LogisticMapPlan&, const CallOptions&) {
     no_tensors();
   }
   // False for F64 on a device without doubles.

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/backend.hpp"
+#include "core/chunk_plan.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/tensor_checks.hpp"
@@ -113,10 +114,11 @@ accel_params params_for(uint64_t items, int op) {
 }
 
 // Through the door, with the one check every launch shares.
-void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work) {
+void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work,
+            const Cancellation* cancel) {
   if (p.op < 0 || p.op >= kernel_ops(kernel))
     throw std::logic_error(std::string("operation ") + std::to_string(p.op) + " out of range for " + kernel_name(kernel));
-  on.backend->launch(kernel, on.device, p, buffers, work);
+  on.backend->launch(kernel, on.device, p, buffers, work, cancel);
 }
 
 std::vector<uint64_t> contiguous_strides(const std::vector<uint64_t>& shape) {
@@ -299,11 +301,38 @@ Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, u
   return out;
 }
 
+// The logistic map through the door: the input copied, then iterated in place. A device runs the
+// iterations in launches of bounded time (iterations_per_launch), waiting and checking for
+// cancellation between two; the CPU backend runs one launch and checks inside it.
 Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options) {
   if (t.type != DType::S64)
     throw ArgumentError(std::string("Accel.logistic_map/2 needs an :s64 tensor, got :") + dtype_name(t.type));
   Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
-  if (t.count != 0) t.backend->logistic_map_buffer(*t.buffer, *out.buffer, t.count, plan, options);
+  if (t.count == 0) return out;
+  t.backend->copy(*t.buffer, *out.buffer, t.buffer->bytes());
+  accel_params p = params_for(t.count);
+  const accel_lm_params& c = plan.exact;
+  const uint64_t exact[] = {c.p, c.mu_mod, c.barrett, static_cast<uint64_t>(c.mu_neg), static_cast<uint64_t>(c.mu_small),
+                            static_cast<uint64_t>(c.int_fast)};
+  std::copy(std::begin(exact), std::end(exact), p.size);
+  p.count[0] = plan.f64_exact && t.backend->supports(DType::F64, t.device) ? 1 : 0;
+  const double f64[] = {plan.f64.p, plan.f64.inv_p, plan.f64.mu};
+  std::memcpy(p.bits, f64, sizeof f64);
+  const bool device = t.backend->waits_on_device();
+  const int64_t batch =
+      device ? iterations_per_launch(logistic_map_cost(t.count, plan), plan.iterations,
+                                     launch_budget(t.backend->devices().at(static_cast<size_t>(t.device)).compute_units))
+             : plan.iterations;
+  run_launches(
+      plan.iterations, batch, false, options.cancel,
+      [&](int64_t now, bool) {
+        p.count[1] = static_cast<uint64_t>(now);
+        launch(t, Kernel::accel_logistic_map, p, {out.buffer.get()}, static_cast<size_t>(now) + 1, options.cancel);
+      },
+      [&] {  // reading an element waits for the device
+        int64_t first = 0;
+        t.backend->download(*out.buffer, &first, sizeof first);
+      });
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "core/kernel.hpp"
 #include "core/tensor.hpp"
 
@@ -26,6 +27,7 @@ std::string shape_text(const std::vector<uint64_t>& shape);  // "{2, 3}"
 accel_u64 scalar_bits(const Scalar& v, DType type);
 accel_params params_for(uint64_t items, int op = 0);
 // Through the door, with the one check every launch shares.
-void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work = 1);
+void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work = 1,
+            const Cancellation* cancel = nullptr);
 
 }  // namespace accel::detail

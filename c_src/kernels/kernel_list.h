@@ -22,6 +22,7 @@
   ACCEL_CASTS_FROM(X, f32) ACCEL_CASTS_FROM(X, f64) ACCEL_CASTS_FROM(X, s64) ACCEL_CASTS_FROM(X, s32) \
   ACCEL_CASTS_FROM(X, u8)                                                                            \
   X(accel_transpose_1, 1) X(accel_transpose_4, 1) X(accel_transpose_8, 1)                          \
-  X(accel_copy_1, 1) X(accel_copy_4, 1) X(accel_copy_8, 1)
+  X(accel_copy_1, 1) X(accel_copy_4, 1) X(accel_copy_8, 1)                                         \
+  X(accel_logistic_map, 1)
 
 #endif /* ACCEL_KERNELS_KERNEL_LIST_H */

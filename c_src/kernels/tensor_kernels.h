@@ -4,12 +4,14 @@
  *
  * Buffers by kernel: iota (out); binary (a, b, out, flag: ops.h's ACCEL_FLAG_*); compare (a, b,
  * :u8 out); select (pred, a, b, out); unary and casts (in, out); sum and pick (in, partials);
- * argpick (values, value partials, index partials, input indices); transpose and copy (in, out).
+ * argpick (values, value partials, index partials, input indices); transpose and copy (in, out);
+ * logistic map (data, in place).
  * f64 kernels exist where ACCEL_HAS_F64. */
 #ifndef ACCEL_KERNELS_TENSOR_KERNELS_H
 #define ACCEL_KERNELS_TENSOR_KERNELS_H
 
 #include "kernels/launch.h"
+#include "kernels/logistic_map.h"
 #include "kernels/tensor.h"
 
 /* The per-family element functions, by the K argument of the macros below. */
@@ -213,5 +215,31 @@ ACCEL_TRANSPOSE_KERNEL(8, accel_i64)
 ACCEL_COPY_KERNEL(1, accel_u8)
 ACCEL_COPY_KERNEL(4, accel_i32)
 ACCEL_COPY_KERNEL(8, accel_i64)
+
+/* The logistic map of an :s64 tensor, in place (b0), p->count[1] iterations: size[0..5] are the
+ * plan's exact constants (accel_lm_params, in order); count[0] set selects the f64 path, whose
+ * constants (p, 1 / p, mu) are bits[0..2]. The math is kernels/logistic_map.h's. */
+ACCEL_KERNEL(accel_logistic_map) {
+  accel_lm_params c;
+  c.p = p->size[0];
+  c.mu_mod = p->size[1];
+  c.barrett = p->size[2];
+  c.mu_neg = (accel_i64)p->size[3];
+  c.mu_small = (accel_i64)p->size[4];
+  c.int_fast = (accel_i64)p->size[5];
+  ACCEL_GLOBAL accel_i64* x = (ACCEL_GLOBAL accel_i64*)b0;
+  const accel_i64 iterations = (accel_i64)p->count[1];
+#if ACCEL_HAS_F64
+  if (p->count[0]) {
+    accel_lm_f64 f;
+    f.p = accel_bits_f64(p->bits[0]);
+    f.inv_p = accel_bits_f64(p->bits[1]);
+    f.mu = accel_bits_f64(p->bits[2]);
+    x[i] = accel_lm_iterate_f64(x[i], iterations, c, f);
+    return;
+  }
+#endif
+  x[i] = accel_lm_iterate(x[i], iterations, c);
+}
 
 #endif /* ACCEL_KERNELS_TENSOR_KERNELS_H */

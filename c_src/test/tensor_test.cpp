@@ -4,13 +4,16 @@
 // own. A backend that is not usable on this machine is skipped with its reason.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "core/cancel.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 #include "test/every_backend.hpp"
@@ -292,6 +295,26 @@ TEST_P(TensorTest, SizesThatWouldOverflowAreRefusedBeforeAnyAllocation) {
   const Tensor t = from<int64_t>({1, 2, 3, 4}, DType::S64);
   EXPECT_THROW(accel::tensor_reduce(accel::ReduceOp::Sum, t, uint64_t{1} << 32, uint64_t{1} << 32, 4), accel::ArgumentError);
   EXPECT_THROW(accel::tensor_from_bytes(*backend_, 0, DType::S64, "abc", 3), accel::ArgumentError);
+}
+
+// Through the door, as the binary path: 2^40 iterations would take hours, so only cancellation
+// ends the call (the CPU backend checks inside its launch, devices between bounded launches).
+TEST_P(TensorTest, ACancelledTensorLogisticMapStops) {
+  std::vector<int64_t> xs(1000, 3);
+  accel::Cancellation cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    cancel.cancel();
+  });
+  accel::CallOptions options;
+  options.cancel = &cancel;
+  try {
+    accel::tensor_logistic_map(from<int64_t>(xs, DType::S64), accel::plan_logistic_map(6700417, 22, int64_t{1} << 40), options);
+    ADD_FAILURE() << "the call was not cancelled";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.reason(), "cancelled");
+  }
+  canceller.join();
 }
 
 TEST_P(TensorTest, LogisticMapOnATensorEqualsTheBinaryPath) {

@@ -25,11 +25,9 @@ class CpuBackend final : public Backend {
   void copy(const DeviceBuffer& src, DeviceBuffer& dst, size_t bytes) override;
   void zero(DeviceBuffer& dst) override;
   void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers,
-              size_t work_per_item) override;
+              size_t work_per_item, const Cancellation* cancel) override;
   void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
               size_t n) override;
-  void logistic_map_buffer(const DeviceBuffer& in, DeviceBuffer& out, size_t n, const LogisticMapPlan& plan,
-                           const CallOptions& options) override;
   int64_t allocated_bytes(int) override { return tensor_bytes_->load(std::memory_order_relaxed); }
 
   unsigned threads() const { return pool_.threads(); }

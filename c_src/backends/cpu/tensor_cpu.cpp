@@ -91,10 +91,25 @@ void CpuBackend::copy(const DeviceBuffer& src, DeviceBuffer& dst, size_t bytes) 
 void CpuBackend::zero(DeviceBuffer& dst) { std::memset(data<unsigned char>(dst), 0, dst.bytes()); }
 
 void CpuBackend::launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers,
-                        size_t work_per_item) {
+                        size_t work_per_item, const Cancellation* cancel) {
   if (device != 0) throw ArgumentError("the cpu backend has one device, 0; got device " + std::to_string(device));
   void* b[4];
   for (size_t i = 0; i < 4; ++i) b[i] = buffers[i] != nullptr ? data<unsigned char>(*buffers[i]) : nullptr;
+  if (kernel == Kernel::accel_logistic_map) {
+    // The same math as the kernel, through the CPU's tuned loop (blocks of 256, the f64 path
+    // vectorised and dispatched to AVX2): ~2x the per-element loop. In place, cancellable inside.
+    LogisticMapPlan plan;
+    plan.exact = {params.size[0], params.size[1], params.size[2], static_cast<accel_i64>(params.size[3]),
+                  static_cast<accel_i64>(params.size[4]), static_cast<accel_i64>(params.size[5])};
+    plan.f64_exact = params.count[0] != 0;
+    std::memcpy(&plan.f64, params.bits, sizeof plan.f64);
+    plan.iterations = static_cast<int64_t>(params.count[1]);
+    auto* x = static_cast<unsigned char*>(b[0]);
+    CallOptions options;
+    options.cancel = cancel;
+    logistic_map(Int64Source::of_bytes(x, static_cast<size_t>(params.n)), x, plan, options);
+    return;
+  }
   const HostEntry entry = kEntries[static_cast<int>(kernel)];
   // Tasks of about 2^16 elements read: small enough to balance, large enough to amortise a task.
   const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(work_per_item, 1));
@@ -122,11 +137,6 @@ void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b
   (void)type, (void)a, (void)b, (void)out, (void)m, (void)k, (void)n;
   throw ArgumentError("matmul on :cpu needs OpenBLAS, which this build did not find (run bin/setup, then rebuild)");
 #endif
-}
-
-void CpuBackend::logistic_map_buffer(const DeviceBuffer& in, DeviceBuffer& out, size_t n, const LogisticMapPlan& plan,
-                                     const CallOptions& options) {
-  logistic_map(Int64Source::of_bytes(data<unsigned char>(in), n), data<unsigned char>(out), plan, options);
 }
 
 }  // namespace accel::cpu

@@ -154,7 +154,8 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     on_device(dst.device(), [&](DeviceState& d) { ACCEL_CUDA(cudaMemsetAsync(ptr<void>(dst), 0, dst.bytes(), d.streams[0])); });
   }
 
-  void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers, size_t) override {
+  void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers, size_t,
+              const Cancellation*) override {
     on_device(device, [&](DeviceState& d) {
       void* b[4];
       for (size_t i = 0; i < 4; ++i) b[i] = buffers[i] != nullptr ? ptr<void>(*buffers[i]) : nullptr;
@@ -194,22 +195,6 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  void logistic_map_buffer(const DeviceBuffer& in, DeviceBuffer& out, size_t n, const LogisticMapPlan& plan,
-                           const CallOptions& options) override {
-    on_device(in.device(), [&](DeviceState& d) {
-      cudaStream_t stream = d.streams[0];
-      ACCEL_CUDA(cudaMemcpyAsync(ptr<void>(out), ptr<void>(in), n * 8, cudaMemcpyDeviceToDevice, stream));
-      const int64_t batch = iterations_per_launch(logistic_map_cost(n, plan), plan.iterations, launch_budget(d.info.compute_units));
-      run_launches(  // bounded launches, as logistic_map() does; none when there is nothing to do
-          plan.iterations, batch, false, options.cancel,
-          [&](int64_t now, bool) {
-            logistic_map_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-                ptr<long long>(out), n, 0, 0, 0, plan.exact, plan.f64_exact ? 1 : 0, plan.f64, now);
-            ACCEL_CUDA(cudaGetLastError());
-          },
-          [&] { ACCEL_CUDA(cudaStreamSynchronize(stream)); });
-    });
-  }
 
   int64_t allocated_bytes(int device) override { return device_at(device).tensor_bytes->load(std::memory_order_relaxed); }
 

@@ -149,7 +149,8 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers, size_t) override {
+  void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers, size_t,
+              const Cancellation*) override {
     on_device(device, [&](DeviceState& d) {
       cl::Kernel& k = tensor_kernel(d, kernel);
       for (cl_uint i = 0; i < 4; ++i) k.setArg(i, buffers[i] != nullptr ? mem(*buffers[i]) : cl::Buffer());
@@ -188,30 +189,6 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
 #endif
   }
 
-  void logistic_map_buffer(const DeviceBuffer& in, DeviceBuffer& out, size_t n, const LogisticMapPlan& plan,
-                           const CallOptions& options) override {
-    on_device(in.device(), [&](DeviceState& d) {
-      cl::CommandQueue& queue = d.queues[0];
-      queue.enqueueCopyBuffer(mem(in), mem(out), 0, 0, n * 8);
-      cl::Kernel k(program(d, "logistic_map", kLogisticMapSource), "accel_logistic_map");
-      k.setArg(0, mem(out));
-      k.setArg(1, static_cast<cl_ulong>(n));
-      k.setArg(2, cl_long{0});
-      k.setArg(3, cl_long{0});
-      k.setArg(4, cl_int{0});
-      set_logistic_constants(k, plan, d.fp64);
-      const int64_t batch = iterations_per_launch(logistic_map_cost(n, plan), plan.iterations,
-                                                  launch_budget(d.info.compute_units));
-      run_launches(  // bounded launches, as logistic_map() does; none when there is nothing to do
-          plan.iterations, batch, false, options.cancel,
-          [&](int64_t now, bool) {
-            k.setArg(11, static_cast<cl_long>(now));
-            queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(n)), cl::NullRange);
-          },
-          [&] { queue.finish(); });
-      queue.flush();
-    });
-  }
 
   bool supports(DType type, int device) override { return type != DType::F64 || device_at(device).fp64; }
 
