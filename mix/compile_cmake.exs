@@ -79,7 +79,8 @@ defmodule Mix.Tasks.Compile.AccelCmake do
         if reason == :moved, do: File.rm_rf!(build_dir)
 
         with {:ok, output} <- cmake(args) do
-          for line <- String.split(output, "\n"), String.starts_with?(line, "-- Accel:"),
+          for line <- String.split(output, "\n"),
+              String.starts_with?(line, "-- Accel:"),
               do: Mix.shell().info(String.trim_leading(line, "-- "))
 
           :ok

@@ -39,7 +39,8 @@ defmodule Accel.DevicesAllTest do
     want = Accel.logistic_map(1..10_000, backend: :cpu)
     assert Accel.logistic_map(1..10_000, backend: :opencl, max_bytes: 1_600) == want
     # 16 bytes: one element per chunk, for a list input.
-    assert Accel.logistic_map(Enum.to_list(1..1_000), backend: :opencl, max_bytes: 16) == Enum.take(want, 1_000)
+    assert Accel.logistic_map(Enum.to_list(1..1_000), backend: :opencl, max_bytes: 16) ==
+             Enum.take(want, 1_000)
   end
 
   test "max_bytes: is checked" do

@@ -260,8 +260,8 @@ defmodule Accel.HostileTest do
       {"tensor NIF: unknown op", fn -> Accel.Job.call(fn ref -> nif.tensor_unary(:cube, t.ref, ref) end) end,
        ArgumentError, ~r/unknown operation: :cube/},
       {"tensor NIF: bignum scalar",
-       fn -> Accel.Job.call(fn ref -> nif.tensor_binary(:add, t.ref, 1 <<< 70, [2, 3], [], ref) end) end, ArgumentError,
-       ~r/or a number in the signed 64-bit range/},
+       fn -> Accel.Job.call(fn ref -> nif.tensor_binary(:add, t.ref, 1 <<< 70, [2, 3], [], ref) end) end,
+       ArgumentError, ~r/or a number in the signed 64-bit range/},
       {"int64 NIF: list of a non-binary", fn -> nif.int64_list(:foo) end, ArgumentError,
        ~r/expected a binary, got: :foo/},
       {"int64 NIF: list of 3 bytes", fn -> nif.int64_list(<<1, 2, 3>>) end, ArgumentError,
@@ -275,8 +275,8 @@ defmodule Accel.HostileTest do
       {"int64 NIF: output count, bad as", fn -> nif.int64_output_count(1..3, :foo) end, ArgumentError,
        ~r/as must be :list or :binary, got: :foo/},
       {"tensor NIF: pid as operand",
-       fn -> Accel.Job.call(fn ref -> nif.tensor_binary(:add, self(), t.ref, [], [2, 3], ref) end) end, ArgumentError,
-       ~r/expected an Accel.Tensor or a number/},
+       fn -> Accel.Job.call(fn ref -> nif.tensor_binary(:add, self(), t.ref, [], [2, 3], ref) end) end,
+       ArgumentError, ~r/expected an Accel.Tensor or a number/},
       {"tensor NIF: shape that lies about the count",
        fn -> Accel.Job.call(fn ref -> nif.tensor_binary(:add, t.ref, t.ref, [7, 7], [2, 3], ref) end) end,
        ArgumentError, ~r/a shape of \{7, 7\} does not match the tensor's 6 elements/},
@@ -284,8 +284,9 @@ defmodule Accel.HostileTest do
        fn -> Accel.Job.call(fn ref -> nif.tensor_compare(:less, t.ref, 1, [2, :x], [], ref) end) end,
        ArgumentError, ~r/a dimension must be an integer/},
       {"tensor NIF: shape of 65 dimensions",
-       fn -> Accel.Job.call(fn ref -> nif.tensor_binary(:add, t.ref, 1, List.duplicate(1, 65), [], ref) end) end,
-       ArgumentError, ~r/expected a shape \(a list of at most 64/},
+       fn ->
+         Accel.Job.call(fn ref -> nif.tensor_binary(:add, t.ref, 1, List.duplicate(1, 65), [], ref) end)
+       end, ArgumentError, ~r/expected a shape \(a list of at most 64/},
       {"tensor NIF: a binary operation's name given to compare",
        fn -> Accel.Job.call(fn ref -> nif.tensor_compare(:add, t.ref, 1, [2, 3], [], ref) end) end,
        ArgumentError, ~r/unknown operation: :add/},
@@ -307,15 +308,17 @@ defmodule Accel.HostileTest do
       {"tensor NIF: concatenate along a missing axis",
        fn -> Accel.Job.call(fn ref -> nif.tensor_concatenate([t.ref], [[2, 3]], 5, ref) end) end,
        ArgumentError, ~r/axis 5 out of range/},
-      {"tensor: slice with a bad option", fn -> T.slice(t, [0, 0], [1, 1], strides: [0, 1]) end, ArgumentError,
-       ~r/option :strides must be a list of positive integers/},
+      {"tensor: slice with a bad option", fn -> T.slice(t, [0, 0], [1, 1], strides: [0, 1]) end,
+       ArgumentError, ~r/option :strides must be a list of positive integers/},
       {"tensor: argmax over several axes", fn -> T.argmax(t, axes: [0, 1]) end, ArgumentError,
        ~r/takes one axis/},
       {"tensor: axis and axes together", fn -> T.sum(t, axis: 0, axes: [1]) end, ArgumentError,
        ~r/axis: or axes:, not both/},
       {"tensor: repeated axes", fn -> T.sum(t, axes: [1, -1]) end, ArgumentError, ~r/axes must be distinct/},
-      {"tensor: select on a number", fn -> T.select(1, t, t) end, ArgumentError, ~r/select\/3 expects an Accel.Tensor/},
-      {"tensor: concatenate of nothing", fn -> T.concatenate([]) end, ArgumentError, ~r/a non-empty list of tensors/}
+      {"tensor: select on a number", fn -> T.select(1, t, t) end, ArgumentError,
+       ~r/select\/3 expects an Accel.Tensor/},
+      {"tensor: concatenate of nothing", fn -> T.concatenate([]) end, ArgumentError,
+       ~r/a non-empty list of tensors/}
     ]
   end
 

@@ -16,7 +16,9 @@ defmodule Accel.NativeBuildTest do
   end
 
   @tag :tmp_dir
-  test "configures when the cache is missing, made elsewhere, or for another warnings setting", %{tmp_dir: tmp} do
+  test "configures when the cache is missing, made elsewhere, or for another warnings setting", %{
+    tmp_dir: tmp
+  } do
     build = Path.join(tmp, "native")
     assert AccelCmake.configure_needed(build, "/src/accel", false) == :missing
 
@@ -31,6 +33,10 @@ defmodule Accel.NativeBuildTest do
 
   test "this checkout's own build directory is up to date" do
     build = Path.join(Mix.Project.build_path(), "native")
-    assert AccelCmake.configure_needed(build, File.cwd!(), System.get_env("CI") in ["true", "1"]) in [nil, :werror]
+
+    assert AccelCmake.configure_needed(build, File.cwd!(), System.get_env("CI") in ["true", "1"]) in [
+             nil,
+             :werror
+           ]
   end
 end

@@ -17,7 +17,8 @@ defmodule Accel.TensorAccuracyTest do
   end
 
   defp assert_relative(got, want, rel) do
-    assert abs(got - want) <= rel * abs(want), "got #{got}, want #{want} (relative error #{abs(got - want) / abs(want)})"
+    assert abs(got - want) <= rel * abs(want),
+           "got #{got}, want #{want} (relative error #{abs(got - want) / abs(want)})"
   end
 
   for backend <- [:cpu, :opencl, :cuda] do
@@ -45,6 +46,7 @@ defmodule Accel.TensorAccuracyTest do
 
         ints = T.iota({@n}, type: :s32, backend: @backend)
         assert ints |> T.sum() |> T.to_number() == div(@n * (@n - 1), 2)
+
         assert ints |> T.reshape({div(@n, 4), 4}) |> T.sum(axis: 0) |> T.to_list() ==
                  for(k <- 0..3, do: Enum.sum(for i <- 0..(div(@n, 4) - 1), do: 4 * i + k))
       end

@@ -10,7 +10,22 @@ defmodule Accel.TensorOpsTest do
 
   @bits %{s64: 64, s32: 32, u8: 8}
   @ints %{
-    s64: [0, 1, -1, 2, -7, 7, 63, 64, 100, -100, 123_456_789, -987_654_321, 0x7FFFFFFFFFFFFFFF, -0x8000000000000000],
+    s64: [
+      0,
+      1,
+      -1,
+      2,
+      -7,
+      7,
+      63,
+      64,
+      100,
+      -100,
+      123_456_789,
+      -987_654_321,
+      0x7FFFFFFFFFFFFFFF,
+      -0x8000000000000000
+    ],
     s32: [0, 1, -1, 2, -7, 7, 31, 32, 100, -100, 123_456, 0x7FFFFFFF, -0x80000000],
     u8: [0, 1, 2, 7, 8, 63, 64, 100, 127, 128, 200, 255]
   }
@@ -104,7 +119,9 @@ defmodule Accel.TensorOpsTest do
       assert function_exported?(T, name, arity), "Accel.Tensor.#{name}/#{arity} is not defined"
       args = List.duplicate(1, arity)
       kinds = if types == :all, do: [:int, :float], else: [types]
-      for kind <- kinds, do: assert(ref(name, kind, if(kind == :float, do: Enum.map(args, &(&1 * 1.0)), else: args)))
+
+      for kind <- kinds,
+          do: assert(ref(name, kind, if(kind == :float, do: Enum.map(args, &(&1 * 1.0)), else: args)))
     end
   end
 
@@ -145,7 +162,8 @@ defmodule Accel.TensorOpsTest do
             end
 
           for {g, w, args} <- Enum.zip([got, want, inputs]) do
-            assert close?(g, w, type), "#{op}(#{Enum.map_join(args, ", ", &inspect/1)}) on #{type}: got #{inspect(g)}, want #{inspect(w)}"
+            assert close?(g, w, type),
+                   "#{op}(#{Enum.map_join(args, ", ", &inspect/1)}) on #{type}: got #{inspect(g)}, want #{inspect(w)}"
           end
         end
       end
@@ -155,12 +173,17 @@ defmodule Accel.TensorOpsTest do
         z = T.from_list([1, 0, 1], backend: @backend)
 
         for op <- [:divide, :quotient, :remainder] do
-          assert_raise ArgumentError, "integer division by zero in Accel.Tensor.#{op}/2", fn -> apply(T, op, [a, z]) end
+          assert_raise ArgumentError, "integer division by zero in Accel.Tensor.#{op}/2", fn ->
+            apply(T, op, [a, z])
+          end
         end
 
         assert_raise ArgumentError, ~r/negative exponent in Accel.Tensor.pow\/2/, fn -> T.pow(a, -1) end
         assert_raise ArgumentError, ~r/Accel.Tensor.exp\/1 needs a float tensor/, fn -> T.exp(a) end
-        assert_raise ArgumentError, ~r/bitwise_and\/2 needs integer tensors/, fn -> T.bitwise_and(T.as_type(a, :f32), 1) end
+
+        assert_raise ArgumentError, ~r/bitwise_and\/2 needs integer tensors/, fn ->
+          T.bitwise_and(T.as_type(a, :f32), 1)
+        end
       end
 
       test "broadcasting in any dimension, and type promotion by Nx's rules" do
@@ -182,7 +205,13 @@ defmodule Accel.TensorOpsTest do
 
         s64 = T.from_list([1, 2], backend: @backend)
         assert %T{type: :f32} = T.add(s64, T.from_list([0.5, 0.25], type: :f32, backend: @backend))
-        assert %T{type: :s32} = T.add(T.from_list([1], type: :u8, backend: @backend), T.from_list([1], type: :s32, backend: @backend))
+
+        assert %T{type: :s32} =
+                 T.add(
+                   T.from_list([1], type: :u8, backend: @backend),
+                   T.from_list([1], type: :s32, backend: @backend)
+                 )
+
         assert %T{type: :f32} = x = T.multiply(s64, 1.5)
         assert T.to_list(x) == [1.5, 3.0]
         assert %T{type: :u8} = T.add(T.from_list([250], type: :u8, backend: @backend), 10)
@@ -207,7 +236,10 @@ defmodule Accel.TensorOpsTest do
 
         w = T.iota({3, 4}, backend: @backend)
         assert T.slice(w, [1, 0], [2, 2], strides: [1, 3]) |> T.to_list() == [[4, 7], [8, 11]]
-        assert_raise ArgumentError, ~r/axis 1 of size 4 has no 3 elements/, fn -> T.slice(w, [0, 2], [1, 3]) end
+
+        assert_raise ArgumentError, ~r/axis 1 of size 4 has no 3 elements/, fn ->
+          T.slice(w, [0, 2], [1, 3])
+        end
 
         assert T.concatenate([w, T.iota({1, 4}, backend: @backend)]) |> T.to_list() ==
                  [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [0, 1, 2, 3]]
@@ -217,9 +249,15 @@ defmodule Accel.TensorOpsTest do
         assert hd(T.to_list(joined)) == [0.0, 1.0, 2.0, 3.0, 0.5]
 
         cube = T.iota({2, 3, 4}, backend: @backend)
-        assert T.sum(cube, axes: [0, 2]) |> T.to_list() == for(j <- 0..2, do: Enum.sum(for i <- 0..1, k <- 0..3, do: i * 12 + j * 4 + k))
+
+        assert T.sum(cube, axes: [0, 2]) |> T.to_list() ==
+                 for(j <- 0..2, do: Enum.sum(for i <- 0..1, k <- 0..3, do: i * 12 + j * 4 + k))
+
         assert T.max(cube, axes: [-1, 0]) |> T.to_list() == [15, 19, 23]
-        assert T.mean(cube, axes: [0, 1]) |> T.to_list() == for(k <- 0..3, do: (Enum.sum(for i <- 0..1, j <- 0..2, do: i * 12 + j * 4 + k)) / 6)
+
+        assert T.mean(cube, axes: [0, 1]) |> T.to_list() ==
+                 for(k <- 0..3, do: Enum.sum(for i <- 0..1, j <- 0..2, do: i * 12 + j * 4 + k) / 6)
+
         assert T.min(T.from_list([3, 1, 2], backend: @backend), 2) |> T.to_list() == [2, 1, 2]
 
         v1 = T.from_binary(<<1.5::float-32-native, 2.5::float-32-native>>, :f32, backend: @backend)

@@ -3,7 +3,8 @@ defmodule Accel.Error do
     out_of_memory: "the host or a device could not hold the data or the result (the message says which)",
     device_unavailable: "a device or its driver stopped being usable, or is missing (CUDA without a driver)",
     opencl_error: "an OpenCL call failed for another reason; the message names the call and the error code",
-    cuda_error: "a CUDA or cuBLAS call failed for another reason; the message names the call and CUDA's error",
+    cuda_error:
+      "a CUDA or cuBLAS call failed for another reason; the message names the call and CUDA's error",
     build_failed: "an OpenCL program did not compile on this device; the message carries the build log",
     cancelled: "the process that made the call exited, and the call was abandoned between chunks",
     thread_pool: "the OS would not start the CPU backend's threads (`config :accel, cpu_threads:`)",

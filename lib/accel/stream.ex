@@ -45,7 +45,11 @@ defmodule Accel.Stream do
                      doc: "chunks in flight at once"
                    ],
                    ordered: [rule: :boolean, default: true, doc: "emit results in input order"],
-                   timeout: [rule: :timeout, default: :infinity, doc: "per chunk, in milliseconds or `:infinity`"],
+                   timeout: [
+                     rule: :timeout,
+                     default: :infinity,
+                     doc: "per chunk, in milliseconds or `:infinity`"
+                   ],
                    on_timeout: [
                      rule: {:in, [:exit, :kill_task]},
                      default: :exit,
@@ -126,11 +130,21 @@ defmodule Accel.Stream do
         x, {:list, acc, n} -> list_piece(x, acc, n, size)
       end,
       fn
-        :start -> {[], :done}
-        {:list, [], _} -> {[], :done}
-        {:list, acc, _} -> {[Enum.reverse(acc)], :done}
-        {:bytes, _, 0, _} -> {[], :done}
-        {:bytes, buffered, n, _} when rem(n, width) == 0 -> {[IO.iodata_to_binary(buffered)], :done}
+        :start ->
+          {[], :done}
+
+        {:list, [], _} ->
+          {[], :done}
+
+        {:list, acc, _} ->
+          {[Enum.reverse(acc)], :done}
+
+        {:bytes, _, 0, _} ->
+          {[], :done}
+
+        {:bytes, buffered, n, _} when rem(n, width) == 0 ->
+          {[IO.iodata_to_binary(buffered)], :done}
+
         {:bytes, _, n, _} ->
           raise ArgumentError,
                 "a stream of binaries ended inside an element: #{rem(n, width)} byte(s) left over, " <>

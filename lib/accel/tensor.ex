@@ -149,7 +149,13 @@ defmodule Accel.Tensor do
   # No shape: a vector of as many elements as the binary holds.
   def from_binary(bin, type, opts, []) when is_binary(bin) and is_list(opts) do
     check_type!(type)
-    from_binary(bin, type, {div(byte_size(bin), byte_width(type)) + if(rem(byte_size(bin), byte_width(type)) == 0, do: 0, else: 1)}, opts)
+
+    from_binary(
+      bin,
+      type,
+      {div(byte_size(bin), byte_width(type)) + if(rem(byte_size(bin), byte_width(type)) == 0, do: 0, else: 1)},
+      opts
+    )
   end
 
   def from_binary(bin, type, shape, opts) when is_binary(bin) do
@@ -475,6 +481,7 @@ defmodule Accel.Tensor do
           do: raise(ArgumentError, "axes must be distinct, got: #{inspect(opts[:axes])}")
 
         first = if op == :sum and t.type not in [:f32, :f64], do: as_type(t, :s64), else: t
+
         Enum.reduce(axes, first, fn axis, acc -> swap_unless(acc, t, reduce_axis(op, acc, axis)) end)
         |> then(fn result -> if result == t, do: as_type(t, t.type), else: result end)
 

@@ -59,7 +59,10 @@ defmodule Accel.Tensor.Elementwise do
   def promote(operands) do
     tensor_type =
       operands
-      |> Enum.flat_map(fn %T{type: t} -> [t]; _ -> [] end)
+      |> Enum.flat_map(fn
+        %T{type: t} -> [t]
+        _ -> []
+      end)
       |> Enum.reduce(nil, &merge/2)
 
     cond do
@@ -72,7 +75,10 @@ defmodule Accel.Tensor.Elementwise do
 
   defp merge(type, nil), do: type
   defp merge(same, same), do: same
-  defp merge(a, b) when a in @ints and b in @ints, do: Enum.max_by([a, b], &Enum.find_index(@ints, fn t -> t == &1 end))
+
+  defp merge(a, b) when a in @ints and b in @ints,
+    do: Enum.max_by([a, b], &Enum.find_index(@ints, fn t -> t == &1 end))
+
   defp merge(a, b) when a in @ints, do: b
   defp merge(a, b) when b in @ints, do: a
   defp merge(_, _), do: :f64
@@ -86,9 +92,15 @@ defmodule Accel.Tensor.Elementwise do
     padded
     |> Enum.zip_with(fn dims ->
       case Enum.uniq(dims -- Enum.filter(dims, &(&1 == 1))) do
-        [] -> 1
-        [d] -> d
-        _ -> raise ArgumentError, "Accel.Tensor.#{fun}: shapes #{Enum.map_join(operands_shapes(operands), " and ", &inspect/1)} do not broadcast"
+        [] ->
+          1
+
+        [d] ->
+          d
+
+        _ ->
+          raise ArgumentError,
+                "Accel.Tensor.#{fun}: shapes #{Enum.map_join(operands_shapes(operands), " and ", &inspect/1)} do not broadcast"
       end
     end)
     |> List.to_tuple()
@@ -120,7 +132,10 @@ defmodule Accel.Tensor.Elementwise do
   defp dims(_number), do: []
 
   defp scalar_tensor(x, type, %T{device: {backend, index}}) do
-    bytes = T.encode_one(x, type) || raise(ArgumentError, "select/3: #{inspect(x)} does not fit type #{inspect(type)}")
+    bytes =
+      T.encode_one(x, type) ||
+        raise(ArgumentError, "select/3: #{inspect(x)} does not fit type #{inspect(type)}")
+
     T.from_binary(bytes, type, {}, backend: backend, device: index)
   end
 

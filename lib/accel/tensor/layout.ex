@@ -14,7 +14,9 @@ defmodule Accel.Tensor.Layout do
       doc: "the step between taken elements along each dimension (default 1)"
     ]
   ]
-  @concatenate_options [axis: [rule: :integer, default: 0, doc: "the axis to join along (negative counts from the end)"]]
+  @concatenate_options [
+    axis: [rule: :integer, default: 0, doc: "the axis to join along (negative counts from the end)"]
+  ]
 
   @doc false
   def slice_options, do: @slice_options
@@ -37,7 +39,8 @@ defmodule Accel.Tensor.Layout do
     strides = opts[:strides] || List.duplicate(1, rank)
 
     if length(strides) != rank,
-      do: raise(ArgumentError, "Accel.Tensor.slice/4: strides: needs #{rank} entries, got: #{inspect(strides)}")
+      do:
+        raise(ArgumentError, "Accel.Tensor.slice/4: strides: needs #{rank} entries, got: #{inspect(strides)}")
 
     T.new(List.to_tuple(lengths), t.type, fn ref ->
       NIF.tensor_slice(t.ref, Tuple.to_list(shape), start, lengths, strides, ref)
@@ -65,7 +68,12 @@ defmodule Accel.Tensor.Layout do
 
     result =
       T.new(shape, type, fn ref ->
-        NIF.tensor_concatenate(Enum.map(converted, & &1.ref), Enum.map(converted, &Tuple.to_list(&1.shape)), axis, ref)
+        NIF.tensor_concatenate(
+          Enum.map(converted, & &1.ref),
+          Enum.map(converted, &Tuple.to_list(&1.shape)),
+          axis,
+          ref
+        )
       end)
 
     for {c, t} <- Enum.zip(converted, tensors), c != t, do: T.free(c)
@@ -73,7 +81,11 @@ defmodule Accel.Tensor.Layout do
   end
 
   def concatenate(other, _opts),
-    do: raise(ArgumentError, "Accel.Tensor.concatenate/2 expects a non-empty list of tensors, got: #{inspect(other, limit: 5)}")
+    do:
+      raise(
+        ArgumentError,
+        "Accel.Tensor.concatenate/2 expects a non-empty list of tensors, got: #{inspect(other, limit: 5)}"
+      )
 
   defp not_a_tensor!(fun, value),
     do: raise(ArgumentError, "Accel.Tensor.#{fun} expects an Accel.Tensor, got: #{inspect(value, limit: 5)}")

@@ -11,9 +11,16 @@ defmodule Accel.Tensor.Registry do
 
   parse = fn text ->
     for {family, macro} <- @families,
-        [block] <- [Regex.run(~r/#define #{macro}\(X\)((?:[^\n]*\\\n)*[^\n]*)/, text, capture: :all_but_first)],
+        [block] <- [
+          Regex.run(~r/#define #{macro}\(X\)((?:[^\n]*\\\n)*[^\n]*)/, text, capture: :all_but_first)
+        ],
         [_, name, types, doc] <- Regex.scan(~r/X\((\w+), (ALL|INT|FLOAT), "((?:[^"\\]|\\.)*)"\)/, block) do
-      %{name: String.to_atom(name), family: family, types: String.downcase(types) |> String.to_atom(), doc: doc}
+      %{
+        name: String.to_atom(name),
+        family: family,
+        types: String.downcase(types) |> String.to_atom(),
+        doc: doc
+      }
     end
   end
 
