@@ -17,9 +17,9 @@ defmodule Accel.Tensor.Elementwise do
   @doc false
   def binary(family, op, a, b) do
     check_operands!("#{op}/2", [a, b])
+    shape = broadcast!("#{op}/2", [a, b])
     type = promote([a, b])
     [x, y] = converted = Enum.map([a, b], &convert(&1, type))
-    shape = broadcast!("#{op}/2", [x, y])
     out_type = if family == :compare, do: :u8, else: type
     nif = if family == :compare, do: &NIF.tensor_compare/6, else: &NIF.tensor_binary/6
 
@@ -33,12 +33,13 @@ defmodule Accel.Tensor.Elementwise do
   @doc false
   def select(%T{} = pred, a, b) do
     check_operands!("select/3", [a, b])
+    # Checked before any temporary exists, so that a refusal leaves none behind.
+    shape = broadcast!("select/3", [pred, a, b])
     type = promote([a, b])
     pred8 = if pred.type == :u8, do: pred, else: binary(:compare, :not_equal, pred, 0)
     [x, y] = converted = Enum.map([a, b], &convert(&1, type))
     # Both values numbers: the result still needs a tensor of their type to take it from.
     x = if is_number(x) and is_number(y), do: scalar_tensor(x, type, pred), else: x
-    shape = broadcast!("select/3", [pred8, x, y])
 
     try do
       T.new(shape, type, fn ref ->

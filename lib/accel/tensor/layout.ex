@@ -66,7 +66,7 @@ defmodule Accel.Tensor.Layout do
     along = Enum.sum(for t <- tensors, tuple_size(t.shape) == rank, do: elem(t.shape, axis))
     shape = put_elem(first.shape, axis, along)
 
-    result =
+    try do
       T.new(shape, type, fn ref ->
         NIF.tensor_concatenate(
           Enum.map(converted, & &1.ref),
@@ -75,9 +75,9 @@ defmodule Accel.Tensor.Layout do
           ref
         )
       end)
-
-    for {c, t} <- Enum.zip(converted, tensors), c != t, do: T.free(c)
-    result
+    after
+      for {c, t} <- Enum.zip(converted, tensors), c != t, do: T.free(c)
+    end
   end
 
   def concatenate(other, _opts),
