@@ -318,9 +318,27 @@ defmodule Accel.HostileTest do
       {"tensor: select on a number", fn -> T.select(1, t, t) end, ArgumentError,
        ~r/select\/3 expects an Accel.Tensor/},
       {"tensor: concatenate of nothing", fn -> T.concatenate([]) end, ArgumentError,
-       ~r/a non-empty list of tensors/}
+       ~r/a non-empty list of tensors/},
+      {"tensor list NIF: 100 levels of nesting is declined, not recursed",
+       fn -> declined(nif.tensor_list_bytes(Enum.reduce(1..100, [1], fn _, acc -> [acc] end), nil)) end,
+       ArgumentError, ~r/declined/},
+      {"tensor list NIF: an improper list is declined",
+       fn -> declined(nif.tensor_list_bytes([1, 2 | 3], nil)) end, ArgumentError, ~r/declined/},
+      {"tensor list NIF: a bad type", fn -> nif.tensor_list_bytes([1], :f16) end, ArgumentError,
+       ~r/type must be one of/},
+      {"tensor list NIF: bytes that do not fill the shape",
+       fn -> nif.tensor_nested_list(<<1, 2, 3>>, :s64, [1]) end, ArgumentError,
+       ~r/a binary of 3 bytes does not hold 1 :s64 elements/},
+      {"tensor list NIF: a shape too large for lists",
+       fn -> nif.tensor_nested_list(<<>>, :u8, [1 <<< 30, 1 <<< 30]) end, ArgumentError,
+       ~r/more than 2\^40 elements cannot be a list/}
     ]
   end
+
+  # The native list decoder declines what it does not take whole; Accel.Tensor then asks the
+  # Elixir definition, which words the error.
+  defp declined(:error), do: raise(ArgumentError, "declined")
+  defp declined(other), do: other
 
   test "at least 100 distinct bad inputs, each answered with its documented exception" do
     cases = cases()

@@ -302,6 +302,62 @@ defmodule Accel.TensorTest do
     end
   end
 
+  # from_list/2 and to_list/1 run natively (c_src/nif/tensor_lists.cpp) when a list is well formed,
+  # and through the Elixir definition otherwise: both must build the same tensors.
+  test "native list codec: shapes, inferred types and special floats as the definition has them" do
+    cases = [
+      {[[1, 2, 3], [4, 5, 6]], nil, {2, 3}, :s64},
+      {[[1, 2.5], [3, 4]], nil, {2, 2}, :f64},
+      {[[[], []], [[], []]], nil, {2, 2, 0}, :s64},
+      {[[[[[[[[[[7]]]]]]]]]], nil, List.to_tuple(List.duplicate(1, 10)), :s64},
+      {[1, 2, 255], :u8, {3}, :u8},
+      {[-2_147_483_648, 2_147_483_647], :s32, {2}, :s32},
+      {[0.1, 1.0e38, -3], :f32, {3}, :f32},
+      {Enum.to_list(1..100_000), nil, {100_000}, :s64}
+    ]
+
+    for {list, type, shape, want_type} <- cases do
+      opts = if type, do: [type: type, backend: :cpu], else: [backend: :cpu]
+      t = T.from_list(list, opts)
+      assert {t.shape, t.type} == {shape, want_type}, inspect(list, limit: 5)
+      # The bytes the Elixir definition encodes, element by element.
+      flat = List.flatten(list)
+      assert T.to_binary(t) == Enum.map_join(flat, &T.encode_one(&1, want_type))
+      back = T.to_list(t)
+
+      assert back ==
+               if(want_type in [:f32, :f64], do: nest_like(list, &decode_float(&1, want_type)), else: list)
+    end
+
+    # Lists the native path declines are answered by the definition, with its messages.
+    assert_raise ArgumentError, ~r/element at index \[1\] \(2.5\) does not fit type :s64/, fn ->
+      T.from_list([1, 2.5], type: :s64, backend: :cpu)
+    end
+
+    assert_raise ArgumentError, ~r/the list at index \[1\] should have 2 elements/, fn ->
+      T.from_list([[1, 2], [3]], backend: :cpu)
+    end
+
+    assert T.from_list([1, 1 <<< 70], type: :f64, backend: :cpu) |> T.to_list() == [
+             1.0,
+             1.1805916207174113e21
+           ]
+
+    specials = <<0x7FC00000::32-native, 0x7F800000::32-native, 0xFF800000::32-native>>
+
+    assert T.from_binary(specials, :f32, {3}, backend: :cpu) |> T.to_list() == [
+             :nan,
+             :infinity,
+             :neg_infinity
+           ]
+  end
+
+  defp nest_like(list, fun) when is_list(list), do: Enum.map(list, &nest_like(&1, fun))
+  defp nest_like(x, fun), do: fun.(x)
+
+  defp decode_float(x, :f64), do: x * 1.0
+  defp decode_float(x, :f32), do: <<x * 1.0::float-32-native>> |> then(fn <<y::float-32-native>> -> y end)
+
   @tag :opencl
   test "tensors on different devices do not mix until transferred" do
     cpu = T.iota({4}, backend: :cpu)

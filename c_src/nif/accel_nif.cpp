@@ -374,6 +374,8 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_transfer", 4, guarded<tensor_transfer>, 0},
     {"tensor_memory", 2, guarded<tensor_memory>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"tensor_take_pressure", 1, guarded<tensor_take_pressure>, 0},
+    {"tensor_list_bytes", 2, guarded<tensor_list_bytes>, 0},
+    {"tensor_nested_list", 3, guarded<tensor_nested_list>, 0},
 };
 
 }  // namespace

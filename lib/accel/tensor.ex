@@ -127,9 +127,19 @@ defmodule Accel.Tensor do
 
   def from_list(list, opts) when is_list(list) do
     opts = Accel.Options.validate!(opts, @list_options, "Accel.Tensor.from_list/2")
-    {shape, flat} = flatten!(list)
-    type = opts[:type] || if Enum.all?(flat, &is_integer/1), do: :s64, else: :f64
-    bin = encode!(flat, type, shape)
+
+    # Natively when the list is well formed; otherwise the definition below, which says why not.
+    {shape, type, bin} =
+      case NIF.tensor_list_bytes(list, opts[:type]) do
+        {dims, type, bin} ->
+          {List.to_tuple(dims), type, bin}
+
+        :error ->
+          {shape, flat} = flatten!(list)
+          type = opts[:type] || if Enum.all?(flat, &is_integer/1), do: :s64, else: :f64
+          {shape, type, encode!(flat, type, shape)}
+      end
+
     from_binary(bin, type, shape, Keyword.delete(opts, :type))
   end
 
@@ -215,8 +225,7 @@ defmodule Accel.Tensor do
         message: "to_list/1 of shape #{inspect(shape)} would build #{cells} list cells; use to_binary/1"
     end
 
-    flat = decode(to_binary(t), type)
-    if shape == {}, do: hd(flat), else: nest(flat, Tuple.to_list(shape))
+    NIF.tensor_nested_list(to_binary(t), type, Tuple.to_list(shape))
   end
 
   def to_list(other), do: not_a_tensor!("to_list/1", other)
@@ -748,15 +757,6 @@ defmodule Accel.Tensor do
           u >>> (bits - 1) == 1 -> :neg_infinity
           true -> :infinity
         end
-    end
-  end
-
-  defp nest(flat, [_]), do: flat
-
-  defp nest(flat, [dim | rest]) do
-    case Enum.product(rest) do
-      0 -> List.duplicate(nest([], rest), dim)
-      chunk -> flat |> Enum.chunk_every(chunk) |> Enum.map(&nest(&1, rest))
     end
   end
 
