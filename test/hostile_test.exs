@@ -324,6 +324,11 @@ defmodule Accel.HostileTest do
        ArgumentError, ~r/declined/},
       {"tensor list NIF: an improper list is declined",
        fn -> declined(nif.tensor_list_bytes([1, 2 | 3], nil)) end, ArgumentError, ~r/declined/},
+      {"tensor list: first elements promising a shape no memory holds",
+       fn ->
+         long = Enum.to_list(1..1_000_000)
+         T.from_list([long | List.duplicate([1], 999_999)], backend: :cpu)
+       end, ArgumentError, ~r/the list at index \[1\] should have 1000000 elements/},
       {"tensor list NIF: a bad type", fn -> nif.tensor_list_bytes([1], :f16) end, ArgumentError,
        ~r/type must be one of/},
       {"tensor list NIF: bytes that do not fill the shape",

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/tensor.hpp"
 #include "nif/codecs.hpp"
 #include "nif/nif_util.hpp"
@@ -119,6 +120,10 @@ ERL_NIF_TERM list_bytes_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
       type = DType::F64;  // an integer pass met a float: every element as f64
     }
   } catch (const Rejected&) {
+    return enif_make_atom(env, "error");
+  } catch (const Error&) {
+    // A size no memory holds: the first elements promised a shape the rest cannot have (a list
+    // that exists holds more bytes than its elements' binary), so the definition will say where.
     return enif_make_atom(env, "error");
   }
 }
