@@ -145,6 +145,20 @@ uint64_t shape_count(const std::vector<uint64_t>& shape) {
 
 }  // namespace detail
 
+namespace {
+
+// The checks every reduction of axis `len` of [outer][len][inner] makes: the shape holds the tensor,
+// and a pick (named `pick`; null for sums, whose empty sum is 0) has an element to pick.
+void check_reduction(const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner, const char* pick) {
+  if (product(product(outer, len, "the reduced shape"), inner, "the reduced shape") != t.count)
+    throw ArgumentError("a reduction over " + std::to_string(outer) + " x " + std::to_string(len) + " x " +
+                        std::to_string(inner) + " elements does not match the tensor's " + std::to_string(t.count));
+  if (pick != nullptr && len == 0 && outer * inner != 0)
+    throw ArgumentError(std::string(pick) + " of an empty axis is undefined");
+}
+
+}  // namespace
+
 size_t dtype_size(DType type) {
   switch (type) {
     case DType::F64:
@@ -216,11 +230,7 @@ Tensor tensor_cast(const Tensor& t, DType to) {
 // (Kahan-compensated f32 on a device without doubles) and is rounded once, at the end. So every
 // backend agrees to about 1e-7 relative on f32 sums of 10^8 elements.
 Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner) {
-  if (product(product(outer, len, "the reduced shape"), inner, "the reduced shape") != t.count)
-    throw ArgumentError("a reduction over " + std::to_string(outer) + " x " + std::to_string(len) + " x " +
-                        std::to_string(inner) + " elements does not match the tensor's " + std::to_string(t.count));
-  if (len == 0 && op != ReduceOp::Sum && outer * inner != 0)
-    throw ArgumentError(std::string(op == ReduceOp::Min ? "min" : "max") + " of an empty axis is undefined");
+  check_reduction(t, outer, len, inner, op == ReduceOp::Sum ? nullptr : op == ReduceOp::Min ? "min" : "max");
   const bool sum = op == ReduceOp::Sum;
   const DType result = sum ? sum_type(t.type) : t.type;
   Tensor out = allocate_like(*t.backend, t.device, result, outer * inner);
@@ -258,11 +268,7 @@ Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len,
 
 Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner) {
   if (op == ReduceOp::Sum) throw std::logic_error("an argreduce picks; it does not sum");
-  const char* name = op == ReduceOp::Min ? "argmin" : "argmax";
-  if (product(product(outer, len, "the reduced shape"), inner, "the reduced shape") != t.count)
-    throw ArgumentError("a reduction over " + std::to_string(outer) + " x " + std::to_string(len) + " x " +
-                        std::to_string(inner) + " elements does not match the tensor's " + std::to_string(t.count));
-  if (len == 0 && outer * inner != 0) throw ArgumentError(std::string(name) + " of an empty axis is undefined");
+  check_reduction(t, outer, len, inner, op == ReduceOp::Min ? "argmin" : "argmax");
   Tensor out = allocate_like(*t.backend, t.device, DType::S64, outer * inner);
   if (out.count == 0) return out;
   const DeviceInfo device = t.backend->devices().at(static_cast<size_t>(t.device));

@@ -85,12 +85,18 @@ void set_layout(accel_params& p, int j, const Operand& o, const std::vector<uint
     p.stride[j][d] = d < skip || o.shape[d - skip] == 1 ? 0 : strides[d - skip];
 }
 
-// Checks the operands (types equal, one place, shapes that broadcast) and fills the layouts;
-// returns the first tensor operand.
-const Tensor& prepare(accel_params& p, const std::vector<const Operand*>& operands, int first_value,
-                      std::vector<uint64_t>* out_shape) {
+// The first tensor operand (where the result goes) and the type the value operands share.
+struct Checked {
+  const Tensor& lead;
+  DType type;
+};
+
+// Checks the operands (the values, from first_value on, of one type; one place; shapes that
+// broadcast) and sets p.n to the output's size.
+Checked prepare(accel_params& p, const std::vector<const Operand*>& operands, int first_value,
+                std::vector<uint64_t>* out_shape) {
   const Tensor* lead = nullptr;
-  const Tensor* value = nullptr;  // the value operands (from first_value on) share one type
+  const Tensor* value = nullptr;
   for (size_t j = 0; j < operands.size(); ++j) {
     const Operand& o = *operands[j];
     check_shape(o);
@@ -102,15 +108,10 @@ const Tensor& prepare(accel_params& p, const std::vector<const Operand*>& operan
     value = o.tensor;
   }
   if (lead == nullptr) throw ArgumentError("at least one operand must be a tensor");
+  if (value == nullptr) throw ArgumentError("at least one of the values must be a tensor");
   *out_shape = broadcast_shape(operands);
   p.n = shape_count(*out_shape);
-  return *lead;
-}
-
-DType value_type(const std::vector<const Operand*>& operands, size_t first_value) {
-  for (size_t j = first_value; j < operands.size(); ++j)
-    if (operands[j]->tensor != nullptr) return operands[j]->tensor->type;
-  throw ArgumentError("at least one of the values must be a tensor");
+  return {*lead, value->type};
 }
 
 }  // namespace
@@ -127,8 +128,7 @@ Tensor tensor_unary(UnaryOp op, const Tensor& t) {
 Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b) {
   accel_params p = params_for(0, static_cast<int>(op));
   std::vector<uint64_t> shape;
-  const Tensor& lead = prepare(p, {&a, &b}, 0, &shape);
-  const DType type = lead.type;
+  const auto [lead, type] = prepare(p, {&a, &b}, 0, &shape);
   check_takes(OpFamily::Binary, static_cast<int>(op), type);
   Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
   if (p.n == 0) return out;
@@ -160,12 +160,12 @@ Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b) {
 Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b) {
   accel_params p = params_for(0, static_cast<int>(op));
   std::vector<uint64_t> shape;
-  const Tensor& lead = prepare(p, {&a, &b}, 0, &shape);
+  const auto [lead, type] = prepare(p, {&a, &b}, 0, &shape);
   Tensor out = allocate_like(*lead.backend, lead.device, DType::U8, p.n);
   if (p.n == 0) return out;
-  set_layout(p, 0, a, shape, lead.type);
-  set_layout(p, 1, b, shape, lead.type);
-  launch(lead, typed_kernel(Kernel::accel_compare_f32, lead.type), p,
+  set_layout(p, 0, a, shape, type);
+  set_layout(p, 1, b, shape, type);
+  launch(lead, typed_kernel(Kernel::accel_compare_f32, type), p,
          {a.tensor ? a.tensor->buffer.get() : nullptr, b.tensor ? b.tensor->buffer.get() : nullptr, out.buffer.get()});
   return out;
 }
@@ -175,8 +175,7 @@ Tensor tensor_select(const Operand& pred, const Operand& a, const Operand& b) {
     throw ArgumentError("select/3 needs a :u8 tensor as its predicate (see Accel.Tensor.not_equal/2)");
   accel_params p = params_for(0);
   std::vector<uint64_t> shape;
-  const Tensor& lead = prepare(p, {&pred, &a, &b}, 1, &shape);
-  const DType type = value_type({&pred, &a, &b}, 1);
+  const auto [lead, type] = prepare(p, {&pred, &a, &b}, 1, &shape);
   Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
   if (p.n == 0) return out;
   set_layout(p, 0, pred, shape, DType::U8);

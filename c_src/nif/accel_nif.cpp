@@ -28,10 +28,9 @@
 namespace accel::nif {
 namespace {
 
-// A call runs inline when it converts at most kInlineListElements elements (~25 ns each for lists) and
-// its compute costs at most kInlineCost units (logistic_map_cost): a few hundred microseconds on
-// any path, measured on the slowest one. Everything else goes to a dirty scheduler.
-constexpr size_t kInlineListElements = 10000;
+// A call runs inline when it converts at most kInlineListElements elements (codecs.hpp) and its
+// compute costs at most kInlineCost units (logistic_map_cost): a few hundred microseconds on any
+// path, measured on the slowest one. Everything else goes to a dirty scheduler.
 constexpr uint64_t kInlineCost = 400000;
 
 bool runs_inline(size_t elements, uint64_t cost) { return elements <= kInlineListElements && cost <= kInlineCost; }

@@ -22,6 +22,10 @@ struct Int64Input {
   HostBuffer storage;
 };
 
+// The most list elements a NIF converts on the calling scheduler (~25 ns each: a few hundred
+// microseconds); longer lists are converted on a dirty CPU scheduler. Every list codec uses it.
+inline constexpr size_t kInlineListElements = 10000;
+
 // How many elements `term` holds, without decoding them: O(1) for binaries and ranges; lists are
 // walked for at most `limit` cells (returns limit + 1 when longer). Raises nothing: malformed input
 // is reported by decode_int64_input, which runs next.

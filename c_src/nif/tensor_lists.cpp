@@ -22,7 +22,6 @@ namespace accel::nif {
 namespace {
 
 constexpr size_t kMaxRank = 64;
-constexpr size_t kInlineElements = 10000;  // as the logistic map's list codec: ~25 ns each
 
 struct Rejected {};  // the list is not one the fast path takes: the caller answers :error
 
@@ -194,9 +193,9 @@ ERL_NIF_TERM sized_by_shape(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[])
   } else {
     std::vector<uint64_t> shape;
     shape_of(env, argv[0], &shape);
-    for (uint64_t d : shape) elements = d > kInlineElements ? kInlineElements + 1 : std::min<uint64_t>(elements * d, kInlineElements + 1);
+    for (uint64_t d : shape) elements = std::min<uint64_t>(elements * std::min<uint64_t>(d, kInlineListElements + 1), kInlineListElements + 1);
   }
-  if (elements <= kInlineElements) return Run(env, argc, argv);
+  if (elements <= kInlineListElements) return Run(env, argc, argv);
   return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
 }
 

@@ -467,7 +467,9 @@ defmodule Accel.Tensor do
 
   ## Internals
 
-  defp not_a_tensor!(fun, value),
+  @doc false
+  # Also raised by Accel.Tensor.Elementwise and Accel.Tensor.Layout.
+  def not_a_tensor!(fun, value),
     do: raise(ArgumentError, "Accel.Tensor.#{fun} expects an Accel.Tensor, got: #{inspect(value, limit: 5)}")
 
   defp reduce(op, t, _opts) when not is_struct(t, __MODULE__), do: not_a_tensor!("#{op}/2", t)

@@ -12,7 +12,7 @@ defmodule Accel.Tensor.Elementwise do
 
   @doc false
   def unary(op, %T{} = t), do: T.new(t.shape, t.type, fn ref -> NIF.tensor_unary(op, t.ref, ref) end)
-  def unary(op, other), do: not_a_tensor!("#{op}/1", other)
+  def unary(op, other), do: T.not_a_tensor!("#{op}/1", other)
 
   @doc false
   def binary(family, op, a, b) do
@@ -50,7 +50,7 @@ defmodule Accel.Tensor.Elementwise do
     end
   end
 
-  def select(pred, _a, _b), do: not_a_tensor!("select/3", pred)
+  def select(pred, _a, _b), do: T.not_a_tensor!("select/3", pred)
 
   @doc """
   The type two operands combine in (Nx's rules): the same type stays; integers widen (u8 < s32 <
@@ -139,7 +139,4 @@ defmodule Accel.Tensor.Elementwise do
 
     T.from_binary(bytes, type, {}, backend: backend, device: index)
   end
-
-  defp not_a_tensor!(fun, value),
-    do: raise(ArgumentError, "Accel.Tensor.#{fun} expects an Accel.Tensor, got: #{inspect(value, limit: 5)}")
 end

@@ -47,12 +47,12 @@ defmodule Accel.Tensor.Layout do
     end)
   end
 
-  def slice(other, _start, _lengths, _opts), do: not_a_tensor!("slice/4", other)
+  def slice(other, _start, _lengths, _opts), do: T.not_a_tensor!("slice/4", other)
 
   def concatenate([%T{} = first | _] = tensors, opts) do
     opts = Accel.Options.validate!(opts, @concatenate_options, "Accel.Tensor.concatenate/2")
 
-    for t <- tensors, not is_struct(t, T), do: not_a_tensor!("concatenate/2", t)
+    for t <- tensors, not is_struct(t, T), do: T.not_a_tensor!("concatenate/2", t)
 
     rank = tuple_size(first.shape)
     axis = opts[:axis]
@@ -86,7 +86,4 @@ defmodule Accel.Tensor.Layout do
         ArgumentError,
         "Accel.Tensor.concatenate/2 expects a non-empty list of tensors, got: #{inspect(other, limit: 5)}"
       )
-
-  defp not_a_tensor!(fun, value),
-    do: raise(ArgumentError, "Accel.Tensor.#{fun} expects an Accel.Tensor, got: #{inspect(value, limit: 5)}")
 end
