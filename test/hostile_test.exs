@@ -329,6 +329,10 @@ defmodule Accel.HostileTest do
          long = Enum.to_list(1..1_000_000)
          T.from_list([long | List.duplicate([1], 999_999)], backend: :cpu)
        end, ArgumentError, ~r/the list at index \[1\] should have 1000000 elements/},
+      {"tensor: broadcasting through 9 dimensions",
+       fn ->
+         T.add(T.iota({2, 1, 1, 1, 1, 1, 1, 1, 1}, backend: :cpu), T.iota({3}, backend: :cpu))
+       end, ArgumentError, ~r/broadcasting across more than 8 dimensions \(\{2, 1, 1, 1, 1, 1, 1, 1, 3\}\)/},
       {"tensor list NIF: a bad type", fn -> nif.tensor_list_bytes([1], :f16) end, ArgumentError,
        ~r/type must be one of/},
       {"tensor list NIF: bytes that do not fill the shape",
