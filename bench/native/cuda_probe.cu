@@ -1,17 +1,18 @@
 // What the CUDA rows of bench/logistic_map.exs are measured against: the PCIe copy time of the
 // workload's bytes (host to device and back, from pageable and from pinned memory) and the device
-// time of Accel's own logistic-map kernel (backends/cuda/logistic_map_kernel.cuh), timed with CUDA
+// time of Accel's own logistic-map kernel (accel_logistic_map, kernels/tensor_kernels.h), timed with CUDA
 // events. The kernel's output is checked against the CPU backend. Prints `name,seconds` lines,
 // one per run. Usage: cuda_probe [elements] [runs]
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cuda/logistic_map_kernel.cuh"
+#include "kernels/tensor_kernels.h"
 #include "core/logistic_map.hpp"
 
 namespace {
@@ -60,12 +61,19 @@ int main(int argc, char** argv) {
   accel::cpu::CpuBackend cpu(0);
   cpu.logistic_map(accel::Int64Source::of_range(1, 1, n), reinterpret_cast<unsigned char*>(expected.data()), plan, {});
 
-  const unsigned threads = 256, blocks = static_cast<unsigned>((n + threads - 1) / threads);
-  const int use_f64 = plan.f64_exact ? 1 : 0;
-  auto range_kernel = [&] {
-    accel::cuda::logistic_map_kernel<<<blocks, threads>>>(device, n, 1, 1, 1, plan.exact, use_f64, plan.f64,
-                                                          plan.iterations);
-  };
+  // As the backend launches it (cuda_support's blocks_for): the launch door's record, a grid-stride loop.
+  const unsigned threads = 256;
+  const unsigned blocks = static_cast<unsigned>(std::clamp<size_t>((n + threads - 1) / threads, 1, size_t{1} << 20));
+  const accel_params in_place = [&] {
+    accel_params p = accel::logistic_map_params(plan, true, plan.iterations);
+    p.n = n;
+    return p;
+  }();
+  accel_params range = in_place;  // generates 1, 2, ..., n
+  range.count[2] = 1;
+  range.shape[0] = 1;
+  range.shape[1] = 1;
+  auto range_kernel = [&] { accel_logistic_map<<<blocks, threads>>>(device, nullptr, nullptr, nullptr, range); };
   range_kernel();  // warm-up: module load
   PROBE_CUDA(cudaDeviceSynchronize());
 
@@ -77,8 +85,7 @@ int main(int argc, char** argv) {
       PROBE_CUDA(cudaMemcpy(device, pinned, bytes, cudaMemcpyHostToDevice));
     }));
     std::printf("kernel_in_place,%.6f\n", device_seconds([&] {
-      accel::cuda::logistic_map_kernel<<<blocks, threads>>>(device, n, 0, 0, 0, plan.exact, use_f64, plan.f64,
-                                                            plan.iterations);
+      accel_logistic_map<<<blocks, threads>>>(device, nullptr, nullptr, nullptr, in_place);
     }));
     PROBE_CUDA(cudaGetLastError());
     PROBE_CUDA(cudaMemset(device, 0xff, bytes));  // poison: the range kernel must write every element

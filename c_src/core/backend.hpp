@@ -58,9 +58,10 @@ class Backend {
   virtual void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
                             const CallOptions& options) = 0;
 
-  // ---- the launch door: tensors. Device backends may run these asynchronously, in order per
-  // device; only download() waits for the device. Everything above them (reductions in passes,
-  // broadcasting, checks) is written once, in core/tensor.cpp. ----
+  // ---- the launch door. Device backends may run these asynchronously, in order per queue; only
+  // download() and finish() wait for the device. Everything above them is written once: tensor
+  // operations (reductions in passes, broadcasting, checks) in core/tensor*.cpp, a device's
+  // streamed calls (chunks, double buffering) in core/device_stream.hpp. ----
 
   // The defaults refuse: a backend without a device (AbsentBackend) never allocates, so the others
   // are never reached for it. Throws Error("out_of_memory") when the device is full, ArgumentError
@@ -74,10 +75,27 @@ class Backend {
   // buffers live. work_per_item (elements each item reads) lets a CPU size its tasks. A backend that
   // computes rather than waits (the CPU) runs a launch to its end, and polls `cancel` (may be null)
   // inside it; devices are bounded per launch by the caller instead (core/tensor.cpp).
+  // On `queue` (see queues(); tensor operations use 0).
   virtual void launch(Kernel /*kernel*/, int /*device*/, const accel_params&, const KernelBuffers&,
-                      size_t /*work_per_item*/, const Cancellation* /*cancel*/) {
+                      size_t /*work_per_item*/, const Cancellation* /*cancel*/, size_t /*queue*/) {
     no_tensors();
   }
+
+  // Streaming: a device has queues() in-order command queues; queue 0 carries every tensor
+  // operation above. Commands on one queue run in order; commands on two may overlap (one chunk's
+  // transfers with another's kernel). The enqueue_ transfers return once queued: the host memory
+  // they name must stay valid and untouched until finish(device, queue) has returned. A buffer
+  // from allocate() may be used on another queue once finish(device, 0) has returned.
+  virtual size_t queues(int) { return 1; }
+  virtual void enqueue_upload(DeviceBuffer&, const void* /*src*/, size_t /*bytes*/, size_t /*queue*/) { no_tensors(); }
+  virtual void enqueue_download(const DeviceBuffer&, void* /*dst*/, size_t /*bytes*/, size_t /*queue*/) {
+    no_tensors();
+  }
+  virtual void finish(int /*device*/, size_t /*queue*/) { no_tensors(); }
+  // A streamed call holds what this returns while its commands are in flight, so that a backend
+  // may keep state across them (OpenCL: SIGCHLD's default disposition, which PoCL's linker
+  // children need; without it a CPU device's commands must finish one by one).
+  virtual std::shared_ptr<void> hold(int /*device*/) { return nullptr; }
 
   // ---- beyond the door: the vendors' BLAS ----
 

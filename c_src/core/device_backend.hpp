@@ -1,7 +1,8 @@
 // What the device backends (OpenCL, CUDA) share: devices discovered once on first use, the status
-// Accel.backends/0 reports, the device list, and lookup by index with the reason when there is
-// none. A backend supplies its per-device State (holding a DeviceInfo `info`), discovery, and how a
-// device is described in its status.
+// Accel.backends/0 reports, the device list, lookup by index with the reason when there is none,
+// and the logistic map, streamed through the launch door (core/device_stream.hpp). A backend
+// supplies its per-device State (holding a DeviceInfo `info`), discovery, how a device is
+// described in its status, and the door.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/device_stream.hpp"
 #include "core/error.hpp"
 
 namespace accel {
@@ -37,6 +39,15 @@ class DeviceBackend : public Backend {
 
   bool waits_on_device() const override { return true; }
 
+  // One streamed call at a time per device, as its buffers are sized for: calls queue here, while
+  // tensor operations go on between their commands.
+  void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
+                    const CallOptions& options) final {
+    const DeviceInfo& info = device_at(options.device).info;
+    std::lock_guard<std::mutex> lock(streaming_[static_cast<size_t>(options.device)]);
+    stream_logistic_map(*this, info, in, out, plan, options);
+  }
+
  protected:
   virtual std::string name() const = 0;
   virtual std::string describe(const DeviceInfo& info) const = 0;
@@ -56,6 +67,7 @@ class DeviceBackend : public Backend {
     std::call_once(discovered_, [this] {
       unavailable_ = find_devices(devices_);
       for (size_t i = 0; i < devices_.size(); ++i) devices_[i]->info.index = static_cast<int>(i);
+      streaming_ = std::make_unique<std::mutex[]>(devices_.size());
     });
   }
 
@@ -64,6 +76,7 @@ class DeviceBackend : public Backend {
 
   std::once_flag discovered_;
   std::vector<std::unique_ptr<State>> devices_;
+  std::unique_ptr<std::mutex[]> streaming_;  // one per device
   std::string unavailable_;
 };
 

@@ -1,6 +1,7 @@
 // Validation and precomputation for the logistic map (see logistic_map.hpp).
 #include "core/logistic_map.hpp"
 
+#include <cstring>
 #include <string>
 
 #include "core/error.hpp"
@@ -59,6 +60,32 @@ uint64_t logistic_map_cost(uint64_t elements, const LogisticMapPlan& plan) {
   const u128 per_element = 1 + (plan.iterations > 0 ? kGeneral : 0) + static_cast<u128>(later) * per_step;
   const u128 cost = static_cast<u128>(elements) * per_element;
   return cost > ~uint64_t{0} ? ~uint64_t{0} : static_cast<uint64_t>(cost);
+}
+
+accel_params logistic_map_params(const LogisticMapPlan& plan, bool f64, int64_t iterations) {
+  accel_params p{};
+  const accel_lm_params& c = plan.exact;
+  const uint64_t exact[] = {c.p, c.mu_mod, c.barrett, static_cast<uint64_t>(c.mu_neg), static_cast<uint64_t>(c.mu_small),
+                            static_cast<uint64_t>(c.int_fast)};
+  static_assert(sizeof exact == sizeof p.size);
+  std::memcpy(p.size, exact, sizeof exact);
+  p.count[0] = plan.f64_exact && f64 ? 1 : 0;
+  const double constants[] = {plan.f64.p, plan.f64.inv_p, plan.f64.mu};
+  static_assert(sizeof constants == sizeof p.bits);
+  std::memcpy(p.bits, constants, sizeof constants);
+  p.count[1] = static_cast<uint64_t>(iterations);
+  return p;
+}
+
+LogisticMapPlan logistic_map_plan_of(const accel_params& params) {
+  LogisticMapPlan plan;
+  plan.exact = {params.size[0], params.size[1], params.size[2], static_cast<accel_i64>(params.size[3]),
+                static_cast<accel_i64>(params.size[4]), static_cast<accel_i64>(params.size[5])};
+  plan.p = static_cast<int64_t>(params.size[0]);
+  plan.f64_exact = params.count[0] != 0;
+  std::memcpy(&plan.f64, params.bits, sizeof plan.f64);
+  plan.iterations = static_cast<int64_t>(params.count[1]);
+  return plan;
 }
 
 }  // namespace accel

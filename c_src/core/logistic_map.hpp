@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/launch.h"
 #include "kernels/logistic_map.h"
 
 namespace accel {
@@ -29,5 +30,12 @@ int64_t logistic_map_reference(int64_t x, const LogisticMapPlan& plan);
 // Rough cost of a call in units of one f64 element-step (~0.5-1 ns), saturating; the other paths
 // weigh more (measured: a 128-bit step costs ~40 units). Used to choose the scheduler.
 uint64_t logistic_map_cost(uint64_t elements, const LogisticMapPlan& plan);
+
+// The plan as the launch door's accel_logistic_map kernel reads it (kernels/tensor_kernels.h):
+// its constants, the f64 path where `f64` (the device has doubles) and the plan allows it, and
+// `iterations` for one launch. The caller sets n and, to generate a range, count[2] and shape[0..1].
+accel_params logistic_map_params(const LogisticMapPlan& plan, bool f64, int64_t iterations);
+// And back: the plan a launch's params describe (the CPU backend runs the kernel as its own loop).
+LogisticMapPlan logistic_map_plan_of(const accel_params& params);
 
 }  // namespace accel

@@ -118,7 +118,7 @@ void launch(const Tensor& on, Kernel kernel, const accel_params& p, const Kernel
             const Cancellation* cancel) {
   if (p.op < 0 || p.op >= kernel_ops(kernel))
     throw std::logic_error(std::string("operation ") + std::to_string(p.op) + " out of range for " + kernel_name(kernel));
-  on.backend->launch(kernel, on.device, p, buffers, work, cancel);
+  on.backend->launch(kernel, on.device, p, buffers, work, cancel, 0);
 }
 
 std::vector<uint64_t> contiguous_strides(const std::vector<uint64_t>& shape) {
@@ -316,14 +316,8 @@ Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const C
   Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
   if (t.count == 0) return out;
   t.backend->copy(*t.buffer, *out.buffer, t.buffer->bytes());
-  accel_params p = params_for(t.count);
-  const accel_lm_params& c = plan.exact;
-  const uint64_t exact[] = {c.p, c.mu_mod, c.barrett, static_cast<uint64_t>(c.mu_neg), static_cast<uint64_t>(c.mu_small),
-                            static_cast<uint64_t>(c.int_fast)};
-  std::copy(std::begin(exact), std::end(exact), p.size);
-  p.count[0] = plan.f64_exact && t.backend->supports(DType::F64, t.device) ? 1 : 0;
-  const double f64[] = {plan.f64.p, plan.f64.inv_p, plan.f64.mu};
-  std::memcpy(p.bits, f64, sizeof f64);
+  accel_params p = logistic_map_params(plan, t.backend->supports(DType::F64, t.device), 0);
+  p.n = t.count;
   const bool device = t.backend->waits_on_device();
   const int64_t batch =
       device ? iterations_per_launch(logistic_map_cost(t.count, plan), plan.iterations,

@@ -216,9 +216,11 @@ ACCEL_COPY_KERNEL(1, accel_u8)
 ACCEL_COPY_KERNEL(4, accel_i32)
 ACCEL_COPY_KERNEL(8, accel_i64)
 
-/* The logistic map of an :s64 tensor, in place (b0), p->count[1] iterations: size[0..5] are the
- * plan's exact constants (accel_lm_params, in order); count[0] set selects the f64 path, whose
- * constants (p, 1 / p, mu) are bits[0..2]. The math is kernels/logistic_map.h's. */
+/* The logistic map over b0 in place (an :s64 tensor, or a streamed chunk), p->count[1] iterations:
+ * size[0..5] are the plan's exact constants (accel_lm_params, in order); count[0] set selects the
+ * f64 path, whose constants (p, 1 / p, mu) are bits[0..2]. count[2] set: the input is not read but
+ * generated, element i being shape[0] + i * shape[1] (a range, in wrapping arithmetic: every element
+ * lies between the range's ends, so it is exact). The math is kernels/logistic_map.h's. */
 ACCEL_KERNEL(accel_logistic_map) {
   accel_lm_params c;
   c.p = p->size[0];
@@ -229,17 +231,18 @@ ACCEL_KERNEL(accel_logistic_map) {
   c.int_fast = (accel_i64)p->size[5];
   ACCEL_GLOBAL accel_i64* x = (ACCEL_GLOBAL accel_i64*)b0;
   const accel_i64 iterations = (accel_i64)p->count[1];
+  const accel_i64 x0 = p->count[2] ? (accel_i64)(p->shape[0] + i * p->shape[1]) : x[i];
 #if ACCEL_HAS_F64
   if (p->count[0]) {
     accel_lm_f64 f;
     f.p = accel_bits_f64(p->bits[0]);
     f.inv_p = accel_bits_f64(p->bits[1]);
     f.mu = accel_bits_f64(p->bits[2]);
-    x[i] = accel_lm_iterate_f64(x[i], iterations, c, f);
+    x[i] = accel_lm_iterate_f64(x0, iterations, c, f);
     return;
   }
 #endif
-  x[i] = accel_lm_iterate(x[i], iterations, c);
+  x[i] = accel_lm_iterate(x0, iterations, c);
 }
 
 #endif /* ACCEL_KERNELS_TENSOR_KERNELS_H */

@@ -25,7 +25,11 @@ class CpuBackend final : public Backend {
   void copy(const DeviceBuffer& src, DeviceBuffer& dst, size_t bytes) override;
   void zero(DeviceBuffer& dst) override;
   void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers,
-              size_t work_per_item, const Cancellation* cancel) override;
+              size_t work_per_item, const Cancellation* cancel, size_t queue) override;
+  // One queue, and host memory: transfers are copies, done on return.
+  void enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) override;
+  void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override;
+  void finish(int device, size_t queue) override;
   void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
               size_t n) override;
   int64_t allocated_bytes(int) override { return tensor_bytes_->load(std::memory_order_relaxed); }

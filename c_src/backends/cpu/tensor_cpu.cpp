@@ -67,10 +67,15 @@ const HostEntry kEntries[] = {ACCEL_KERNEL_LIST(ACCEL_HOST_ENTRY)};
 #undef ACCEL_HOST_ENTRY
 static_assert(sizeof kEntries / sizeof kEntries[0] == kKernelCount);
 
+void check_queue(int device, size_t queue) {
+  if (device != 0) throw ArgumentError("the cpu backend has one device, 0; got device " + std::to_string(device));
+  if (queue != 0) throw ArgumentError("the cpu backend has one queue, 0; got queue " + std::to_string(queue));
+}
+
 }  // namespace
 
 std::shared_ptr<DeviceBuffer> CpuBackend::allocate(int device, size_t bytes) {
-  if (device != 0) throw ArgumentError("the cpu backend has one device, 0; got device " + std::to_string(device));
+  check_queue(device, 0);
   return std::make_shared<CpuBuffer>(bytes, tensor_bytes_);
 }
 
@@ -88,26 +93,37 @@ void CpuBackend::download(const DeviceBuffer& src, void* dst, size_t bytes) {
 
 void CpuBackend::copy(const DeviceBuffer& src, DeviceBuffer& dst, size_t bytes) { download(src, data<unsigned char>(dst), bytes); }
 
+void CpuBackend::enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) {
+  check_queue(dst.device(), queue);
+  std::memcpy(data<unsigned char>(dst), src, bytes);
+}
+
+void CpuBackend::enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) {
+  check_queue(src.device(), queue);
+  std::memcpy(dst, data<unsigned char>(src), bytes);
+}
+
+void CpuBackend::finish(int device, size_t queue) { check_queue(device, queue); }
+
 void CpuBackend::zero(DeviceBuffer& dst) { std::memset(data<unsigned char>(dst), 0, dst.bytes()); }
 
 void CpuBackend::launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers,
-                        size_t work_per_item, const Cancellation* cancel) {
-  if (device != 0) throw ArgumentError("the cpu backend has one device, 0; got device " + std::to_string(device));
+                        size_t work_per_item, const Cancellation* cancel, size_t queue) {
+  check_queue(device, queue);
   void* b[4];
   for (size_t i = 0; i < 4; ++i) b[i] = buffers[i] != nullptr ? data<unsigned char>(*buffers[i]) : nullptr;
   if (kernel == Kernel::accel_logistic_map) {
     // The same math as the kernel, through the CPU's tuned loop (blocks of 256, the f64 path
     // vectorised and dispatched to AVX2): ~2x the per-element loop. In place, cancellable inside.
-    LogisticMapPlan plan;
-    plan.exact = {params.size[0], params.size[1], params.size[2], static_cast<accel_i64>(params.size[3]),
-                  static_cast<accel_i64>(params.size[4]), static_cast<accel_i64>(params.size[5])};
-    plan.f64_exact = params.count[0] != 0;
-    std::memcpy(&plan.f64, params.bits, sizeof plan.f64);
-    plan.iterations = static_cast<int64_t>(params.count[1]);
+    const LogisticMapPlan plan = logistic_map_plan_of(params);
     auto* x = static_cast<unsigned char*>(b[0]);
+    const size_t n = static_cast<size_t>(params.n);
     CallOptions options;
     options.cancel = cancel;
-    logistic_map(Int64Source::of_bytes(x, static_cast<size_t>(params.n)), x, plan, options);
+    logistic_map(params.count[2] ? Int64Source::of_range(static_cast<int64_t>(params.shape[0]),
+                                                         static_cast<int64_t>(params.shape[1]), n)
+                                 : Int64Source::of_bytes(x, n),
+                 x, plan, options);
     return;
   }
   const HostEntry entry = kEntries[static_cast<int>(kernel)];

@@ -1,21 +1,21 @@
 // The CUDA backend, over the CUDA runtime linked statically: the NIF loads wherever the toolkit's
 // libraries are absent, and reports the driver's own reason where no driver or device exists.
-// Discovery happens once, on first use. Each device gets, lazily and once, two streams and two
-// device buffers; a call's chunks alternate between them, so the transfers of one chunk overlap the
-// kernel of the other (in-order within a stream). Tensors go through the launch door: every kernel
-// of kernels/tensor_kernels.h (cuda_tensor.cu) is launched the same way, on streams[0], in order.
-// Calls on a device are serialised by its mutex. (cuda_support: errors, geometry, cuBLAS.)
+// Discovery happens once, on first use. Each device gets, lazily and once, two streams: the launch
+// door's queues. Everything goes through the door: every kernel of kernels/tensor_kernels.h
+// (cuda_tensor.cu) is launched the same way; tensor operations on streams[0], in order, and streamed
+// calls (the logistic map, core/device_stream.hpp) on both, each chunk's commands in order on one,
+// so that one chunk's transfers overlap the other's kernel. The door's calls on a device are
+// serialised by its mutex. (cuda_support: errors, geometry, cuBLAS.)
 #include <algorithm>
 #include <atomic>
 #include <climits>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_support.hpp"
-#include "backends/cuda/logistic_map_kernel.cuh"
-#include "core/chunk_plan.hpp"
 #include "core/device_backend.hpp"
 #include "core/error.hpp"
 
@@ -29,19 +29,15 @@ struct DeviceState {
   int ordinal = 0;
   std::mutex mutex;  // guards everything below and serialises calls on this device
   bool ready = false;
-  cudaStream_t streams[kSlots] = {};  // streams[0] also carries every tensor operation, in order
-  long long* buffers[kSlots] = {};
-  size_t buffer_elements = 0;
+  cudaStream_t streams[kSlots] = {};  // the door's queues; streams[0] carries every tensor operation
   cublasHandle_t cublas = nullptr;  // created on the first matmul
   std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
 
   ~DeviceState() {
     if (!ready) return;
     cudaSetDevice(ordinal);
-    for (size_t s = 0; s < kSlots; ++s) {
-      if (buffers[s] != nullptr) cudaFree(buffers[s]);
+    for (size_t s = 0; s < kSlots; ++s)
       if (streams[s] != nullptr) cudaStreamDestroy(streams[s]);
-    }
     if (cublas != nullptr) Cublas::get().destroy(cublas);
   }
 };
@@ -76,50 +72,6 @@ T* ptr(const DeviceBuffer& b) {
 
 class CudaBackend final : public DeviceBackend<DeviceState> {
  public:
-  void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
-                    const CallOptions& options) override {
-    DeviceState& d = device_at(options.device);
-    std::lock_guard<std::mutex> lock(d.mutex);
-    ACCEL_CUDA(cudaSetDevice(d.ordinal));  // per calling thread: dirty schedulers come and go
-    if (in.count == 0) return;
-    // Two buffers must fit at once, within a quarter of the device's memory.
-    const size_t chunk = chunk_elements(in.count, d.info.memory / 8 / 8, options.chunk_elements);
-    ready(d, chunk);
-    const bool from_range = in.kind == Int64Source::Kind::Range;
-    const int use_f64 = plan.f64_exact ? 1 : 0;
-    const uint64_t budget = launch_budget(d.info.compute_units);
-    try {
-      for (const Chunk& part : plan_chunks(in.count, chunk, kSlots)) {
-        cudaStream_t stream = d.streams[part.slot];
-        // At most two chunks in flight: wait for this slot's previous chunk, which also gives a
-        // cancelled call its chance to stop between chunks.
-        ACCEL_CUDA(cudaStreamSynchronize(stream));
-        if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
-        long long* buffer = d.buffers[part.slot];
-        if (!from_range)
-          ACCEL_CUDA(cudaMemcpyAsync(buffer, in.bytes + part.offset * 8, part.count * 8, cudaMemcpyHostToDevice, stream));
-        const unsigned blocks = static_cast<unsigned>((part.count + kThreads - 1) / kThreads);
-        const int64_t batch = iterations_per_launch(logistic_map_cost(part.count, plan), plan.iterations, budget);
-        // One launch unless the chunk's iterations would hold the device too long.
-        run_launches(
-            plan.iterations, batch, true, options.cancel,
-            [&](int64_t now, bool first) {
-              const bool generate = from_range && first;
-              logistic_map_kernel<<<blocks, kThreads, 0, stream>>>(buffer, part.count,
-                                                                   generate ? in.at(part.offset) : 0, in.step, generate,
-                                                                   plan.exact, use_f64, plan.f64, now);
-              ACCEL_CUDA(cudaGetLastError());
-            },
-            [&] { ACCEL_CUDA(cudaStreamSynchronize(stream)); });
-        ACCEL_CUDA(cudaMemcpyAsync(out + part.offset * 8, buffer, part.count * 8, cudaMemcpyDeviceToHost, stream));
-      }
-      for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaStreamSynchronize(d.streams[s]));
-    } catch (...) {
-      for (size_t s = 0; s < kSlots; ++s) cudaStreamSynchronize(d.streams[s]);  // no copy may outlive `out`
-      throw;
-    }
-  }
-
   // ---- tensors, the launch door: queued on streams[0] in order; only downloads wait ----
 
   std::shared_ptr<DeviceBuffer> allocate(int device, size_t bytes) override {
@@ -155,12 +107,33 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
   }
 
   void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers, size_t,
-              const Cancellation*) override {
+              const Cancellation*, size_t queue) override {
     on_device(device, [&](DeviceState& d) {
       void* b[4];
       for (size_t i = 0; i < 4; ++i) b[i] = buffers[i] != nullptr ? ptr<void>(*buffers[i]) : nullptr;
-      launch_tensor_kernel(kernel, d.streams[0], params, b);
+      launch_tensor_kernel(kernel, stream_at(d, queue), params, b);
     });
+  }
+
+  size_t queues(int) override { return kSlots; }
+
+  // Straight from and into the caller's (pageable) memory: the copy engine stages it.
+  void enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) override {
+    on_device(dst.device(), [&](DeviceState& d) {
+      ACCEL_CUDA(cudaMemcpyAsync(ptr<void>(dst), src, bytes, cudaMemcpyHostToDevice, stream_at(d, queue)));
+    });
+  }
+
+  void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override {
+    on_device(src.device(), [&](DeviceState& d) {
+      ACCEL_CUDA(cudaMemcpyAsync(dst, ptr<void>(src), bytes, cudaMemcpyDeviceToHost, stream_at(d, queue)));
+    });
+  }
+
+  // Waits without holding the device: the other queue's commands are enqueued meanwhile.
+  void finish(int device, size_t queue) override {
+    cudaStream_t stream = on_device(device, [&](DeviceState& d) { return stream_at(d, queue); });
+    ACCEL_CUDA(cudaStreamSynchronize(stream));
   }
 
   void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
@@ -237,26 +210,27 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     DeviceState& d = device_at(device);
     std::lock_guard<std::mutex> lock(d.mutex);
     ACCEL_CUDA(cudaSetDevice(d.ordinal));
-    ready(d, 0);
+    ready(d);
     return f(d);
   }
 
-  // Streams once per device; buffers grown to the largest chunk seen, then reused by every call.
-  static void ready(DeviceState& d, size_t chunk) {
-    if (!d.ready) {
-      for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaStreamCreateWithFlags(&d.streams[s], cudaStreamNonBlocking));
-      d.ready = true;
-    }
-    if (d.buffer_elements >= chunk) return;
-    for (size_t s = 0; s < kSlots; ++s) {
-      if (d.buffers[s] != nullptr) ACCEL_CUDA(cudaFree(d.buffers[s]));
-      d.buffers[s] = nullptr;
-    }
-    d.buffer_elements = 0;
-    for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaMalloc(reinterpret_cast<void**>(&d.buffers[s]), chunk * 8));
-    d.buffer_elements = chunk;
+  static cudaStream_t stream_at(DeviceState& d, size_t queue) {
+    if (queue >= kSlots) throw std::logic_error("CUDA queue " + std::to_string(queue) + " out of range");
+    return d.streams[queue];
   }
 
+  // Streams once per device. The stream-ordered pool keeps up to an eighth of the device's memory
+  // when it is freed (a streamed call's chunk buffers, a chain's temporaries), rather than
+  // returning it to the driver at every synchronisation and allocating it again on the next call.
+  static void ready(DeviceState& d) {
+    if (d.ready) return;
+    for (size_t s = 0; s < kSlots; ++s) ACCEL_CUDA(cudaStreamCreateWithFlags(&d.streams[s], cudaStreamNonBlocking));
+    cudaMemPool_t pool;
+    ACCEL_CUDA(cudaDeviceGetDefaultMemPool(&pool, d.ordinal));
+    uint64_t keep = d.info.memory / 8;
+    ACCEL_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    d.ready = true;
+  }
 };
 
 }  // namespace

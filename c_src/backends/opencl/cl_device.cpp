@@ -1,6 +1,9 @@
 // The OpenCL device state's lazy parts: context and queues, the program cache, tensor kernels.
 #include "backends/opencl/cl_device.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "backends/opencl/opencl_backend.hpp"
 #include "core/error.hpp"
 #include "opencl_tensor_kernels.hpp"  // generated: kTensorSource
@@ -43,6 +46,11 @@ cl::Kernel& tensor_kernel(DeviceState& d, Kernel kernel) {
   cl::Kernel& k = d.kernels.at(static_cast<size_t>(kernel));
   if (k() == nullptr) k = cl::Kernel(program(d, "tensor", kTensorSource), kernel_name(kernel));
   return k;
+}
+
+cl::CommandQueue& queue_at(DeviceState& d, size_t queue) {
+  if (queue >= kQueues) throw std::logic_error("OpenCL queue " + std::to_string(queue) + " out of range");
+  return d.queues[queue];
 }
 
 void drain(DeviceState& d) noexcept {

@@ -16,6 +16,8 @@
 
 namespace accel::opencl {
 
+constexpr size_t kQueues = 2;
+
 struct DeviceState {
   DeviceInfo info;
   cl::Device device;
@@ -23,9 +25,10 @@ struct DeviceState {
   std::mutex mutex;   // guards everything below and serialises calls on this device
   bool ready = false;
   cl::Context context;
-  cl::CommandQueue queues[2];                   // one per buffer slot; queues[0] carries the tensors
+  cl::CommandQueue queues[kQueues];             // the door's queues; queues[0] carries the tensors
   std::map<std::string, cl::Program> programs;  // by name and build options
   std::vector<cl::Kernel> kernels;              // tensor kernels by Kernel number, made on first use
+  int streaming = 0;                            // streamed calls holding the device (Backend::hold)
   // Tensor bytes on this device; shared with each buffer, which may outlive a call.
   std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
 };
@@ -55,6 +58,8 @@ void ready(DeviceState& d);
 cl::Program& program(DeviceState& d, const std::string& name, const char* source);
 // The tensor kernel `kernel`, from the tensor program. Caller holds d.mutex.
 cl::Kernel& tensor_kernel(DeviceState& d, Kernel kernel);
+// The door's queue `queue` (a caller's bug, never a user's, when out of range). Caller holds d.mutex.
+cl::CommandQueue& queue_at(DeviceState& d, size_t queue);
 // Waits for both queues, ignoring errors: no transfer may outlive the memory it reads or writes.
 void drain(DeviceState& d) noexcept;
 

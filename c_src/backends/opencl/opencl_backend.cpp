@@ -1,22 +1,19 @@
 // The OpenCL backend, over the Khronos C++ bindings and the ICD loader: any vendor's devices, and
-// PoCL's CPU device on machines without a GPU. Discovery happens once, on first use. The logistic
-// map streams a call's chunks through two queues, each with its own buffer, so one chunk's transfers
-// overlap the other's kernel (double buffering). Tensors go through the launch door: every kernel
-// of kernels/tensor_kernels.h is launched the same way, on the device's first queue, in order.
-// Calls on a device are serialised by its mutex. Every OpenCL error becomes accel::Error naming the
+// PoCL's CPU device on machines without a GPU. Discovery happens once, on first use. Everything
+// goes through the launch door: every kernel of kernels/tensor_kernels.h is launched the same way;
+// tensor operations on the device's first queue, in order, and streamed calls (the logistic map,
+// core/device_stream.hpp) on both queues, each chunk's commands in order on one of them. The
+// door's calls on a device are serialised by its mutex. Every OpenCL error becomes accel::Error naming the
 // call and the error code. (cl_support: errors and the SIGCHLD guard; cl_device: state and programs.)
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <utility>
 
 #include "backends/opencl/cl_device.hpp"
 #include "backends/opencl/cl_support.hpp"
 #include "backends/opencl/opencl_backend.hpp"
-#include "core/chunk_plan.hpp"
 #include "core/device_backend.hpp"
 #include "core/error.hpp"
-#include "opencl_kernels.hpp"  // generated: kLogisticMapSource
 
 #ifdef ACCEL_WITH_CLBLAST
 #include <clblast.h>
@@ -25,12 +22,6 @@
 namespace accel::opencl {
 namespace {
 
-cl_ulong bits(double d) {
-  cl_ulong u;
-  std::memcpy(&u, &d, sizeof u);
-  return u;
-}
-
 std::string type_name(cl_device_type type) {
   if (type & CL_DEVICE_TYPE_GPU) return "gpu";
   if (type & CL_DEVICE_TYPE_CPU) return "cpu";
@@ -38,84 +29,10 @@ std::string type_name(cl_device_type type) {
   return "other";
 }
 
-// The logistic map kernel's arguments other than the data, count, range and iterations (0-4, 11).
-void set_logistic_constants(cl::Kernel& kernel, const LogisticMapPlan& plan, bool fp64) {
-  const accel_lm_params& c = plan.exact;
-  kernel.setArg(5, static_cast<cl_ulong>(c.p));
-  kernel.setArg(6, static_cast<cl_ulong>(c.mu_mod));
-  kernel.setArg(7, static_cast<cl_ulong>(c.barrett));
-  kernel.setArg(8, static_cast<cl_long>(c.mu_neg));
-  kernel.setArg(9, static_cast<cl_long>(c.mu_small));
-  kernel.setArg(10, static_cast<cl_long>(c.int_fast));
-  kernel.setArg(12, static_cast<cl_int>(fp64 && plan.f64_exact));
-  kernel.setArg(13, bits(plan.f64.p));
-  kernel.setArg(14, bits(plan.f64.inv_p));
-  kernel.setArg(15, bits(plan.f64.mu));
-}
-
 class OpenClBackend final : public DeviceBackend<DeviceState> {
  public:
-  void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
-                    const CallOptions& options) override {
-    DeviceState& d = device_at(options.device);
-    ChildWaitGuard child_wait;
-    std::lock_guard<std::mutex> lock(d.mutex);
-    try {
-      ready(d);
-      cl::Kernel kernel(program(d, "logistic_map", kLogisticMapSource), "accel_logistic_map");
-      if (in.count == 0) return;
-      // A buffer may not exceed the device's largest allocation: larger inputs go through in chunks,
-      // and only then is a second buffer worth having.
-      const size_t chunk = chunk_elements(in.count, d.info.max_alloc / 8, options.chunk_elements);
-      const size_t slots = chunk < in.count ? 2 : 1;
-      cl::Buffer buffers[2];
-      for (size_t s = 0; s < slots; ++s) buffers[s] = cl::Buffer(d.context, CL_MEM_READ_WRITE, chunk * 8);
-      const bool from_range = in.kind == Int64Source::Kind::Range;
-      const uint64_t budget = launch_budget(d.info.compute_units);
-      cl::Event done[2];  // the last read enqueued on each slot
-      try {
-        for (const Chunk& part : plan_chunks(in.count, chunk, slots)) {
-          // At most two chunks in flight: wait for this slot's previous chunk, which also gives a
-          // cancelled call its chance to stop between chunks.
-          if (done[part.slot]()) done[part.slot].wait();
-          if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
-          const size_t offset = part.offset, m = part.count;
-          cl::CommandQueue& queue = d.queues[part.slot];
-          cl::Buffer& buffer = buffers[part.slot];
-          // Non-blocking transfers straight from and into the caller's memory; each in-order queue
-          // orders its slot's commands, and finish() below waits before that memory can go away.
-          if (!from_range) queue.enqueueWriteBuffer(buffer, CL_FALSE, 0, m * 8, in.bytes + offset * 8);
-          kernel.setArg(0, buffer);
-          kernel.setArg(1, static_cast<cl_ulong>(m));
-          kernel.setArg(3, static_cast<cl_long>(in.step));
-          set_logistic_constants(kernel, plan, d.fp64);
-          const size_t global = global_size(m);
-          const int64_t batch = iterations_per_launch(logistic_map_cost(m, plan), plan.iterations, budget);
-          // One launch unless the chunk's iterations would hold the device too long.
-          run_launches(
-              plan.iterations, batch, true, options.cancel,
-              [&](int64_t now, bool first) {
-                const bool generate = from_range && first;
-                kernel.setArg(2, static_cast<cl_long>(generate ? in.at(offset) : 0));
-                kernel.setArg(4, static_cast<cl_int>(generate));
-                kernel.setArg(11, static_cast<cl_long>(now));
-                queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NullRange);
-              },
-              [&] { queue.finish(); });
-          queue.enqueueReadBuffer(buffer, CL_FALSE, 0, m * 8, out + offset * 8, nullptr, &done[part.slot]);
-        }
-        for (auto& q : d.queues) q.finish();
-      } catch (...) {
-        drain(d);  // no transfer may outlive the caller's memory
-        throw;
-      }
-    } catch (const cl::Error& e) {
-      throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(options.device) + " (" + d.info.name + "): " + cl_error_text(e));
-    }
-  }
-
-  // ---- tensors: every operation is queued on the device's first queue, in order; a call returns
-  // once its commands are queued (clFlush), except downloads, which wait. ----
+  // ---- the launch door: tensor operations are queued on the device's first queue, in order; a
+  // call returns once its commands are queued (clFlush), except downloads, which wait. ----
 
   std::shared_ptr<DeviceBuffer> allocate(int device, size_t bytes) override {
     return on_device(device, [&](DeviceState& d) -> std::shared_ptr<DeviceBuffer> {
@@ -150,14 +67,57 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
   }
 
   void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers, size_t,
-              const Cancellation*) override {
+              const Cancellation*, size_t queue) override {
     on_device(device, [&](DeviceState& d) {
       cl::Kernel& k = tensor_kernel(d, kernel);
       for (cl_uint i = 0; i < 4; ++i) k.setArg(i, buffers[i] != nullptr ? mem(*buffers[i]) : cl::Buffer());
       k.setArg(4, sizeof params, &params);
-      d.queues[0].enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(params.n)), cl::NullRange);
-      d.queues[0].flush();
+      cl::CommandQueue& q = queue_at(d, queue);
+      q.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(params.n)), cl::NullRange);
+      q.flush();
     });
+  }
+
+  size_t queues(int) override { return kQueues; }
+
+  // Non-blocking, straight from and into the caller's memory (see Backend::queues).
+  void enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) override {
+    on_device(dst.device(), [&](DeviceState& d) {
+      cl::CommandQueue& q = queue_at(d, queue);
+      q.enqueueWriteBuffer(mem(dst), CL_FALSE, 0, bytes, src);
+      q.flush();
+    });
+  }
+
+  void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override {
+    on_device(src.device(), [&](DeviceState& d) {
+      cl::CommandQueue& q = queue_at(d, queue);
+      q.enqueueReadBuffer(mem(src), CL_FALSE, 0, bytes, dst);
+      q.flush();
+    });
+  }
+
+  void finish(int device, size_t queue) override {
+    on_device(device, [&](DeviceState& d) { queue_at(d, queue).finish(); });
+  }
+
+  // Keeps SIGCHLD's default disposition for the whole call, so that a CPU device's commands may
+  // run ahead of the host as a GPU's do (see on_device), and waits for them all at the end.
+  std::shared_ptr<void> hold(int device) override {
+    struct Held {
+      DeviceState& d;
+      ChildWaitGuard child_wait;
+      explicit Held(DeviceState& state) : d(state) {
+        std::lock_guard<std::mutex> lock(d.mutex);
+        ++d.streaming;
+      }
+      ~Held() {
+        std::lock_guard<std::mutex> lock(d.mutex);
+        drain(d);
+        --d.streaming;
+      }
+    };
+    return std::make_shared<Held>(device_at(device));
   }
 
   void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
@@ -245,11 +205,11 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       ready(d);
       // On a CPU device (PoCL) a queued kernel may be compiled and linked only when it runs, by a
       // child process whose wait needs the SIGCHLD disposition ChildWaitGuard holds: so the work
-      // must finish before the guard goes. Async queues would buy nothing there anyway.
+      // must finish before the guard goes, unless a streamed call holds the device (hold()).
       struct FinishOnCpu {
         DeviceState& d;
         ~FinishOnCpu() {
-          if (d.info.type == "cpu") drain(d);
+          if (d.info.type == "cpu" && d.streaming == 0) drain(d);
         }
       } finish{d};
       return f(d);
