@@ -22,9 +22,11 @@ defmodule Accel.MixProject do
     [extra_applications: [:logger]]
   end
 
-  # Flow is optional and, like every hex package, unreachable on our build machines: declare it only
-  # when asked (ACCEL_FLOW=1) so that a project using Flow compiles it before Accel.Flow.
+  # Flow is optional, declared the way Mix projects declare it: a project that depends on Flow gets
+  # Accel.Flow, since Mix then compiles Flow before Accel. Accel's own scripts (bin/) also run where
+  # hex is unreachable: there, without deps/flow, they set ACCEL_WITHOUT_FLOW=1, which drops the
+  # declaration (`mix deps.get` first makes them run against Flow).
   defp deps do
-    if System.get_env("ACCEL_FLOW") in ["1", "true"], do: [{:flow, "~> 1.2", optional: true}], else: []
+    if System.get_env("ACCEL_WITHOUT_FLOW") in ["1", "true"], do: [], else: [{:flow, "~> 1.2", optional: true}]
   end
 end

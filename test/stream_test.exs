@@ -120,6 +120,19 @@ defmodule Accel.StreamTest do
                Accel.logistic_map(1..10)
     end
 
+    test "emit: :elements takes any enumerable result, and names a result it cannot split" do
+      assert Accel.Stream.map_chunks(1..10, &MapSet.new/1, chunk_size: 5) |> Enum.sort() ==
+               Enum.to_list(1..10)
+
+      for bad <- [:oops, <<1, 2, 3>>] do
+        assert_raise ArgumentError,
+                     ~r/map_chunks\/3 with emit: :elements needs each result.*got: #{inspect(bad)}/,
+                     fn ->
+                       Accel.Stream.map_chunks(1..10, fn _ -> bad end) |> Enum.to_list()
+                     end
+      end
+    end
+
     test "keeps order, and ordered: false still yields every result" do
       slow_first = fn [x | _] = chunk ->
         if x == 1, do: Process.sleep(200)

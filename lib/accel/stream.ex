@@ -216,12 +216,37 @@ defmodule Accel.Stream do
   defp emit(results, :elements) do
     Stream.flat_map(results, fn result ->
       case unwrap(result) do
-        binary when is_binary(binary) -> for <<x::signed-native-64 <- binary>>, do: x
         {:exit, _} = exit -> [exit]
-        other -> other
+        other -> elements(other, "Accel.Stream.map_chunks/3")
       end
     end)
   end
+
+  # What `emit: :elements` makes of a chunk's result, here and in Accel.Flow: a list as it is, a
+  # binary read as native-endian signed 64-bit integers (`as: :binary` results), any other
+  # enumerable's elements.
+  @doc false
+  @spec elements(term(), String.t()) :: list()
+  def elements(list, _function) when is_list(list), do: list
+
+  def elements(binary, _function) when is_binary(binary) and rem(byte_size(binary), 8) == 0 do
+    for <<x::signed-native-64 <- binary>>, do: x
+  end
+
+  def elements(other, function) do
+    if Enumerable.impl_for(other) == nil or is_binary(other), do: not_elements!(other, function)
+    Enum.to_list(other)
+  end
+
+  defp not_elements!(other, function) do
+    raise ArgumentError,
+          "#{function} with emit: :elements needs each result to be a list (or an enumerable), or a " <>
+            "binary of whole signed 64-bit integers; got: #{inspect(other, limit: 5)}"
+  end
+
+  # The chunking options, for Accel.Flow's sources.
+  @doc false
+  def chunk_options, do: @chunk_options
 
   defp unwrap({:ok, result}), do: result
   defp unwrap({:exit, _reason} = exit), do: exit
