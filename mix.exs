@@ -27,6 +27,8 @@ defmodule Accel.MixProject do
   # hex is unreachable: there, without deps/flow, they set ACCEL_WITHOUT_FLOW=1, which drops the
   # declaration (`mix deps.get` first makes them run against Flow).
   defp deps do
-    if System.get_env("ACCEL_WITHOUT_FLOW") in ["1", "true"], do: [], else: [{:flow, "~> 1.2", optional: true}]
+    if System.get_env("ACCEL_WITHOUT_FLOW") in ["1", "true"],
+      do: [],
+      else: [{:flow, "~> 1.2", optional: true}]
   end
 end

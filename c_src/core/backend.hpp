@@ -67,6 +67,17 @@ class Backend {
   // are never reached for it. Throws Error("out_of_memory") when the device is full, ArgumentError
   // for a bad device index.
   virtual std::shared_ptr<DeviceBuffer> allocate(int, size_t) { no_tensors(); }
+  // A buffer over `bytes` of host memory at `data`, which `owner` keeps alive, where the device
+  // computes on host memory (the CPU backend): a tensor made without a copy. Read only: no
+  // operation writes into a tensor it did not allocate. Null where the device cannot (the caller
+  // then allocates and uploads). `data` is aligned for the tensor's element type.
+  virtual std::shared_ptr<DeviceBuffer> wrap_host(int /*device*/, const void* /*data*/, size_t /*bytes*/,
+                                                  std::shared_ptr<const void> /*owner*/) {
+    return nullptr;
+  }
+  // The buffer's bytes, readable in place, where they are host memory (the CPU backend); null
+  // elsewhere. A tensor's buffer is written only while the operation making it runs.
+  virtual const void* host_view(const DeviceBuffer&) { return nullptr; }
   virtual void upload(DeviceBuffer&, const void*) { no_tensors(); }  // dst.bytes() bytes
   virtual void download(const DeviceBuffer&, void*, size_t /*bytes: a prefix*/) { no_tensors(); }
   virtual void copy(const DeviceBuffer& /*src*/, DeviceBuffer& /*dst*/, size_t /*bytes*/) { no_tensors(); }

@@ -196,11 +196,27 @@ size_t checked_bytes(uint64_t count, DType type) {
   return static_cast<size_t>(count * dtype_size(type));
 }
 
-Tensor tensor_from_bytes(Backend& backend, int device, DType type, const void* bytes, size_t size) {
+Tensor tensor_from_bytes(Backend& backend, int device, DType type, const void* bytes, size_t size,
+                         std::shared_ptr<const void> owner) {
   if (size % dtype_size(type) != 0)
     throw ArgumentError("a binary of " + std::to_string(size) + " bytes is not a whole number of :" + dtype_name(type) +
                         " elements (" + std::to_string(dtype_size(type)) + " bytes each)");
-  Tensor t = allocate_like(backend, device, type, size / dtype_size(type));
+  const uint64_t count = size / dtype_size(type);
+  // Without a copy where the device computes on host memory and the bytes are aligned for the type.
+  if (owner != nullptr && size != 0 && reinterpret_cast<uintptr_t>(bytes) % dtype_size(type) == 0) {
+    check_supported(backend, device, type);
+    checked_bytes(count, type);
+    if (auto wrapped = backend.wrap_host(device, bytes, size, owner)) {
+      Tensor t;
+      t.backend = &backend;
+      t.device = device;
+      t.type = type;
+      t.count = static_cast<size_t>(count);
+      t.buffer = std::move(wrapped);
+      return t;
+    }
+  }
+  Tensor t = allocate_like(backend, device, type, count);
   if (size != 0) backend.upload(*t.buffer, bytes);
   return t;
 }

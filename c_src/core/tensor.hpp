@@ -60,6 +60,8 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   size_t bytes() const { return bytes_; }
   int device() const { return device_; }
+  // True over memory the buffer did not allocate (Backend::wrap_host).
+  virtual bool borrowed() const { return false; }
 
  private:
   size_t bytes_;
@@ -82,7 +84,10 @@ struct Scalar {
 };
 
 // The operations, each checked (ArgumentError naming what disagrees) before a backend runs it.
-Tensor tensor_from_bytes(Backend& backend, int device, DType type, const void* bytes, size_t size);
+// `owner`, when given, keeps `bytes` alive and unchanged for as long as it lives: a backend that
+// computes on host memory then makes the tensor without a copy (Backend::wrap_host).
+Tensor tensor_from_bytes(Backend& backend, int device, DType type, const void* bytes, size_t size,
+                         std::shared_ptr<const void> owner = nullptr);
 Tensor tensor_iota(Backend& backend, int device, DType type, uint64_t count);
 // The first `count` elements (at most t.count) into `out`.
 void tensor_to_bytes(const Tensor& t, void* out, uint64_t count);

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "backends/opencl/opencl_backend.hpp"
 #include "core/logistic_map.hpp"
 #include "nif/codecs.hpp"
+#include "nif/small_ints.hpp"
 #include "nif/device_jobs.hpp"
 #include "nif/nif_util.hpp"
 #include "nif/runtime.hpp"
@@ -99,6 +101,11 @@ ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const size_t n = in.source.count;
 
   if (!as_list) {
+    if (in.kind == InputKind::List) {
+      // A decoded list is transformed in place and becomes the result: one fresh buffer, not two.
+      backend.logistic_map(in.source, in.storage.data(), plan, target.options);
+      return make_owned_binary(env, std::move(in.storage), n * 8);
+    }
     unsigned char* out;
     ERL_NIF_TERM result = make_output_binary(env, n * 8, &out);
     backend.logistic_map(in.source, out, plan, target.options);
@@ -155,12 +162,36 @@ ERL_NIF_TERM logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 
 ERL_NIF_TERM noop(ErlNifEnv*, int, const ERL_NIF_TERM[]) { return atoms.ok; }
 
+// Whether lists of small integers are read without a call per element here (nif/small_ints.hpp).
+ERL_NIF_TERM fast_list_reader(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  return enif_make_atom(env, small_int_layout_checked() ? "true" : "false");
+}
+
 ERL_NIF_TERM list_round_trip_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   if (!enif_is_list(env, argv[0])) throw ArgumentError("expected a list of integers, got: " + describe_term(env, argv[0]));
   Int64Input in = decode_int64_input(env, argv[0]);
   const size_t n = in.source.count;
   check_list_output(n);
   return encode_int64_list(env, in.storage, n);
+}
+
+// (count): a list of `count` zeros, made the cheapest way a NIF can return a list (one term array,
+// one enif_make_list_from_array): the floor under every list a NIF returns.
+ERL_NIF_TERM zeros_list_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  ErlNifUInt64 n = 0;
+  if (!enif_get_uint64(env, argv[0], &n)) throw ArgumentError("count must be a non-negative integer, got: " + describe_term(env, argv[0]));
+  check_list_output(static_cast<size_t>(n));
+  HostBuffer terms(static_cast<size_t>(n) * sizeof(ERL_NIF_TERM));
+  auto* cells = reinterpret_cast<ERL_NIF_TERM*>(terms.data());
+  std::fill(cells, cells + n, enif_make_int64(env, 0));
+  return enif_make_list_from_array(env, cells, static_cast<unsigned>(n));
+}
+
+ERL_NIF_TERM zeros_list(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  ErlNifUInt64 n = 0;
+  if (enif_get_uint64(env, argv[0], &n) && runs_inline(static_cast<size_t>(n), static_cast<size_t>(n)))
+    return zeros_list_run(env, argc, argv);
+  return schedule_dirty_cpu(env, "crossing", guarded<zeros_list_run>, argc, argv);
 }
 
 ERL_NIF_TERM range_to_list_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
@@ -350,10 +381,12 @@ ErlNifFunc nif_funcs[] = {
     {"device_queues", 0, guarded<device_queues>, 0},
     {"trim_host_cache", 0, guarded<trim_host_cache>, 0},
     {"noop", 0, noop, 0},
+    {"fast_list_reader", 0, fast_list_reader, 0},
     {"noop_dirty_cpu", 0, noop, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"noop_dirty_io", 0, noop, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"list_round_trip", 1, guarded<sized_by_input<list_round_trip_run>>, 0},
     {"range_to_list", 1, guarded<sized_by_input<range_to_list_run>>, 0},
+    {"zeros_list", 1, guarded<zeros_list>, 0},
     {"binary_round_trip", 1, guarded<sized_by_input<binary_round_trip_run>>, 0},
     {"tensor_upload", 5, guarded<tensor_upload>, 0},
     {"tensor_iota", 5, guarded<tensor_iota>, 0},

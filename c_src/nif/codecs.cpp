@@ -1,5 +1,6 @@
 // Term <-> buffer conversions (see codecs.hpp).
 #include "nif/codecs.hpp"
+#include "nif/small_ints.hpp"
 
 #include <cstring>
 #include <new>
@@ -92,6 +93,7 @@ void check_range_size(size_t count) {
 }  // namespace
 
 bool open_codec_resources(ErlNifEnv* env) {
+  check_small_int_layout(env);
   auto flags = static_cast<ErlNifResourceFlags>(ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER);
   g_buffer_type = enif_open_resource_type(env, nullptr, "accel_host_buffer", destroy_buffer, flags, nullptr);
   return g_buffer_type != nullptr;
@@ -135,10 +137,15 @@ Int64Input decode_int64_input(ErlNifEnv* env, ERL_NIF_TERM term) {
     input.storage = HostBuffer(size_t{length} * 8);
     unsigned char* out = input.storage.data();
     ERL_NIF_TERM head, tail = term;
-    for (size_t i = 0; enif_get_list_cell(env, tail, &head, &tail); ++i) {
+    for (size_t i = 0; i < length;) {
+      // Runs of small integers without a call per element (the buffer is 8-byte aligned); the
+      // API for the rest: bignums within 64 bits, and the element that is not an integer.
+      i += read_small_ints(tail, reinterpret_cast<int64_t*>(out) + i, length - i);
+      if (i == length || !enif_get_list_cell(env, tail, &head, &tail)) break;
       ErlNifSInt64 v;
       if (!enif_get_int64(env, head, &v)) bad_element(env, i, head);
       store_i64(out + i * 8, v);
+      ++i;
     }
     input.source = Int64Source::of_bytes(out, length);
     return input;

@@ -15,6 +15,7 @@
 #include "nif/codecs.hpp"
 #include "nif/nif_util.hpp"
 #include "nif/runtime.hpp"
+#include "nif/small_ints.hpp"
 #include "nif/tensor_nif.hpp"
 #include "nif/tensor_terms.hpp"
 
@@ -62,10 +63,14 @@ void put(ErlNifEnv* env, ERL_NIF_TERM x, DType type, bool infer, unsigned char* 
 // stops (returns false) at the first float so that the caller retries as f64.
 bool walk(ErlNifEnv* env, ERL_NIF_TERM list, size_t depth, const std::vector<uint64_t>& shape, DType type, bool infer,
           unsigned char*& out, size_t width) {
-  unsigned length = 0;
-  if (!enif_get_list_length(env, list, &length) || length != shape[depth]) throw Rejected{};
+  // shape_of measured the outer list; every inner one must have its row's length (not ragged).
+  unsigned length = static_cast<unsigned>(shape[depth]);
+  if (depth != 0 && (!enif_get_list_length(env, list, &length) || length != shape[depth])) throw Rejected{};
   ERL_NIF_TERM head, tail = list;
   const bool leaves = depth + 1 == shape.size();
+  // Runs of small integers without a call per element (a binary's data is 8-byte aligned).
+  if (leaves && type == DType::S64 && reinterpret_cast<uintptr_t>(out) % alignof(int64_t) == 0)
+    out += read_small_ints(tail, reinterpret_cast<int64_t*>(out), length) * width;
   while (enif_get_list_cell(env, tail, &head, &tail)) {
     if (!leaves) {
       if (!walk(env, head, depth + 1, shape, type, infer, out, width)) return false;
@@ -151,7 +156,9 @@ ERL_NIF_TERM number(ErlNifEnv* env, const unsigned char* p, DType type) {
 
 ERL_NIF_TERM nest(ErlNifEnv* env, const unsigned char*& p, DType type, const std::vector<uint64_t>& shape, size_t depth) {
   const size_t n = static_cast<size_t>(shape[depth]);
-  std::vector<ERL_NIF_TERM> cells(n);
+  // Accel's host memory (reused pages, not zeroed) for the terms of a long row.
+  HostBuffer storage(n * sizeof(ERL_NIF_TERM));
+  auto* cells = reinterpret_cast<ERL_NIF_TERM*>(storage.data());
   for (size_t i = 0; i < n; ++i) {
     if (depth + 1 == shape.size()) {
       cells[i] = number(env, p, type);
@@ -160,7 +167,7 @@ ERL_NIF_TERM nest(ErlNifEnv* env, const unsigned char*& p, DType type, const std
       cells[i] = nest(env, p, type, shape, depth + 1);
     }
   }
-  return enif_make_list_from_array(env, cells.data(), static_cast<unsigned>(n));
+  return enif_make_list_from_array(env, cells, static_cast<unsigned>(n));
 }
 
 ERL_NIF_TERM nested_list_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {

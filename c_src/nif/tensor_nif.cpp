@@ -83,6 +83,22 @@ ERL_NIF_TERM scheduled_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], 
 
 // ---- the operations ----
 
+// A binary kept alive outside any process: a private environment holding a copy of its term
+// (for a reference-counted binary, a new reference to the same bytes, not a copy of them).
+struct HeldBinary {
+  ErlNifEnv* env = enif_alloc_env();
+  ErlNifBinary bin{};
+  HeldBinary() = default;
+  HeldBinary(const HeldBinary&) = delete;
+  HeldBinary& operator=(const HeldBinary&) = delete;
+  ~HeldBinary() { enif_free_env(env); }
+};
+
+// Binaries this large become CPU tensors without a copy, and CPU tensors this large binaries (the
+// two share bytes, which no operation writes); smaller ones are copied, which costs less than
+// holding them.
+constexpr size_t kShareBinaryBytes = size_t{64} << 10;
+
 // (binary, type, backend, device)
 ERL_NIF_TERM from_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   ErlNifBinary bin;
@@ -90,7 +106,14 @@ ERL_NIF_TERM from_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const DType type = decode_type(env, argv[1]);
   int device = 0;
   Backend& backend = decode_place(env, argv[2], argv[3], &device);
-  return make_tensor(env, accel::tensor_from_bytes(backend, device, type, bin.data, bin.size));
+  if (bin.size < kShareBinaryBytes || backend.waits_on_device())
+    return make_tensor(env, accel::tensor_from_bytes(backend, device, type, bin.data, bin.size));
+  auto held = std::make_shared<HeldBinary>();
+  if (held->env == nullptr || !enif_inspect_binary(held->env, enif_make_copy(held->env, argv[0]), &held->bin))
+    throw Error("out_of_memory", "could not hold the binary");
+  const unsigned char* data = held->bin.data;
+  const size_t size = held->bin.size;
+  return make_tensor(env, accel::tensor_from_bytes(backend, device, type, data, size, std::move(held)));
 }
 
 // (type, count, backend, device)
@@ -106,6 +129,10 @@ ERL_NIF_TERM iota_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
 ERL_NIF_TERM to_binary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Tensor t = get_tensor(env, argv[0]);
   const uint64_t count = std::min<uint64_t>(decode_count(env, argv[1], "limit"), t.count);
+  const size_t bytes = count * dtype_size(t.type);
+  // Host memory (the CPU backend): the binary shares the tensor's bytes, which nothing writes.
+  if (bytes >= kShareBinaryBytes)
+    if (const void* view = t.backend->host_view(*t.buffer)) return make_view_binary(env, t, view, bytes);
   unsigned char* out = nullptr;
   ERL_NIF_TERM result = make_output_binary(env, count * dtype_size(t.type), &out);
   accel::tensor_to_bytes(t, out, count);

@@ -29,6 +29,9 @@ struct TensorResource {
 bool open_tensor_resources(ErlNifEnv* env);
 // A new tensor term: {resource, backend, device, bytes allocated since the last collection}.
 ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor);
+// A binary over `bytes` of the tensor's host memory at `data` (Backend::host_view), without a
+// copy: the binary keeps the buffer alive.
+ERL_NIF_TERM make_view_binary(ErlNifEnv* env, const Tensor& tensor, const void* data, size_t bytes);
 // The resource behind a term, or null.
 TensorResource* resource_of(ErlNifEnv* env, ERL_NIF_TERM term);
 // A copy of the tensor (sharing its buffer, alive while the call uses it); ArgumentError when the

@@ -9,6 +9,11 @@ defmodule Accel.Crossing do
   large ones on a dirty CPU scheduler), so their timings are the ones a real call pays.
   """
 
+  # Whether this VM reads lists of small integers without a NIF call per element (checked when
+  # the NIF loads; false on a VM whose term layout differs, where every element takes the API).
+  @doc false
+  def fast_list_reader?, do: Accel.NIF.fast_list_reader()
+
   @doc "An empty NIF call on the calling (normal) scheduler. Returns `:ok`."
   @spec noop() :: :ok
   def noop, do: Accel.NIF.noop()
@@ -30,6 +35,20 @@ defmodule Accel.Crossing do
   @spec list_round_trip([integer()]) :: [integer()]
   def list_round_trip(list) when is_list(list), do: Accel.NIF.list_round_trip(list)
   def list_round_trip(other), do: raise(ArgumentError, "expected a list, got: #{inspect(other, limit: 5)}")
+
+  @doc """
+  A list of `count` zeros, built by a NIF the cheapest way one can return a list: the floor under
+  every list a NIF returns (what is left is the VM's heap), against which the other crossings are
+  measured.
+
+      iex> Accel.Crossing.zeros_list(3)
+      [0, 0, 0]
+  """
+  @spec zeros_list(non_neg_integer()) :: [0]
+  def zeros_list(count) when is_integer(count) and count >= 0, do: Accel.NIF.zeros_list(count)
+
+  def zeros_list(other),
+    do: raise(ArgumentError, "expected a non-negative integer count, got: #{inspect(other, limit: 5)}")
 
   @doc """
   Generates a range natively and returns it as a list.

@@ -41,10 +41,12 @@ defmodule Accel.NIF do
   def device_queues, do: :erlang.nif_error(:not_loaded)
   def trim_host_cache, do: :erlang.nif_error(:not_loaded)
   def noop, do: :erlang.nif_error(:not_loaded)
+  def fast_list_reader, do: :erlang.nif_error(:not_loaded)
   def noop_dirty_cpu, do: :erlang.nif_error(:not_loaded)
   def noop_dirty_io, do: :erlang.nif_error(:not_loaded)
   def list_round_trip(_list), do: :erlang.nif_error(:not_loaded)
   def range_to_list(_range), do: :erlang.nif_error(:not_loaded)
+  def zeros_list(_count), do: :erlang.nif_error(:not_loaded)
   def binary_round_trip(_binary), do: :erlang.nif_error(:not_loaded)
 
   def tensor_upload(_binary, _type, _backend, _device, _ref), do: :erlang.nif_error(:not_loaded)

@@ -20,6 +20,9 @@ class CpuBackend final : public Backend {
   void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan, const CallOptions& options) override;
 
   std::shared_ptr<DeviceBuffer> allocate(int device, size_t bytes) override;
+  std::shared_ptr<DeviceBuffer> wrap_host(int device, const void* data, size_t bytes,
+                                          std::shared_ptr<const void> owner) override;
+  const void* host_view(const DeviceBuffer& b) override;
   void upload(DeviceBuffer& dst, const void* src) override;
   void download(const DeviceBuffer& src, void* dst, size_t bytes) override;
   void copy(const DeviceBuffer& src, DeviceBuffer& dst, size_t bytes) override;

@@ -22,14 +22,26 @@ namespace {
 class CpuBuffer final : public DeviceBuffer {
  public:
   CpuBuffer(size_t bytes, std::shared_ptr<std::atomic<int64_t>> counter)
-      : DeviceBuffer(bytes, 0), host_(std::max<size_t>(bytes, 1)), counter_(std::move(counter)) {
+      : DeviceBuffer(bytes, 0), host_(std::max<size_t>(bytes, 1)), data_(host_.data()), counter_(std::move(counter)) {
+    counter_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  }
+  // Over memory someone else owns (wrap_host): `owner` keeps it alive as long as the buffer.
+  CpuBuffer(const void* data, size_t bytes, std::shared_ptr<const void> owner,
+            std::shared_ptr<std::atomic<int64_t>> counter)
+      : DeviceBuffer(bytes, 0),
+        data_(static_cast<unsigned char*>(const_cast<void*>(data))),
+        owner_(std::move(owner)),
+        counter_(std::move(counter)) {
     counter_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   }
   ~CpuBuffer() override { counter_->fetch_sub(static_cast<int64_t>(bytes()), std::memory_order_relaxed); }
-  unsigned char* data() const { return host_.data(); }
+  unsigned char* data() const { return data_; }
+  bool borrowed() const override { return owner_ != nullptr; }
 
  private:
   HostBuffer host_;
+  unsigned char* data_;
+  std::shared_ptr<const void> owner_;
   std::shared_ptr<std::atomic<int64_t>> counter_;
 };
 
@@ -78,6 +90,14 @@ std::shared_ptr<DeviceBuffer> CpuBackend::allocate(int device, size_t bytes) {
   check_queue(device, 0);
   return std::make_shared<CpuBuffer>(bytes, tensor_bytes_);
 }
+
+std::shared_ptr<DeviceBuffer> CpuBackend::wrap_host(int device, const void* data, size_t bytes,
+                                                    std::shared_ptr<const void> owner) {
+  check_queue(device, 0);
+  return std::make_shared<CpuBuffer>(data, bytes, std::move(owner), tensor_bytes_);
+}
+
+const void* CpuBackend::host_view(const DeviceBuffer& b) { return data<unsigned char>(b); }
 
 void CpuBackend::upload(DeviceBuffer& dst, const void* src) {
   pool_.parallel_for(dst.bytes(), size_t{1} << 22, [&](size_t begin, size_t end) {
