@@ -147,7 +147,9 @@ defmodule Accel.Tensor do
 
   @doc """
   A tensor over a binary of native-endian elements of `type`, shaped `shape` (a vector of all of
-  them when no shape is given: `from_binary(bin, :f32)`). The binary is copied to the device once.
+  them when no shape is given: `from_binary(bin, :f32)`). The binary is copied to the device once;
+  on the CPU backend a binary of 64 KiB or more is not copied at all: the tensor shares its bytes
+  (neither is ever written), and keeps the binary alive.
 
   ## Options
 
@@ -203,7 +205,11 @@ defmodule Accel.Tensor do
     new(shape, type, fn ref -> NIF.tensor_iota(type, count, backend, device, ref) end)
   end
 
-  @doc "The elements as a binary of native-endian values (waits for pending device work)."
+  @doc """
+  The elements as a binary of native-endian values (waits for pending device work). On the CPU
+  backend a result of 64 KiB or more shares the tensor's memory instead of copying it, which then
+  lives as long as the binary, past `free/1`.
+  """
   @spec to_binary(t()) :: binary()
   def to_binary(%__MODULE__{} = t), do: Accel.Job.call(&NIF.tensor_download(t.ref, size(t), &1))
   def to_binary(other), do: not_a_tensor!("to_binary/1", other)
@@ -268,7 +274,10 @@ defmodule Accel.Tensor do
 
   def transfer(other, _device), do: not_a_tensor!("transfer/2", other)
 
-  @doc "Releases the tensor's memory now. Later use of `t` (or of a reshape of it) raises."
+  @doc """
+  Releases the tensor's memory now (or once the last binary sharing it, from `to_binary/1` on the
+  CPU backend, is gone). Later use of `t` (or of a reshape of it) raises.
+  """
   @spec free(t()) :: :ok
   def free(%__MODULE__{ref: ref}), do: NIF.tensor_free(ref)
   def free(other), do: not_a_tensor!("free/1", other)
