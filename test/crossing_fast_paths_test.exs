@@ -41,6 +41,9 @@ defmodule Accel.CrossingFastPathsTest do
       assert Accel.logistic_map(list, iterations: 0, as: :binary, backend: :cpu) == Reference.to_binary(list)
       assert T.to_binary(T.from_list(list, type: :s64, backend: :cpu)) == Reference.to_binary(list)
       assert T.to_list(T.from_list(list, backend: :cpu)) == list
+      # And back: lists made from buffers, small integers in place and bignums through the API.
+      assert Accel.logistic_map(list, iterations: 0, backend: :cpu) == list
+      assert Accel.logistic_map(Reference.to_binary(list), iterations: 0, as: :list, backend: :cpu) == list
     end
 
     list = list_with_edges(20_000, 7)

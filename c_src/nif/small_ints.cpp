@@ -28,6 +28,17 @@ size_t read_raw(ERL_NIF_TERM& list, int64_t* out, size_t count) {
   return n;
 }
 
+size_t write_raw(uint64_t* words, size_t count) {
+  constexpr int64_t kMax = (int64_t{1} << 59) - 1, kMin = -(int64_t{1} << 59);
+  size_t n = 0;
+  for (; n < count; ++n) {
+    const int64_t v = static_cast<int64_t>(words[n]);
+    if (v < kMin || v > kMax) break;
+    words[n] = (static_cast<uint64_t>(v) << kSmallShift) | kSmallTag;
+  }
+  return n;
+}
+
 }  // namespace
 
 void check_small_int_layout(ErlNifEnv* env) {
@@ -45,6 +56,12 @@ void check_small_int_layout(ErlNifEnv* env) {
   for (size_t i = 0; i + 1 < n; ++i)
     tags = tags && (terms[i] & kSmallMask) == kSmallTag && static_cast<int64_t>(terms[i]) >> kSmallShift == values[i];
   tags = tags && (terms[n - 1] & kSmallMask) != kSmallTag;
+  for (size_t i = 0; i + 1 < n; ++i) {  // and making them: the API's terms, bit for bit
+    uint64_t word = static_cast<uint64_t>(values[i]);
+    tags = tags && write_raw(&word, 1) == 1 && word == static_cast<uint64_t>(terms[i]);
+  }
+  uint64_t big = static_cast<uint64_t>(values[n - 1]);
+  tags = tags && write_raw(&big, 1) == 0;
   if (!tags) {
     g_layout_ok.store(false, std::memory_order_relaxed);
     return;
@@ -65,6 +82,10 @@ void check_small_int_layout(ErlNifEnv* env) {
 }
 
 bool small_int_layout_checked() { return g_layout_ok.load(std::memory_order_relaxed); }
+
+size_t write_small_ints(uint64_t* words, size_t count) {
+  return g_layout_ok.load(std::memory_order_relaxed) ? write_raw(words, count) : 0;
+}
 
 size_t read_small_ints(ERL_NIF_TERM& list, int64_t* out, size_t count) {
   return g_layout_ok.load(std::memory_order_relaxed) ? read_raw(list, out, count) : 0;

@@ -1,4 +1,4 @@
-// Reading a proper list of small integers without two NIF calls per element. ERTS stores a list
+// Reading and making lists of small integers without NIF calls per element. ERTS stores a list
 // cell as a pointer tagged 0b01 to two words (head, tail), and an integer of at most 60 bits as an
 // immediate tagged 0b1111 with the value in the bits above: the layout of every 64-bit ERTS for
 // decades, but not part of the NIF API. So it is checked when the NIF loads, against terms made
@@ -21,5 +21,9 @@ bool small_int_layout_checked();
 // while they are small integers, at most `count`, into out[0..); returns how many, and leaves
 // `list` at the first cell not read. Returns 0 when the layout check failed.
 size_t read_small_ints(ERL_NIF_TERM& list, int64_t* out, size_t count);
+
+// Rewrites words[0..) in place, integers to their terms, while they are small, at most `count`;
+// returns how many (0 when the layout check failed): the rest go through enif_make_int64.
+size_t write_small_ints(uint64_t* words, size_t count);
 
 }  // namespace accel::nif
