@@ -34,7 +34,8 @@ defmodule Accel do
       doc:
         "an `Accel.Device` from `devices/0` (selects its backend too), an index into the chosen " <>
           "backend's devices, or `:all`: chunks spread over every usable device (see `Accel.Dispatch`; " <>
-          "`:chunk_size` defaults to 1_000_000 there). A device that does not exist raises `ArgumentError`"
+          "`:chunk_size` defaults to 1_000_000 there), less OpenCL devices on the host's CPU when the " <>
+          "CPU backend takes part (they share its cores). A device that does not exist raises `ArgumentError`"
     ],
     chunk_size: [
       rule: {:integer, 1, nil},
@@ -143,20 +144,34 @@ defmodule Accel do
     [opts[:chunk_size], by_budget] |> Enum.reject(&is_nil/1) |> Enum.min(fn -> nil end)
   end
 
-  # One call split over every usable device. The input is checked exactly as a single-device call
-  # checks it, before any device work: a list is decoded once into a binary (a bad element or an
-  # improper tail raises naming its index in the whole list), and an output that could never fit
-  # is refused. Chunks are sub-binaries or sub-ranges made when a device takes them, so only the
+  # One call split over every usable device (co_execution_devices/1). The input is checked exactly
+  # as a single-device call checks it, before any device work: a list is decoded once into a
+  # binary (a bad element or an improper tail raises naming its index in the whole list), and an
+  # output that could never fit is refused. Chunks are sub-binaries or sub-ranges made when a device takes them, so only the
   # chunks in flight and the results exist at once.
   defp logistic_map_all(input, opts, as, chunk_size) do
     backend = opts[:backend]
-    devices = Enum.filter(devices(), &(backend in [:auto, &1.backend]))
+    devices = co_execution_devices(backend)
 
-    if devices == [] do
-      %{detail: detail} = Enum.find(backends(), &(&1.name == backend))
-      raise ArgumentError, "backend #{inspect(backend)} is unavailable: #{detail}"
+    case devices do
+      [] ->
+        %{detail: detail} = Enum.find(backends(), &(&1.name == backend))
+        raise ArgumentError, "backend #{inspect(backend)} is unavailable: #{detail}"
+
+      # One device: the direct call, which chunks for itself where it must, without the
+      # dispatcher's per-chunk calls and the copy that joins their results.
+      [device] ->
+        logistic_map(
+          input,
+          [device: device, as: as] ++ Keyword.take(opts, [:p, :mu, :iterations, :chunk_size, :max_bytes])
+        )
+
+      _ ->
+        logistic_map_spread(input, opts, as, chunk_size, devices)
     end
+  end
 
+  defp logistic_map_spread(input, opts, as, chunk_size, devices) do
     input = if is_list(input), do: Accel.NIF.int64_binary(input), else: input
     count = Accel.NIF.int64_output_count(input, as)
     call_opts = Keyword.take(opts, [:p, :mu, :iterations])
@@ -170,6 +185,17 @@ defmodule Accel do
       )
 
     if as == :binary, do: IO.iodata_to_binary(results), else: Enum.concat(results)
+  end
+
+  # The devices `device: :all` spreads a call over: every usable device of `backend` (or of every
+  # backend for :auto), less OpenCL devices on the host's CPU when the CPU backend takes part. Those
+  # run on the same cores as the CPU backend, ~10x slower (PoCL here), so they only take cores from
+  # it: with them, device: :all was 2.9x slower than the CPU backend alone on this machine.
+  @doc false
+  def co_execution_devices(backend) do
+    devices = Enum.filter(devices(), &(backend in [:auto, &1.backend]))
+    host = Enum.any?(devices, &(&1.backend == :cpu))
+    Enum.reject(devices, &(host and &1.backend == :opencl and &1.type == :cpu))
   end
 
   defp chunk_at(binary, offset, n) when is_binary(binary), do: binary_part(binary, offset * 8, n * 8)

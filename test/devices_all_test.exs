@@ -18,6 +18,15 @@ defmodule Accel.DevicesAllTest do
              Accel.logistic_map(1..10, as: :binary)
   end
 
+  test "device: :all leaves out OpenCL devices on the host's CPU when the CPU backend takes part" do
+    all = Accel.co_execution_devices(:auto)
+    assert Enum.any?(all, &(&1.backend == :cpu))
+    refute Enum.any?(all, &(&1.backend == :opencl and &1.type == :cpu)), inspect(all)
+    # Asked for OpenCL alone, its CPU devices are what there is.
+    assert Accel.co_execution_devices(:opencl) == Enum.filter(Accel.devices(), &(&1.backend == :opencl))
+    assert Accel.co_execution_devices(:cpu) == Enum.filter(Accel.devices(), &(&1.backend == :cpu))
+  end
+
   test "faster workers take proportionally more chunks" do
     delays = %{fast: 1, slow: 30}
 
