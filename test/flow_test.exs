@@ -1,14 +1,13 @@
 defmodule Accel.FlowTest do
-  # Flow is a hex package. Where it was fetched (mix deps.get), these tests run against it. Where
-  # it is absent, lib/accel/flow.ex must compile to nothing; and the module it defines is checked
-  # by compiling it against a stand-in with the parts of Flow's API it uses (sequential, so it
-  # checks results and errors, not concurrency).
+  # Flow is a hex package. Where it was fetched (mix deps.get), these tests run against it; where
+  # it is absent, against a stand-in with the parts of Flow's API that Accel.Flow calls
+  # (sequential, so it checks results and errors, not concurrency). Accel.Flow looks for Flow when
+  # it runs, so the module as compiled with the project is what runs against either.
   use ExUnit.Case, async: false
 
-  # Both exist when the tests run (Flow's or the stand-in's), not necessarily when they compile.
-  @compile {:no_warn_undefined, [Flow, Accel.Flow]}
+  # Flow exists when the tests run (Flow's or the stand-in's), not necessarily when they compile.
+  @compile {:no_warn_undefined, Flow}
 
-  @source Path.expand("../lib/accel/flow.ex", __DIR__)
   @real_flow Code.ensure_loaded?(Flow)
 
   @stand_in """
@@ -30,14 +29,7 @@ defmodule Accel.FlowTest do
   setup_all do
     unless @real_flow do
       Code.compile_string(@stand_in)
-      Code.compile_file(@source)
-
-      on_exit(fn ->
-        for mod <- [Flow, Accel.Flow] do
-          :code.purge(mod)
-          :code.delete(mod)
-        end
-      end)
+      on_exit(fn -> Accel.FlowTest.Absent.unload_flow() end)
     end
 
     :ok
@@ -45,13 +37,6 @@ defmodule Accel.FlowTest do
 
   defp collect(flow), do: flow |> Flow.stream() |> Enum.to_list()
   defp reference(input), do: Accel.logistic_map(input, backend: :cpu)
-
-  test "without Flow, Accel.Flow is compiled to nothing" do
-    unless @real_flow do
-      # The stand-in is loaded now; the module as compiled with the project is not.
-      refute File.exists?(Path.join(Mix.Project.compile_path(), "Elixir.Accel.Flow.beam"))
-    end
-  end
 
   test "from_chunks/3: one {result, chunk_index} event per chunk, for ranges, lists and binaries" do
     binary = Accel.logistic_map(1..5_000, iterations: 0, as: :binary)
@@ -183,6 +168,26 @@ defmodule Accel.FlowTest do
       {:EXIT, _, _} -> receive_exits()
     after
       100 -> :ok
+    end
+  end
+end
+
+defmodule Accel.FlowTest.Absent do
+  # Without Flow (the stand-in unloaded, where Flow was not fetched), Accel.Flow says what to add.
+  use ExUnit.Case, async: false
+
+  def unload_flow do
+    for _ <- 1..2 do
+      :code.purge(Flow)
+      :code.delete(Flow)
+    end
+  end
+
+  test "without Flow, Accel.Flow's functions say what to add" do
+    unless Code.ensure_loaded?(Flow) do
+      assert_raise RuntimeError, ~r/Accel.Flow.from_chunks\/3 needs Flow.*add \{:flow, "~> 1.2"\}/, fn ->
+        Accel.Flow.from_chunks(1..10, &Accel.logistic_map/1)
+      end
     end
   end
 end
