@@ -52,15 +52,21 @@ std::string where(const Tensor& t) {
   return ":" + t.backend->status().name + " device " + std::to_string(t.device);
 }
 
-Tensor allocate_like(Backend& backend, int device, DType type, uint64_t count) {
-  check_supported(backend, device, type);
+namespace {
+Tensor tensor_over(Backend& backend, int device, DType type, uint64_t count, std::shared_ptr<DeviceBuffer> buffer) {
   Tensor t;
   t.backend = &backend;
   t.device = device;
   t.type = type;
   t.count = static_cast<size_t>(count);
-  t.buffer = backend.allocate(device, checked_bytes(count, type));
+  t.buffer = std::move(buffer);
   return t;
+}
+}  // namespace
+
+Tensor allocate_like(Backend& backend, int device, DType type, uint64_t count) {
+  check_supported(backend, device, type);
+  return tensor_over(backend, device, type, count, backend.allocate(device, checked_bytes(count, type)));
 }
 
 void check_same_place(const Tensor& a, const Tensor& b) {
@@ -206,15 +212,8 @@ Tensor tensor_from_bytes(Backend& backend, int device, DType type, const void* b
   if (owner != nullptr && size != 0 && reinterpret_cast<uintptr_t>(bytes) % dtype_size(type) == 0) {
     check_supported(backend, device, type);
     checked_bytes(count, type);
-    if (auto wrapped = backend.wrap_host(device, bytes, size, owner)) {
-      Tensor t;
-      t.backend = &backend;
-      t.device = device;
-      t.type = type;
-      t.count = static_cast<size_t>(count);
-      t.buffer = std::move(wrapped);
-      return t;
-    }
+    if (auto wrapped = backend.wrap_host(device, bytes, size, owner))
+      return tensor_over(backend, device, type, count, std::move(wrapped));
   }
   Tensor t = allocate_like(backend, device, type, count);
   if (size != 0) backend.upload(*t.buffer, bytes);

@@ -217,16 +217,9 @@ ERL_NIF_TERM make_output_binary(ErlNifEnv* env, size_t bytes, unsigned char** da
 ERL_NIF_TERM encode_int64_list(ErlNifEnv* env, HostBuffer& buffer, size_t count) {
   static_assert(sizeof(ERL_NIF_TERM) == sizeof(int64_t), "terms are rewritten over their integers in place");
   check_list_output(count);
-  unsigned char* bytes = buffer.data();
-  for (size_t i = 0; i < count;) {
-    // Runs of small integers made in place without a call each; the API for the rest (bignums).
-    i += write_small_ints(reinterpret_cast<uint64_t*>(bytes) + i, count - i);
-    if (i == count) break;
-    const ERL_NIF_TERM t = enif_make_int64(env, load_i64(bytes + i * 8));
-    std::memcpy(bytes + i * 8, &t, sizeof t);
-    ++i;
-  }
-  return enif_make_list_from_array(env, reinterpret_cast<const ERL_NIF_TERM*>(bytes), static_cast<unsigned>(count));
+  auto* words = reinterpret_cast<uint64_t*>(buffer.data());
+  int64s_to_terms(env, words, count);
+  return enif_make_list_from_array(env, reinterpret_cast<const ERL_NIF_TERM*>(words), static_cast<unsigned>(count));
 }
 
 }  // namespace accel::nif

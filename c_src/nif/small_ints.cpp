@@ -13,6 +13,7 @@ std::atomic<bool> g_layout_ok{false};
 constexpr uint64_t kListTag = 0x1, kListMask = 0x3;    // TAG_PRIMARY_LIST
 constexpr uint64_t kSmallTag = 0xF, kSmallMask = 0xF;  // _TAG_IMMED1_SMALL
 constexpr int kSmallShift = 4;                         // _TAG_IMMED1_SIZE
+constexpr int64_t kSmallMax = (int64_t{1} << 59) - 1, kSmallMin = -(int64_t{1} << 59);  // 60 bits
 
 size_t read_raw(ERL_NIF_TERM& list, int64_t* out, size_t count) {
   uint64_t t = static_cast<uint64_t>(list);
@@ -29,11 +30,10 @@ size_t read_raw(ERL_NIF_TERM& list, int64_t* out, size_t count) {
 }
 
 size_t write_raw(uint64_t* words, size_t count) {
-  constexpr int64_t kMax = (int64_t{1} << 59) - 1, kMin = -(int64_t{1} << 59);
   size_t n = 0;
   for (; n < count; ++n) {
     const int64_t v = static_cast<int64_t>(words[n]);
-    if (v < kMin || v > kMax) break;
+    if (v < kSmallMin || v > kSmallMax) break;
     words[n] = (static_cast<uint64_t>(v) << kSmallShift) | kSmallTag;
   }
   return n;
@@ -45,8 +45,7 @@ void check_small_int_layout(ErlNifEnv* env) {
   static_assert(sizeof(ERL_NIF_TERM) == sizeof(uint64_t), "a 64-bit VM");
   // Small at both ends of the 60-bit range, then the first values that are not (bignums), where
   // the reader must stop; the API says which are which.
-  const int64_t small_max = (int64_t{1} << 59) - 1, small_min = -(int64_t{1} << 59);
-  const int64_t values[] = {0, 1, -1, 42, -42, 6700417, INT32_MAX, INT32_MIN, small_max, small_min, small_max + 1};
+  const int64_t values[] = {0, 1, -1, 42, -42, 6700417, INT32_MAX, INT32_MIN, kSmallMax, kSmallMin, kSmallMax + 1};
   const size_t n = sizeof values / sizeof values[0];
   std::vector<ERL_NIF_TERM> terms;
   for (int64_t v : values) terms.push_back(enif_make_int64(env, v));
@@ -83,8 +82,13 @@ void check_small_int_layout(ErlNifEnv* env) {
 
 bool small_int_layout_checked() { return g_layout_ok.load(std::memory_order_relaxed); }
 
-size_t write_small_ints(uint64_t* words, size_t count) {
-  return g_layout_ok.load(std::memory_order_relaxed) ? write_raw(words, count) : 0;
+void int64s_to_terms(ErlNifEnv* env, uint64_t* words, size_t count) {
+  const bool fast = g_layout_ok.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < count; ++i) {
+    if (fast) i += write_raw(words + i, count - i);
+    if (i == count) break;
+    words[i] = static_cast<uint64_t>(enif_make_int64(env, static_cast<int64_t>(words[i])));
+  }
 }
 
 size_t read_small_ints(ERL_NIF_TERM& list, int64_t* out, size_t count) {

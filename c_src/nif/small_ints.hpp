@@ -22,8 +22,8 @@ bool small_int_layout_checked();
 // `list` at the first cell not read. Returns 0 when the layout check failed.
 size_t read_small_ints(ERL_NIF_TERM& list, int64_t* out, size_t count);
 
-// Rewrites words[0..) in place, integers to their terms, while they are small, at most `count`;
-// returns how many (0 when the layout check failed): the rest go through enif_make_int64.
-size_t write_small_ints(uint64_t* words, size_t count);
+// Rewrites count native int64s at `words` in place as their terms: runs of small integers
+// without a call each (when the layout check passed), the rest through enif_make_int64.
+void int64s_to_terms(ErlNifEnv* env, uint64_t* words, size_t count);
 
 }  // namespace accel::nif

@@ -159,18 +159,13 @@ ERL_NIF_TERM nest(ErlNifEnv* env, const unsigned char*& p, DType type, const std
   // Accel's host memory (reused pages, not zeroed) for the terms of a long row.
   HostBuffer storage(n * sizeof(ERL_NIF_TERM));
   auto* cells = reinterpret_cast<ERL_NIF_TERM*>(storage.data());
-  size_t i = 0;
-  if (depth + 1 == shape.size() && type == DType::S64 && n != 0) {  // runs of small integers, in place
-    std::memcpy(cells, p, n * 8);
-    for (i = 0; i < n;) {
-      i += write_small_ints(reinterpret_cast<uint64_t*>(cells) + i, n - i);
-      if (i == n) break;
-      cells[i] = number(env, p + i * 8, type);
-      ++i;
-    }
+  if (depth + 1 == shape.size() && type == DType::S64) {  // in place, as the list codec does
+    if (n != 0) std::memcpy(cells, p, n * 8);
+    int64s_to_terms(env, reinterpret_cast<uint64_t*>(cells), n);
     p += n * 8;
+    return enif_make_list_from_array(env, cells, static_cast<unsigned>(n));
   }
-  for (; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (depth + 1 == shape.size()) {
       cells[i] = number(env, p, type);
       p += dtype_size(type);

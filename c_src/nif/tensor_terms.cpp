@@ -25,29 +25,32 @@ std::atomic<uint64_t> g_bytes_since_gc{0};
 
 void destroy_tensor(ErlNifEnv*, void* object) { static_cast<TensorResource*>(object)->~TensorResource(); }
 
+// A new resource holding `tensor`; the caller makes its term, then releases it (the term owns it).
+TensorResource* new_resource(Tensor tensor) {
+  void* memory = enif_alloc_resource(g_tensor_type, sizeof(TensorResource));
+  if (memory == nullptr) throw std::bad_alloc();
+  auto* resource = new (memory) TensorResource();
+  resource->tensor = std::move(tensor);
+  return resource;
+}
+
 }  // namespace
 
 // {resource, backend, device, bytes allocated since the last collection}: everything Accel.Tensor
 // needs about a new tensor in the one call that made it.
 ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor) {
-  void* memory = enif_alloc_resource(g_tensor_type, sizeof(TensorResource));
-  if (memory == nullptr) throw std::bad_alloc();
-  auto* resource = new (memory) TensorResource();
   // Borrowed memory (a binary's, shared) was allocated, and is collected, as the binary.
   const uint64_t bytes = tensor.buffer && !tensor.buffer->borrowed() ? tensor.buffer->bytes() : 0;
   const uint64_t since_gc = g_bytes_since_gc.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   const ERL_NIF_TERM place[] = {enif_make_atom(env, runtime().name_of(tensor.backend)), enif_make_int(env, tensor.device)};
-  resource->tensor = std::move(tensor);
+  TensorResource* resource = new_resource(std::move(tensor));
   ERL_NIF_TERM term = enif_make_resource(env, resource);
   enif_release_resource(resource);  // the term owns it now
   return enif_make_tuple4(env, term, place[0], place[1], enif_make_uint64(env, since_gc));
 }
 
 ERL_NIF_TERM make_view_binary(ErlNifEnv* env, const Tensor& tensor, const void* data, size_t bytes) {
-  void* memory = enif_alloc_resource(g_tensor_type, sizeof(TensorResource));
-  if (memory == nullptr) throw std::bad_alloc();
-  auto* resource = new (memory) TensorResource();
-  resource->tensor = tensor;  // a reference to the buffer, which the binary keeps alive
+  TensorResource* resource = new_resource(tensor);  // a reference to the buffer, which the binary keeps alive
   ERL_NIF_TERM term = enif_make_resource_binary(env, resource, data, bytes);
   enif_release_resource(resource);
   return term;

@@ -40,6 +40,8 @@ class CpuBackend final : public Backend {
   unsigned threads() const { return pool_.threads(); }
 
  private:
+  void copy_bytes(void* dst, const void* src, size_t bytes);
+
   ThreadPool pool_;
   DeviceInfo device_;
   // Shared with every buffer, which may outlive the backend (a tensor held at unload).

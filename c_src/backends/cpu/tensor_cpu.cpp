@@ -99,28 +99,29 @@ std::shared_ptr<DeviceBuffer> CpuBackend::wrap_host(int device, const void* data
 
 const void* CpuBackend::host_view(const DeviceBuffer& b) { return data<unsigned char>(b); }
 
-void CpuBackend::upload(DeviceBuffer& dst, const void* src) {
-  pool_.parallel_for(dst.bytes(), size_t{1} << 22, [&](size_t begin, size_t end) {
-    std::memcpy(data<unsigned char>(dst) + begin, static_cast<const unsigned char*>(src) + begin, end - begin);
+// Every transfer is a copy in host memory, in pieces of 4 MiB over the pool.
+void CpuBackend::copy_bytes(void* dst, const void* src, size_t bytes) {
+  pool_.parallel_for(bytes, size_t{1} << 22, [&](size_t begin, size_t end) {
+    std::memcpy(static_cast<unsigned char*>(dst) + begin, static_cast<const unsigned char*>(src) + begin, end - begin);
   });
 }
 
+void CpuBackend::upload(DeviceBuffer& dst, const void* src) { copy_bytes(data<unsigned char>(dst), src, dst.bytes()); }
+
 void CpuBackend::download(const DeviceBuffer& src, void* dst, size_t bytes) {
-  pool_.parallel_for(bytes, size_t{1} << 22, [&](size_t begin, size_t end) {
-    std::memcpy(static_cast<unsigned char*>(dst) + begin, data<unsigned char>(src) + begin, end - begin);
-  });
+  copy_bytes(dst, data<unsigned char>(src), bytes);
 }
 
 void CpuBackend::copy(const DeviceBuffer& src, DeviceBuffer& dst, size_t bytes) { download(src, data<unsigned char>(dst), bytes); }
 
 void CpuBackend::enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) {
   check_queue(dst.device(), queue);
-  std::memcpy(data<unsigned char>(dst), src, bytes);
+  copy_bytes(data<unsigned char>(dst), src, bytes);
 }
 
 void CpuBackend::enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) {
   check_queue(src.device(), queue);
-  std::memcpy(dst, data<unsigned char>(src), bytes);
+  download(src, dst, bytes);
 }
 
 void CpuBackend::finish(int device, size_t queue) { check_queue(device, queue); }
