@@ -30,6 +30,20 @@ defmodule Accel.CrossingTest do
 
     assert_raise ArgumentError, "expected a Range, got: [1]", fn -> Crossing.range_to_list([1]) end
     assert_raise ArgumentError, ~r/not a multiple of 8/, fn -> Crossing.binary_round_trip(<<1>>) end
+
+    # The list floor: a count, and one that a list could never reach is refused before building.
+    assert Crossing.zeros_list(0) == []
+    assert Crossing.zeros_list(20_000) == List.duplicate(0, 20_000)
+
+    assert_raise ArgumentError, "expected a non-negative integer count, got: -1", fn ->
+      Crossing.zeros_list(-1)
+    end
+
+    assert_raise ArgumentError, "expected a non-negative integer count, got: :a", fn ->
+      Crossing.zeros_list(:a)
+    end
+
+    assert_raise Accel.Error, ~r/would not fit in memory/, fn -> Crossing.zeros_list(1_099_511_627_776) end
   end
 
   test "measure/1 times every crossing" do
