@@ -19,7 +19,7 @@ defmodule Accel.MixProject do
   end
 
   def application do
-    [extra_applications: [:logger]]
+    [extra_applications: [:logger, :crypto]]
   end
 
   # Flow is optional, declared the way Mix projects declare it: a project that depends on Flow gets

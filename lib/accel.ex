@@ -136,6 +136,52 @@ defmodule Accel do
     end
   end
 
+  @doc """
+  Makes a kernel from an anonymous function, at compile time: see `Accel.Kernel` for the
+  language and the semantics. Variables the function uses from the enclosing scope become the
+  kernel's parameters, read each time the expression runs. `Accel.kernel(&Mod.fun/arity)` takes a
+  `defkernel`.
+
+      iex> require Accel
+      iex> p = 61
+      iex> k = Accel.kernel(fn x -> rem(22 * x * (x + 1), p) end)
+      iex> Accel.map([1, 2, 3], k, backend: :cpu)
+      [44, 10, 24]
+  """
+  defmacro kernel(fun), do: Accel.Kernel.__build__(fun, __CALLER__)
+
+  @doc """
+  Applies `kernel` (from `kernel/1`) to every element, exactly as `Enum.map(input, fun)` would
+  (see `Accel.Kernel`): a list for list and range input, a binary for binary input, a tensor
+  (on the same device, no host trip) for tensor input, unless `:as` says otherwise. Several inputs
+  of one length go in a tuple, `{xs, ys}`, for a kernel of as many arguments.
+
+  Binary inputs hold `:s64` elements unless `type:` says otherwise; lists hold integers or floats.
+  Results that do not fit the output's type (a bignum for `:s64`) raise `ArgumentError` naming the
+  element, except in lists, which take them.
+
+  ## Options
+
+  #{Accel.Options.docs(Accel.Kernel.Map.options())}
+
+  ## Examples
+
+      iex> require Accel
+      iex> saxpy = Accel.kernel(fn x, y -> 2.5 * x + y end)
+      iex> Accel.map({[1.0, 2.0], [0.5, 0.25]}, saxpy, backend: :cpu)
+      [3.0, 5.25]
+
+      iex> require Accel
+      iex> Accel.map(1..3, Accel.kernel(fn x -> x * 0x4000000000000000 end), backend: :cpu)
+      [4611686018427387904, 9223372036854775808, 13835058055282163712]
+  """
+  @spec map(term(), Accel.Kernel.t(), keyword()) :: list() | binary() | Accel.Tensor.t()
+  def map(input, kernel, opts \\ [])
+  def map(input, %Accel.Kernel{} = kernel, opts), do: Accel.Kernel.Map.run(input, kernel, opts)
+
+  def map(_input, other, _opts),
+    do: raise(ArgumentError, "map/3 expects a kernel from Accel.kernel/1, got: #{inspect(other, limit: 5)}")
+
   # The smaller of chunk_size: and what max_bytes: (or the application's) allows for two buffers.
   defp effective_chunk_size(opts) do
     budget = opts[:max_bytes] || Accel.Config.get!(:max_bytes)

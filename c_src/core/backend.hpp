@@ -18,6 +18,8 @@
 
 namespace accel {
 
+struct SourceKernel;
+
 struct BackendStatus {
   std::string name;        // "cpu", "opencl", "cuda"
   bool compiled = false;   // built into this NIF
@@ -89,6 +91,16 @@ class Backend {
   // On `queue` (see queues(); tensor operations use 0).
   virtual void launch(Kernel /*kernel*/, int /*device*/, const accel_params&, const KernelBuffers&,
                       size_t /*work_per_item*/, const Cancellation* /*cancel*/, size_t /*queue*/) {
+    no_tensors();
+  }
+
+  // Runs a kernel compiled from text (core/source_kernel.hpp) over n elements: its buffers in the
+  // entry point's order, then its 8-byte scalar slots. Compiled once per device (by kernel.key) on
+  // first use; the CPU backend runs kernel.host over its pool, polling `cancel` between tasks.
+  virtual void launch_source(const SourceKernel& /*kernel*/, int /*device*/, uint64_t /*n*/,
+                             const std::vector<const DeviceBuffer*>& /*buffers*/,
+                             const std::vector<uint64_t>& /*scalars*/, const Cancellation* /*cancel*/,
+                             size_t /*queue*/) {
     no_tensors();
   }
 

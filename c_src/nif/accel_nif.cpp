@@ -22,6 +22,7 @@
 #include "nif/codecs.hpp"
 #include "nif/small_ints.hpp"
 #include "nif/device_jobs.hpp"
+#include "nif/kernel_nif.hpp"
 #include "nif/nif_util.hpp"
 #include "nif/runtime.hpp"
 #include "nif/tensor_nif.hpp"
@@ -334,7 +335,7 @@ void pin_library() {
 // runtime could not start (Accel.NIF.load/0 turns that into a message).
 int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   make_atoms(env);
-  if (!open_codec_resources(env) || !open_tensor_resources(env)) return 1;
+  if (!open_codec_resources(env) || !open_tensor_resources(env) || !open_kernel_resources(env)) return 1;
   std::lock_guard<std::mutex> lock(g_runtime_mutex);
   if (g_runtime == nullptr) {  // the first load; a reload or upgrade shares the same runtime
     unsigned threads = 0, queue_limit = 64;
@@ -408,6 +409,8 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_take_pressure", 1, guarded<tensor_take_pressure>, 0},
     {"tensor_list_bytes", 2, guarded<tensor_list_bytes>, 0},
     {"tensor_nested_list", 3, guarded<tensor_nested_list>, 0},
+    {"kernel_load", 1, guarded<kernel_load>, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"tensor_source_kernel", 8, guarded<tensor_source_kernel>, 0},
 };
 
 }  // namespace

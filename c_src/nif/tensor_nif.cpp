@@ -21,65 +21,10 @@
 #include "nif/device_jobs.hpp"
 #include "nif/nif_util.hpp"
 #include "nif/runtime.hpp"
+#include "nif/tensor_scheduling.hpp"
 
 namespace accel::nif {
 namespace {
-
-constexpr size_t kInlineTensorElements = 16384;  // ~10-50 us for the slowest elementwise kernel
-
-// ---- scheduling ----
-
-// Decides from the tensors in argv[Arg .. Arg + 2] (an elementwise operation's operands; any may be
-// a scalar; a list counts by its first element, for concatenate): the largest one's size, since a
-// broadcast output is at least as large as that.
-template <NifFn Run, int Arg, bool AlwaysDirty>
-ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  Backend* backend = nullptr;
-  int device = 0;
-  size_t count = 0;
-  bool freed = false;
-  for (int i = Arg; i < argc && i <= Arg + 2; ++i) {
-    ERL_NIF_TERM term = argv[i], tail;
-    if (enif_is_list(env, term) && !enif_get_list_cell(env, term, &term, &tail)) continue;
-    TensorResource* r = resource_of(env, term);
-    if (r == nullptr) continue;
-    std::lock_guard<std::mutex> lock(r->mutex);
-    freed = freed || r->freed;
-    backend = r->tensor.backend;
-    device = r->tensor.device;
-    count = std::max(count, r->tensor.count);
-  }
-  // Run raises the precise error (not a tensor, or freed) and takes the locks itself: call it here,
-  // with none held.
-  if (backend == nullptr || freed) return Run(env, argc, argv);
-  // A device tensor exists, so its devices were discovered when it was made.
-  if (backend->waits_on_device()) return submit_now(env, runtime().queue(*backend, device), Run, argc, argv);
-  if (!AlwaysDirty && count <= kInlineTensorElements) return Run(env, argc, argv);
-  return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
-}
-
-// A new tensor on a device: queued there (a CPU placement, from :auto, runs here).
-template <NifFn Run, int Place>
-ERL_NIF_TERM submit_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  int device = 0;
-  Backend& backend = decode_place(env, argv[Place], argv[Place + 1], &device);
-  if (!backend.waits_on_device()) return Run(env, argc, argv);
-  return submit_now(env, runtime().queue(backend, device), Run, argc, argv);
-}
-
-// For new tensors: by the backend atom in argv[Place] and the element count.
-template <NifFn Run, int Place>
-ERL_NIF_TERM scheduled_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], size_t count) {
-  const std::string name = atom_text(env, argv[Place]);
-  Runtime& rt = runtime();
-  const bool cpu = name == "cpu" || (name == "auto" && rt.auto_resolved && rt.auto_backend == rt.cpu.get());
-  if (!cpu) {
-    if (!rt.auto_resolved) return schedule_dirty_io(env, "tensor", guarded<after_discovery<submit_new<Run, Place>>>, argc, argv);
-    return submit_new<Run, Place>(env, argc, argv);
-  }
-  if (count <= kInlineTensorElements) return Run(env, argc, argv);
-  return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
-}
 
 // ---- the operations ----
 

@@ -12,6 +12,10 @@ defmodule Accel.Config do
     max_bytes:
       {nil, {:integer, 16, nil},
        "the default device-memory budget of a call (see `Accel.logistic_map/2`'s `:max_bytes`)"},
+    kernel_cache:
+      {nil, {:custom, Accel.Config, :path?, "a directory path (a string)"},
+       "where compiled CPU kernels (`Accel.Kernel`) are cached; default: the user cache directory " <>
+         "(`:filename.basedir(:user_cache, \"accel\")`), or `ACCEL_KERNEL_CACHE` when set"},
     tensor_gc_bytes:
       {268_435_456, {:integer, 1, nil},
        "tensor bytes allocated between garbage collections of the allocating process (see `Accel.Tensor`)"}
@@ -23,6 +27,9 @@ defmodule Accel.Config do
 
   #{Enum.map_join(@keys, "\n", fn {key, {default, check, doc}} -> "  * `:#{key}` - #{doc}. Must be #{Accel.Options.expected(check, default)}; default `#{inspect(default)}`." end)}
   """
+
+  @doc false
+  def path?(value), do: is_binary(value) and value != ""
 
   @doc "The value of `key`, or `{:error, message}` when it is set to something invalid."
   @spec fetch(atom()) :: {:ok, term()} | {:error, String.t()}

@@ -580,15 +580,19 @@ defmodule Accel.Tensor do
   # One NIF call makes the tensor and says where it is and how many tensor bytes were allocated
   # since the last collection; a second (rare) one claims that collection for this process.
   @doc false
-  def new(shape, type, make) do
-    {ref, backend, device, since_gc} = allocate(make)
+  def new(shape, type, make), do: wrap(allocate(make), shape, type)
+
+  # A tensor term from a NIF ({resource, backend, device, bytes since the last collection}).
+  @doc false
+  def wrap({ref, backend, device, since_gc}, shape, type) do
     maybe_collect(since_gc)
     %__MODULE__{shape: shape, type: type, device: {backend, device}, ref: ref}
   end
 
   # A full device: other processes may hold dead tensors their collector has not reached yet.
   # `make` takes the reference Accel.Job.call/1 gives it: device work is queued on the device.
-  defp allocate(make) do
+  @doc false
+  def allocate(make) do
     Accel.Job.call(make)
   rescue
     e in Accel.Error ->

@@ -29,6 +29,8 @@ class CpuBackend final : public Backend {
   void zero(DeviceBuffer& dst) override;
   void launch(Kernel kernel, int device, const accel_params& params, const KernelBuffers& buffers,
               size_t work_per_item, const Cancellation* cancel, size_t queue) override;
+  void launch_source(const SourceKernel& kernel, int device, uint64_t n, const std::vector<const DeviceBuffer*>& buffers,
+                     const std::vector<uint64_t>& scalars, const Cancellation* cancel, size_t queue) override;
   // One queue, and host memory: transfers are copies, done on return.
   void enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) override;
   void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override;

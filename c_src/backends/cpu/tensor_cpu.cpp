@@ -10,6 +10,7 @@
 #include "kernels/tensor_kernels.h"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
+#include "core/source_kernel.hpp"
 
 #ifdef ACCEL_WITH_OPENBLAS
 #include <cblas.h>
@@ -152,6 +153,21 @@ void CpuBackend::launch(Kernel kernel, int device, const accel_params& params, c
   const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(work_per_item, 1));
   pool_.parallel_for(static_cast<size_t>(params.n), grain,
                      [&](size_t begin, size_t end) { entry(b[0], b[1], b[2], b[3], &params, begin, end); });
+}
+
+// A generated kernel's compiled entry over the pool, in tasks of 2^14 elements (a generated
+// kernel's cost per element is unknown: loops may make it large), polling `cancel` between them.
+void CpuBackend::launch_source(const SourceKernel& kernel, int device, uint64_t n,
+                               const std::vector<const DeviceBuffer*>& buffers, const std::vector<uint64_t>& scalars,
+                               const Cancellation* cancel, size_t queue) {
+  check_queue(device, queue);
+  if (kernel.host == nullptr) throw std::logic_error("a source kernel reached the CPU backend without its compiled entry");
+  std::vector<void*> b;
+  for (const DeviceBuffer* buffer : buffers) b.push_back(data<unsigned char>(*buffer));
+  pool_.parallel_for(static_cast<size_t>(n), size_t{1} << 14, [&](size_t begin, size_t end) {
+    if (cancel != nullptr) cancel->throw_if_cancelled();
+    kernel.host(b.data(), scalars.data(), begin, end);
+  });
 }
 
 void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,

@@ -115,6 +115,14 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
+  // Generated kernels (Accel.Kernel) need NVRTC, which this backend does not load yet: say so
+  // rather than report the backend unavailable.
+  void launch_source(const SourceKernel&, int device, uint64_t, const std::vector<const DeviceBuffer*>&,
+                     const std::vector<uint64_t>&, const Cancellation*, size_t) override {
+    device_at(device);
+    throw ArgumentError("Accel.map with a kernel does not run on :cuda yet (NVRTC is not wired in); use :cpu or :opencl");
+  }
+
   size_t queues(int) override { return kSlots; }
 
   // Straight from and into the caller's (pageable) memory: the copy engine stages it.

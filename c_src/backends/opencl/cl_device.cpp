@@ -48,6 +48,14 @@ cl::Kernel& tensor_kernel(DeviceState& d, Kernel kernel) {
   return k;
 }
 
+cl::Kernel& source_kernel(DeviceState& d, const SourceKernel& kernel) {
+  auto it = d.source_kernels.find(kernel.key);
+  if (it == d.source_kernels.end())
+    it = d.source_kernels.emplace(kernel.key, cl::Kernel(program(d, "user " + kernel.key, kernel.source.c_str()), "accel_user"))
+             .first;
+  return it->second;
+}
+
 cl::CommandQueue& queue_at(DeviceState& d, size_t queue) {
   if (queue >= kQueues) throw std::logic_error("OpenCL queue " + std::to_string(queue) + " out of range");
   return d.queues[queue];

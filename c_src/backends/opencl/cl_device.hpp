@@ -13,6 +13,7 @@
 
 #include "backends/opencl/cl_support.hpp"
 #include "core/backend.hpp"
+#include "core/source_kernel.hpp"
 
 namespace accel::opencl {
 
@@ -28,6 +29,7 @@ struct DeviceState {
   cl::CommandQueue queues[kQueues];             // the door's queues; queues[0] carries the tensors
   std::map<std::string, cl::Program> programs;  // by name and build options
   std::vector<cl::Kernel> kernels;              // tensor kernels by Kernel number, made on first use
+  std::map<std::string, cl::Kernel> source_kernels;  // generated kernels (Accel.Kernel) by key
   int streaming = 0;                            // streamed calls holding the device (Backend::hold)
   // Tensor bytes on this device; shared with each buffer, which may outlive a call.
   std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
@@ -58,6 +60,8 @@ void ready(DeviceState& d);
 cl::Program& program(DeviceState& d, const std::string& name, const char* source);
 // The tensor kernel `kernel`, from the tensor program. Caller holds d.mutex.
 cl::Kernel& tensor_kernel(DeviceState& d, Kernel kernel);
+// The generated kernel `kernel` (core/source_kernel.hpp), built on first use. Caller holds d.mutex.
+cl::Kernel& source_kernel(DeviceState& d, const SourceKernel& kernel);
 // The door's queue `queue` (a caller's bug, never a user's, when out of range). Caller holds d.mutex.
 cl::CommandQueue& queue_at(DeviceState& d, size_t queue);
 // Waits for both queues, ignoring errors: no transfer may outlive the memory it reads or writes.

@@ -78,6 +78,20 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
+  void launch_source(const SourceKernel& kernel, int device, uint64_t n, const std::vector<const DeviceBuffer*>& buffers,
+                     const std::vector<uint64_t>& scalars, const Cancellation*, size_t queue) override {
+    on_device(device, [&](DeviceState& d) {
+      cl::Kernel& k = source_kernel(d, kernel);
+      cl_uint arg = 0;
+      for (const DeviceBuffer* b : buffers) k.setArg(arg++, mem(*b));
+      k.setArg(arg++, static_cast<cl_ulong>(n));
+      for (uint64_t s : scalars) k.setArg(arg++, static_cast<cl_ulong>(s));
+      cl::CommandQueue& q = queue_at(d, queue);
+      q.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(n)), cl::NullRange);
+      q.flush();
+    });
+  }
+
   size_t queues(int) override { return kQueues; }
 
   // Non-blocking, straight from and into the caller's memory (see Backend::queues).

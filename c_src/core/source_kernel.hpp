@@ -1,0 +1,45 @@
+// Kernels that arrive as text at run time (Accel.Kernel: Elixir functions lowered to the dialect
+// of kernels/dialect.h and kernels/user.h), and the one checked operation that runs them over
+// tensors. They reach each backend through the same door as the built-in kernels
+// (Backend::launch_source); what differs is only who compiles the text: the system compiler for
+// the CPU (the Elixir side builds and caches a shared object; the NIF loads it), the OpenCL
+// program cache per device, NVRTC for CUDA.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cancel.hpp"
+#include "core/tensor.hpp"
+
+namespace accel {
+
+// The CPU entry point every generated text defines for host C++ (extern "C" accel_user): runs
+// elements [begin, end) with buffers[k] and the 8-byte scalar slots.
+using HostKernelEntry = void (*)(void* const* buffers, const uint64_t* scalars, uint64_t begin, uint64_t end);
+
+struct SourceKernel {
+  std::string key;     // identifies `source` (a hash of it): what the caches file it under
+  std::string source;  // complete: the dialect's headers, then the kernel
+  bool uses_f64 = false;  // computes in doubles: refused on devices without them
+  HostKernelEntry host = nullptr;   // the CPU backend's compiled entry, where it has one
+  std::shared_ptr<void> library;    // keeps the shared object holding `host` loaded
+};
+
+// Entry point in every dialect: accel_user(b0, ..., n, s0, ...): b0 the output, b1 one int32 flag
+// raised (to 1) when an element could not be computed exactly (that element's output holds the
+// kernel's sentinel and is recomputed by the caller), b2... the inputs, each of `n` elements.
+struct SourceLaunch {
+  Tensor out;
+  bool flagged = false;
+};
+
+// Runs `kernel` over n elements of `inputs` (each exactly n elements, all on one device; none for
+// a kernel that generates its input) into a new tensor of `out_type` on `backend`/`device`.
+SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, int device,
+                                  const std::vector<Tensor>& inputs, uint64_t n, DType out_type,
+                                  const std::vector<uint64_t>& scalars, const Cancellation* cancel);
+
+}  // namespace accel

@@ -1,0 +1,157 @@
+/* What kernels generated from Elixir functions (Accel.Kernel, lib/accel/kernel/) call: Elixir's
+ * integer and float operations on 64-bit values, each raising the element's `bad` flag where Elixir
+ * would give a bignum or raise (the element is then recomputed on the BEAM). Written once in the
+ * common subset of C++17, CUDA C++ and OpenCL C; prepended, with dialect.h, to every generated
+ * kernel's text. Nothing here may trap: a zero divisor or INT64_MIN / -1 never reaches `/`. */
+#ifndef ACCEL_KERNELS_USER_H
+#define ACCEL_KERNELS_USER_H
+
+#include "kernels/dialect.h"
+
+#define ACCEL_I64_MIN (-0x7fffffffffffffffL - 1)
+
+/* The output's flag (many elements may raise it at once), and a double from its bits. */
+#if defined(__OPENCL_VERSION__)
+#define ACCEL_GLOBAL __global
+#define ACCEL_USER_FLAG(flag) (*(flag) = 1)
+#define accel_f64_of(bits) as_double((ulong)(bits))
+#elif defined(__CUDACC__)
+#define ACCEL_GLOBAL
+#define ACCEL_USER_FLAG(flag) (*(flag) = 1)
+ACCEL_FN double accel_f64_of(accel_u64 b) {
+  union { accel_u64 u; double f; } v;
+  v.u = b;
+  return v.f;
+}
+#else
+#define ACCEL_GLOBAL
+#define ACCEL_USER_FLAG(flag) __atomic_store_n((flag), 1, __ATOMIC_RELAXED) /* threads may race */
+ACCEL_FN double accel_f64_of(accel_u64 b) {
+  double f;
+  __builtin_memcpy(&f, &b, sizeof f);
+  return f;
+}
+#endif
+#define ACCEL_F64_MAX 1.7976931348623157e308
+
+#if defined(__OPENCL_VERSION__)
+#define accel_mulhi_i64(a, b) mul_hi((accel_i64)(a), (accel_i64)(b))
+#elif defined(__CUDA_ARCH__)
+#define accel_mulhi_i64(a, b) __mul64hi((long long)(a), (long long)(b))
+#else
+ACCEL_FN accel_i64 accel_mulhi_i64(accel_i64 a, accel_i64 b) { return (accel_i64)(((__int128)a * b) >> 64); }
+#endif
+
+ACCEL_FN accel_i64 accel_add(accel_i64 a, accel_i64 b, int* bad) {
+  accel_i64 r = (accel_i64)((accel_u64)a + (accel_u64)b);
+  *bad |= ((a ^ r) & (b ^ r)) < 0;
+  return r;
+}
+
+ACCEL_FN accel_i64 accel_sub(accel_i64 a, accel_i64 b, int* bad) {
+  accel_i64 r = (accel_i64)((accel_u64)a - (accel_u64)b);
+  *bad |= ((a ^ b) & (a ^ r)) < 0;
+  return r;
+}
+
+ACCEL_FN accel_i64 accel_mul(accel_i64 a, accel_i64 b, int* bad) {
+  accel_i64 r = (accel_i64)((accel_u64)a * (accel_u64)b);
+  *bad |= accel_mulhi_i64(a, b) != (r >> 63);
+  return r;
+}
+
+ACCEL_FN accel_i64 accel_neg(accel_i64 a, int* bad) {
+  *bad |= a == ACCEL_I64_MIN;
+  return (accel_i64)((accel_u64)0 - (accel_u64)a);
+}
+
+ACCEL_FN accel_i64 accel_abs(accel_i64 a, int* bad) { return a < 0 ? accel_neg(a, bad) : a; }
+
+/* div/2 and rem/2: truncated, the remainder taking the dividend's sign. */
+ACCEL_FN accel_i64 accel_div(accel_i64 a, accel_i64 b, int* bad) {
+  if (b == 0) {
+    *bad = 1;
+    return 0;
+  }
+  if (b == -1) return accel_neg(a, bad);
+  return a / b;
+}
+
+ACCEL_FN accel_i64 accel_rem(accel_i64 a, accel_i64 b, int* bad) {
+  if (b == 0) {
+    *bad = 1;
+    return 0;
+  }
+  return b == -1 ? 0 : a % b;
+}
+
+/* Division by a divisor d that is the same for every element of a call, through its magic number
+ * (Hacker's Delight 10-1; computed on the host by Accel.Kernel.Magic): m, the shift s and adj,
+ * which is +1 (add a), -1 (subtract a) or 0. d in {-1, 0, 1} takes the plain path. */
+ACCEL_FN accel_i64 accel_div_magic(accel_i64 a, accel_i64 d, accel_i64 m, accel_i64 s, accel_i64 adj, int* bad) {
+  if ((accel_u64)d + 1 <= 2) return accel_div(a, d, bad);
+  accel_i64 q = (accel_i64)((accel_u64)accel_mulhi_i64(m, a) + (accel_u64)adj * (accel_u64)a);
+  q >>= s;
+  return q + (accel_i64)((accel_u64)q >> 63);
+}
+
+ACCEL_FN accel_i64 accel_rem_magic(accel_i64 a, accel_i64 d, accel_i64 m, accel_i64 s, accel_i64 adj, int* bad) {
+  if ((accel_u64)d + 1 <= 2) return accel_rem(a, d, bad);
+  accel_i64 q = accel_div_magic(a, d, m, s, adj, bad);
+  return (accel_i64)((accel_u64)a - (accel_u64)q * (accel_u64)d);
+}
+
+/* Bitwise.bsl/2 and bsr/2 for any shift count: a negative count shifts the other way; a result
+ * beyond 64 bits is a bignum (bad). */
+ACCEL_FN accel_i64 accel_bsr_by(accel_i64 a, accel_u64 n) { return n >= 64 ? (a < 0 ? -1 : 0) : a >> n; }
+
+ACCEL_FN accel_i64 accel_bsl_by(accel_i64 a, accel_u64 n, int* bad) {
+  if (a == 0) return 0;
+  if (n >= 64) {
+    *bad = 1;
+    return 0;
+  }
+  accel_i64 r = (accel_i64)((accel_u64)a << n);
+  *bad |= (r >> n) != a;
+  return r;
+}
+
+ACCEL_FN accel_i64 accel_bsl(accel_i64 a, accel_i64 n, int* bad) {
+  if (n >= 0) return accel_bsl_by(a, (accel_u64)n, bad);
+  return accel_bsr_by(a, (accel_u64)0 - (accel_u64)n);
+}
+
+ACCEL_FN accel_i64 accel_bsr(accel_i64 a, accel_i64 n, int* bad) {
+  if (n >= 0) return accel_bsr_by(a, (accel_u64)n);
+  return accel_bsl_by(a, (accel_u64)0 - (accel_u64)n, bad);
+}
+
+#if ACCEL_HAS_F64
+/* Every float result Elixir keeps is finite: an infinity or NaN is an ArithmeticError there. */
+ACCEL_FN double accel_fin(double x, int* bad) {
+  *bad |= !(fabs(x) <= ACCEL_F64_MAX);
+  return x;
+}
+
+/* A float that must become an integer (trunc/round/floor/ceil of a float): beyond 64 bits it is a
+ * bignum. x is integral here. */
+ACCEL_FN accel_i64 accel_f2i(double x, int* bad) {
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) {
+    *bad = 1;
+    return 0;
+  }
+  return (accel_i64)x;
+}
+
+/* Integer against float, exactly, as the BEAM compares them: -1, 0 or 1. */
+ACCEL_FN int accel_cmp_if(accel_i64 i, double d) {
+  if (d >= 9223372036854775808.0) return -1;
+  if (d < -9223372036854775808.0) return 1;
+  accel_i64 t = (accel_i64)d; /* d truncated: in range, and exact as a double */
+  if (i != t) return i < t ? -1 : 1;
+  double frac = d - (double)t;
+  return frac > 0 ? -1 : frac < 0 ? 1 : 0;
+}
+#endif
+
+#endif /* ACCEL_KERNELS_USER_H */

@@ -1,0 +1,140 @@
+// The NIFs behind Accel.Kernel: loading a generated kernel's CPU code (a shared object the Elixir
+// side compiled and cached, lib/accel/kernel/native.ex) and running a generated kernel over
+// tensors through the launch door (core/source_kernel.hpp). Every term is checked: the kernel's
+// text comes from Accel's own lowering, but nothing here trusts its caller.
+#include "nif/kernel_nif.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "core/source_kernel.hpp"
+#include "nif/codecs.hpp"
+#include "nif/tensor_scheduling.hpp"
+
+namespace accel::nif {
+namespace {
+
+// A loaded shared object and its entry point. The library stays loaded while any launch holds
+// `handle` (SourceKernel::library), even after the resource is collected.
+struct LibraryResource {
+  std::shared_ptr<void> handle;
+  HostKernelEntry entry = nullptr;
+};
+
+ErlNifResourceType* g_library_type = nullptr;
+
+void destroy_library(ErlNifEnv*, void* object) { static_cast<LibraryResource*>(object)->~LibraryResource(); }
+
+std::string binary_text(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
+  ErlNifBinary bin;
+  if (!enif_inspect_binary(env, term, &bin)) throw ArgumentError(std::string(what) + " must be a binary, got: " + describe_term(env, term));
+  return std::string(reinterpret_cast<const char*>(bin.data), bin.size);
+}
+
+// {key, source, uses_f64, library resource or nil}
+SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
+  int arity = 0;
+  const ERL_NIF_TERM* fields = nullptr;
+  if (!enif_get_tuple(env, term, &arity, &fields) || arity != 4)
+    throw ArgumentError("expected a compiled kernel, got: " + describe_term(env, term));
+  SourceKernel k;
+  k.key = binary_text(env, fields[0], "a kernel's key");
+  k.source = binary_text(env, fields[1], "a kernel's source");
+  k.uses_f64 = enif_is_identical(fields[2], atoms.true_);
+  if (!enif_is_identical(fields[3], atoms.nil)) {
+    LibraryResource* lib = nullptr;
+    if (!enif_get_resource(env, fields[3], g_library_type, reinterpret_cast<void**>(&lib)))
+      throw ArgumentError("expected a loaded kernel library, got: " + describe_term(env, fields[3]));
+    k.host = lib->entry;
+    k.library = lib->handle;
+  }
+  return k;
+}
+
+// (path): the shared object at `path`, loaded, with its accel_user entry.
+ERL_NIF_TERM kernel_load_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::string path = binary_text(env, argv[0], "the path");
+  if (path.find('\0') != std::string::npos) throw ArgumentError("the path holds a NUL byte");
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    throw Error("load_failed", "could not load the kernel library " + path + ": " + (why ? why : "unknown error"));
+  }
+  std::shared_ptr<void> owner(handle, [](void* h) { dlclose(h); });
+  void* entry = dlsym(handle, "accel_user");
+  if (entry == nullptr) throw Error("load_failed", "the kernel library " + path + " has no accel_user entry");
+  void* memory = enif_alloc_resource(g_library_type, sizeof(LibraryResource));
+  if (memory == nullptr) throw std::bad_alloc();
+  auto* lib = new (memory) LibraryResource();
+  lib->handle = std::move(owner);
+  lib->entry = reinterpret_cast<HostKernelEntry>(entry);
+  ERL_NIF_TERM term = enif_make_resource(env, lib);
+  enif_release_resource(lib);
+  return term;
+}
+
+std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term) {
+  ErlNifBinary bin;
+  if (!enif_inspect_binary(env, term, &bin) || bin.size % 8 != 0)
+    throw ArgumentError("scalars must be a binary of 8-byte slots, got: " + describe_term(env, term));
+  std::vector<uint64_t> slots(bin.size / 8);
+  if (!slots.empty()) std::memcpy(slots.data(), bin.data, bin.size);
+  return slots;
+}
+
+// (kernel, inputs, n, out_type, scalars, backend, device, ref) -> {tensor, flagged}. The place is
+// the inputs' (all on one device); backend and device place a kernel without inputs.
+ERL_NIF_TERM source_kernel_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const SourceKernel kernel = decode_kernel(env, argv[0]);
+  std::vector<Tensor> inputs;
+  ERL_NIF_TERM head, tail = argv[1];
+  while (enif_get_list_cell(env, tail, &head, &tail)) {
+    if (inputs.size() >= 64) throw ArgumentError("a kernel takes at most 32 inputs");
+    inputs.push_back(get_tensor(env, head));
+  }
+  if (!enif_is_empty_list(env, tail)) throw ArgumentError("inputs must be a list of tensors");
+  const uint64_t n = decode_count(env, argv[2], "n");
+  const DType out_type = decode_type(env, argv[3]);
+  const std::vector<uint64_t> scalars = decode_slots(env, argv[4]);
+  int device = 0;
+  Backend* backend = nullptr;
+  if (inputs.empty()) {
+    backend = &decode_place(env, argv[5], argv[6], &device);
+  } else {
+    backend = inputs[0].backend;
+    device = inputs[0].device;
+  }
+  if (backend->waits_on_device() == false && kernel.host == nullptr)
+    throw ArgumentError("this kernel was not compiled for the CPU backend");
+  const Cancellation cancel = caller_cancellation(env);
+  SourceLaunch launched = tensor_source_kernel(kernel, *backend, device, inputs, n, out_type, scalars, &cancel);
+  return enif_make_tuple2(env, make_tensor(env, std::move(launched.out)), launched.flagged ? atoms.true_ : atoms.false_);
+}
+
+}  // namespace
+
+bool open_kernel_resources(ErlNifEnv* env) {
+  auto flags = static_cast<ErlNifResourceFlags>(ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER);
+  g_library_type = enif_open_resource_type(env, nullptr, "accel_kernel_library", destroy_library, flags, nullptr);
+  return g_library_type != nullptr;
+}
+
+ERL_NIF_TERM kernel_load(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) { return kernel_load_run(env, argc, argv); }
+
+// A generated kernel's cost per element is unknown (it may loop): on the CPU it always runs on a
+// dirty CPU scheduler; on a device it is queued there like every tensor operation.
+ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  if (!enif_is_empty_list(env, argv[1])) return scheduled<source_kernel_run, 1, true>(env, argc, argv);
+  Runtime& rt = runtime();
+  if (!rt.auto_resolved) return schedule_dirty_io(env, "kernel", guarded<after_discovery<tensor_source_kernel>>, argc, argv);
+  int device = 0;
+  Backend& backend = decode_place(env, argv[5], argv[6], &device);
+  if (backend.waits_on_device()) return submit_now(env, rt.queue(backend, device), source_kernel_run, argc, argv);
+  return schedule_dirty_cpu(env, "kernel", guarded<source_kernel_run>, argc, argv);
+}
+
+}  // namespace accel::nif

@@ -1,0 +1,14 @@
+// The NIFs behind Accel.Kernel (kernel_nif.cpp), listed in accel_nif.cpp's function table.
+#pragma once
+
+#include <erl_nif.h>
+
+namespace accel::nif {
+
+bool open_kernel_resources(ErlNifEnv* env);  // at load
+// (path) -> a loaded kernel library (dirty IO: it reads the file system).
+ERL_NIF_TERM kernel_load(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+// (kernel, inputs, n, out_type, scalars, backend, device, ref) -> {tensor, flagged}.
+ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+
+}  // namespace accel::nif

@@ -1,0 +1,191 @@
+defmodule Accel.Kernel do
+  @moduledoc """
+  Your own kernels, written as Elixir functions, run with Elixir's exact semantics on every backend.
+
+      require Accel
+      k = Accel.kernel(fn x -> rem(22 * x * (x + 1), 6_700_417) end)
+      Accel.map(1..1_000_000, k)                  # a list, equal to Enum.map(1..1_000_000, fun)
+
+      p = 61
+      step = Accel.kernel(fn x -> Enum.reduce(1..10, x, fn _, acc -> rem(22 * acc * (acc + 1), p) end) end)
+      Accel.map(bin, step, backend: :opencl)      # s64 binary in, s64 binary out
+
+  `Accel.kernel/1` reads the function's code when your code compiles and lowers it once to a typed
+  intermediate form; variables it uses from the enclosing scope (`p` above) are the kernel's
+  scalar parameters, passed when it runs, so a new value does not make a new kernel. When it runs,
+  the kernel is specialised to its inputs' element types and compiled for the device: by the
+  system's C++ compiler for `:cpu` (cached on disk, see below), as OpenCL C for `:opencl` (built
+  once per device and cached for the VM's life).
+
+  ## The language
+
+    * integers and floats: `+ - * /`, unary `-`, `div/2`, `rem/2`, `abs/1`, `min/2`, `max/2`,
+      `trunc/1`, `round/1`, `floor/1`, `ceil/1`, and `:math` functions (`:math.sqrt/1`,
+      `:math.exp/1`, `:math.pow/2`, `:math.pi/0`, ...);
+    * comparisons (`== != === !== < <= > >=`), `and`/`or`/`not`, `&&`/`||`/`!`, `is_integer/1`
+      and friends;
+    * `Bitwise` (`band`, `bor`, `bxor`, `bnot`, `bsl`, `bsr` and their operators);
+    * `if`/`unless`, `cond`, `case` with number, boolean, variable and `^pinned` patterns and
+      guards; local variables (`y = x * x`);
+    * loops: `Enum.reduce(first..last//step, acc, fn i, acc -> ... end)` and
+      `for i <- first..last, reduce: acc do acc -> ... end`, over literal, computed or captured
+      ranges;
+    * calls to kernels defined with `defkernel` (inlined), and module attributes in them.
+
+  Anything else is a `CompileError` naming the construct and its line. A kernel's values must
+  each have one type: a branch giving an integer where another gives a float raises
+  `ArgumentError` when the kernel is specialised (write `1.0`, or convert with `trunc/1`).
+
+  ## Exact
+
+  `Accel.map(input, kernel)` returns what `Enum.map(input, fun)` returns, for every element:
+
+    * integers are exact: operations whose operands' ranges prove the result fits 64 bits run as
+      plain machine arithmetic; the others are checked, and an element whose value would leave
+      64 bits (a bignum in Elixir) is recomputed on the BEAM by your original function. A list
+      result then holds the exact bignum; an `:s64` binary or tensor result cannot, and raises
+      `ArgumentError` naming the element's index;
+    * where Elixir raises (`rem(x, 0)`, a float overflow, a `cond` with no true clause, `and` on a
+      non-boolean), the element is recomputed on the BEAM too, so the exception is the BEAM's own,
+      raised for the first such element;
+    * floats are doubles, as in Elixir; `+ - * /` and `sqrt` are correctly rounded IEEE on every
+      backend and contraction into fused multiply-adds is disabled, so they match the BEAM bit for
+      bit. Other `:math` functions use the device's math library: bit-identical to the BEAM's on
+      `:cpu` (the same C library), within the OpenCL specification's error bounds elsewhere;
+    * `:f32` inputs are widened to doubles and a float result is rounded to `:f32` once when the
+      inputs are `:f32` (IEEE single precision at the store, not after every operation).
+
+  ## Inputs and outputs
+
+  See `Accel.map/3`: ranges, lists, binaries (`:s64` unless `type:` says otherwise) and tensors;
+  several inputs of one length as a tuple. Integer results are `:s64`, float results `:f64` (or
+  `:f32`, above), boolean results `:u8` (1 for true) in binaries and tensors.
+
+  ## The CPU kernel cache
+
+  Compiled CPU kernels are shared objects in `config :accel, kernel_cache:` (default: the user
+  cache directory, `~/.cache/accel/kernels` on Linux; `ACCEL_KERNEL_CACHE` overrides it), named by
+  a hash of the kernel's text, the compiler and its version, the flags and the architecture, written
+  atomically and checked against a SHA-256 sum before loading. A second VM finds the kernel
+  compiled. `clear_cache/0` empties it. The compiler is `$ACCEL_CXX`, `$CXX`, or the first of `c++`,
+  `g++`, `clang++` found; without one, CPU kernels raise `Accel.Error` `:no_compiler`.
+  """
+
+  alias Accel.Kernel.Lower
+
+  defstruct [:name, :arity, :ir, :captures, :values, :fun, :id]
+
+  @type t :: %__MODULE__{
+          name: String.t(),
+          arity: pos_integer(),
+          ir: term(),
+          captures: [atom()],
+          values: [term()],
+          fun: function(),
+          id: binary()
+        }
+
+  @doc false
+  def __build__({:&, _, [{:/, _, [{{:., _, [module, name]}, _, []}, arity]}]} = fun, caller) do
+    module = Macro.expand(module, caller)
+
+    kernel =
+      if Code.ensure_compiled(module) == {:module, module} and
+           function_exported?(module, :__accel_kernel__, 1),
+         do: module.__accel_kernel__({name, arity})
+
+    if kernel == nil do
+      raise CompileError,
+        file: caller.file,
+        line: caller.line,
+        description: "Accel.kernel: #{inspect(module)}.#{name}/#{arity} is not a defkernel"
+    end
+
+    {^arity, ir} = kernel
+    build(ir, arity, [], fun, "#{inspect(module)}.#{name}/#{arity}")
+  end
+
+  def __build__(fun, caller) do
+    {ir, arity, captures} = Lower.lower_fn(fun, caller)
+    line = with {:fn, meta, _} <- fun, do: meta[:line]
+    name = "fn at #{Path.relative_to_cwd(caller.file)}:#{line || caller.line}"
+    build(ir, arity, captures, fun, name)
+  end
+
+  defp build(ir, arity, captures, fun, name) do
+    id = :crypto.hash(:sha256, :erlang.term_to_binary({ir, arity})) |> binary_part(0, 16)
+
+    quote do
+      %Accel.Kernel{
+        name: unquote(name),
+        arity: unquote(arity),
+        ir: unquote(Macro.escape(ir)),
+        captures: unquote(Enum.map(captures, &elem(&1, 0))),
+        values: unquote(Enum.map(captures, &elem(&1, 1))),
+        fun: unquote(fun),
+        id: unquote(id)
+      }
+    end
+  end
+
+  @doc """
+  Makes the module's `defkernel` available:
+
+      defmodule MyKernels do
+        use Accel.Kernel
+
+        defkernel step(x, p), do: rem(22 * x * (x + 1), p)
+        defkernel ten_steps(x, p), do: Enum.reduce(1..10, x, fn _, acc -> step(acc, p) end)
+      end
+
+      Accel.map(data, Accel.kernel(fn x -> MyKernels.ten_steps(x, 61) end))
+      Accel.map(data, Accel.kernel(&MyKernels.ten_steps/2) ...)  # both inputs mapped
+
+  Each `defkernel` is also a plain function (`MyKernels.step(3, 61)`), and is lowered when the
+  module compiles: a construct outside the kernel language fails the module's compilation.
+  """
+  defmacro __using__(_opts) do
+    quote do
+      import Accel.Kernel, only: [defkernel: 2]
+      Module.register_attribute(__MODULE__, :accel_kernels, accumulate: true)
+      @before_compile Accel.Kernel
+    end
+  end
+
+  @doc "Defines a kernel function (see `__using__/1`)."
+  defmacro defkernel(head, do: body) do
+    {name, meta, params} = head
+    params = params || []
+    kernels = Map.new(Module.get_attribute(__CALLER__.module, :accel_kernels) || [], fn {k, v} -> {k, v} end)
+    {ir, arity} = Lower.lower_def(params, body, meta, __CALLER__, kernels)
+
+    quote do
+      @accel_kernels {{unquote(name), unquote(arity)}, {unquote(arity), unquote(Macro.escape(ir))}}
+      def unquote(head), do: unquote(body)
+    end
+  end
+
+  @doc false
+  defmacro __before_compile__(env) do
+    kernels = Module.get_attribute(env.module, :accel_kernels) || []
+
+    quote do
+      @doc false
+      def __accel_kernel__(name_arity), do: Map.get(unquote(Macro.escape(Map.new(kernels))), name_arity)
+    end
+  end
+
+  @doc """
+  Removes every compiled CPU kernel from the cache (see "The CPU kernel cache"); kernels loaded in
+  running VMs stay loaded. Returns the number of files removed.
+  """
+  @spec clear_cache() :: non_neg_integer()
+  def clear_cache do
+    dir = Accel.Kernel.Native.cache_dir()
+
+    case File.ls(dir) do
+      {:ok, files} -> Enum.count(files, &(File.rm(Path.join(dir, &1)) == :ok))
+      {:error, _} -> 0
+    end
+  end
+end

@@ -1,0 +1,741 @@
+defmodule Accel.Kernel.Compiler do
+  @moduledoc false
+  # A lowered kernel (Accel.Kernel.Lower) specialised to its inputs' element types and its
+  # captures' kinds -> one text in the dialect of c_src/kernels/dialect.h and user.h, which every
+  # backend compiles: typing, value ranges and C in one pass.
+  #
+  # Exactness: every integer value carries the range it can take. An operation whose result range
+  # fits 64 bits is emitted as plain arithmetic; any other goes through a checked helper
+  # (kernels/user.h) that raises the element's `bad` flag. Floats are doubles, as in Elixir, and a
+  # float result that is not finite raises it too. Where Elixir would raise or give a bignum, the
+  # flag is raised; the element's output then holds the sentinel and the caller recomputes it on the
+  # BEAM with the original function. Raising a flag where none was needed costs time, never
+  # correctness; a missing one would be a wrong answer, so every helper errs toward raising it.
+  #
+  # Integer captures are specialised by magnitude class (fits 8, 16, 24, 32, 48 or 64 bits, signed):
+  # a new value of the same class reuses the compiled kernel, and the class bounds the ranges (a
+  # captured modulus p < 2^24 keeps x * (x + 1) of a residue within 64 bits without checks).
+
+  alias Accel.Kernel.Magic
+
+  @min -0x8000000000000000
+  @max 0x7FFFFFFFFFFFFFFF
+  @full {@min, @max}
+  @prelude_files ["dialect.h", "user.h"]
+  @kernels_dir Path.expand("../../../c_src/kernels", __DIR__)
+  for f <- @prelude_files, do: @external_resource(Path.join(@kernels_dir, f))
+
+  @prelude (for f <- @prelude_files, into: "" do
+              Path.join(@kernels_dir, f)
+              |> File.read!()
+              |> String.replace(~r/#include "kernels\/[^"]*"/, "")
+            end)
+
+  @c_types %{s64: "accel_i64", s32: "accel_i32", u8: "accel_u8", f64: "double", f32: "float"}
+  @ranges %{s64: @full, s32: {-0x80000000, 0x7FFFFFFF}, u8: {0, 255}}
+
+  defmodule Compiled do
+    @moduledoc false
+    # slots: what each 8-byte scalar slot holds, in order: {:cap, k} | {:magic, k, 0..2} |
+    # {:range, j, :first | :step}
+    defstruct [:source, :key, :out_type, :result, :slots, :uses_f64]
+  end
+
+  @doc "The class a captured integer is specialised by: the bits its magnitude needs."
+  def bucket(v) when is_integer(v) do
+    Enum.find([8, 16, 24, 32, 48], 64, fn b -> v >= -Bitwise.bsl(1, b) and v < Bitwise.bsl(1, b) end)
+  end
+
+  @doc """
+  Specialises `ir` to `args` ([{dtype, :buffer | {:range, bits}}]) and `caps`
+  ([{:int, bits} | :float | :bool | :range]). Raises ArgumentError where the types do not agree
+  (a branch giving an integer and another a float), naming the line.
+  """
+  def compile(ir, args, caps, name) do
+    st = %{lines: [], tmp: 0, magic: %{}, float: false, name: name, caps: caps}
+    {env, st} = bind_inputs(args, caps, st)
+    {v, st} = gen(ir, env, st)
+
+    {result, out_type} =
+      case v.t do
+        :int ->
+          {:int, :s64}
+
+        :bool ->
+          {:bool, :u8}
+
+        :none ->
+          {:int, :s64}
+
+        :float ->
+          {:float,
+           if(Enum.any?(args, &match?({:f32, _}, &1)) and not Enum.any?(args, &match?({:f64, _}, &1)),
+             do: :f32,
+             else: :f64
+           )}
+      end
+
+    slots =
+      Enum.flat_map(Enum.with_index(caps), fn
+        {:range, k} -> [{:cap, k, :first}, {:cap, k, :last}, {:cap, k, :step}]
+        {_, k} -> [{:cap, k}]
+      end) ++
+        Enum.flat_map(Enum.sort(Map.keys(st.magic)), fn k ->
+          [{:magic, k, 0}, {:magic, k, 1}, {:magic, k, 2}]
+        end) ++
+        Enum.flat_map(Enum.with_index(args), fn
+          {{_, {:range, _}}, j} -> [{:range, j, :first}, {:range, j, :step}]
+          _ -> []
+        end)
+
+    source = assemble(args, out_type, result, v, slots, st)
+    key = :crypto.hash(:sha256, source) |> Base.encode16(case: :lower) |> binary_part(0, 32)
+    uses_f64 = st.float or result == :float or Enum.any?(args, fn {t, _} -> t in [:f32, :f64] end)
+    %Compiled{source: source, key: key, out_type: out_type, result: result, slots: slots, uses_f64: uses_f64}
+  end
+
+  @doc "The 8-byte scalar slots for captured `values` and range inputs, as a binary."
+  def slots(%Compiled{slots: slots}, values, inputs) do
+    for slot <- slots, into: <<>> do
+      case slot do
+        {:cap, k} -> scalar(Enum.at(values, k))
+        {:cap, k, field} -> <<range_field(Enum.at(values, k), field)::signed-native-64>>
+        {:magic, k, i} -> <<elem(Magic.signed(Enum.at(values, k)), i)::signed-native-64>>
+        {:range, j, field} -> <<range_field(Enum.at(inputs, j), field)::signed-native-64>>
+      end
+    end
+  end
+
+  defp scalar(v) when is_integer(v), do: <<v::signed-native-64>>
+  defp scalar(v) when is_float(v), do: <<v::float-native-64>>
+  defp scalar(true), do: <<1::native-64>>
+  defp scalar(false), do: <<0::native-64>>
+
+  defp range_field(%Range{first: f}, :first), do: f
+  defp range_field(%Range{last: l}, :last), do: l
+  defp range_field(%Range{step: s}, :step), do: s
+
+  # ---- the text ----
+
+  defp assemble(args, out_type, result, v, slots, st) do
+    out_t = @c_types[out_type]
+    in_params = args |> Enum.with_index() |> Enum.reject(&match?({{_, {:range, _}}, _}, &1))
+
+    buffers =
+      [{"#{out_t}*", "out"}, {"int*", "flag"}] ++
+        Enum.map(in_params, fn {{t, _}, j} -> {"const #{@c_types[t]}*", "in#{j}"} end)
+
+    scalars = Enum.with_index(slots, fn _, k -> "s#{k}" end)
+
+    at_params =
+      Enum.map(buffers, fn {t, n} -> "ACCEL_GLOBAL #{t} #{n}" end) ++ Enum.map(scalars, &"accel_u64 #{&1}")
+
+    call_args = Enum.join(["i" | Enum.map(buffers, &elem(&1, 1))] ++ scalars, ", ")
+
+    sentinel =
+      case result do
+        :int -> "ACCEL_I64_MIN"
+        :bool -> "2"
+        :float -> "accel_f64_of(0x7ff8000000000001UL)"
+      end
+
+    defines =
+      slots
+      |> Enum.with_index()
+      |> Enum.flat_map(fn
+        {{:magic, k, i}, slot} -> ["#define ACCEL_MAGIC_#{k}_#{Enum.at(~w(M S A), i)} ((accel_i64)s#{slot})"]
+        {{:range, j, field}, slot} -> ["#define ACCEL_RANGE_#{String.upcase(to_string(field))}_#{j} s#{slot}"]
+        _ -> []
+      end)
+      |> Enum.join("\n")
+
+    store = if v.t == :none, do: "bad = 1;", else: ""
+    value = if v.t == :none, do: "0", else: v.c
+
+    """
+    /* Generated by Accel.Kernel from #{st.name}: do not edit. */
+    #{@prelude}
+    #if defined(__OPENCL_VERSION__)
+    #pragma OPENCL FP_CONTRACT OFF
+    #endif
+    #{defines}
+
+    ACCEL_FN void accel_user_at(#{Enum.join(["accel_u64 i" | at_params], ", ")}) {
+      int bad = 0;
+    #{st.lines |> Enum.reverse() |> Enum.map_join("\n", &("  " <> &1))}
+      #{store}
+      if (bad) {
+        out[i] = (#{out_t})#{sentinel};
+        ACCEL_USER_FLAG(flag);
+      } else {
+        out[i] = (#{out_t})(#{value});
+      }
+    }
+
+    #if defined(__OPENCL_VERSION__)
+    __kernel void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "__global #{t} #{n}" end) ++ ["ulong n" | Enum.map(scalars, &"ulong #{&1}")], ", ")}) {
+      const ulong i = get_global_id(0);
+      if (i < n) accel_user_at(#{call_args});
+    }
+    #elif defined(__CUDACC__)
+    extern "C" __global__ void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "#{t} #{n}" end) ++ ["accel_u64 n" | Enum.map(scalars, &"accel_u64 #{&1}")], ", ")}) {
+      for (accel_u64 i = blockIdx.x * 1ULL * blockDim.x + threadIdx.x; i < n; i += 1ULL * blockDim.x * gridDim.x)
+        accel_user_at(#{call_args});
+    }
+    #else
+    extern "C" __attribute__((visibility("default"))) void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
+    #{buffers |> Enum.with_index() |> Enum.map_join("\n", fn {{t, n}, k} -> "  #{t} #{n} = (#{t})b[#{k}];" end)}
+    #{scalars |> Enum.with_index() |> Enum.map_join("\n", fn {n, k} -> "  const accel_u64 #{n} = s[#{k}];" end)}
+      for (accel_u64 i = begin; i < end; ++i) accel_user_at(#{call_args});
+    }
+    #endif
+    """
+  end
+
+  # ---- values: %{c: C expression, t: :int | :float | :bool | :none, r: {lo, hi} for ints} ----
+
+  defp int(c, r), do: %{c: c, t: :int, r: clip(r)}
+  defp float(c), do: %{c: c, t: :float, r: nil}
+  defp bool(c), do: %{c: c, t: :bool, r: {0, 1}}
+  defp none, do: %{c: "0", t: :none, r: nil}
+
+  defp clip({lo, hi}), do: {max(lo, @min), min(hi, @max)}
+  defp fits?({lo, hi}), do: lo >= @min and hi <= @max
+
+  defp bind_inputs(args, caps, st) do
+    {env, st} =
+      caps
+      |> Enum.with_index()
+      |> Enum.reduce({%{}, st}, fn {kind, k}, {env, st} ->
+        slot = slot_index(caps, k)
+
+        case kind do
+          {:int, bits} ->
+            {c, st} = declare(st, "accel_i64", "(accel_i64)s#{slot}")
+            {Map.put(env, {:cap, k}, int(c, bucket_range(bits))), st}
+
+          :float ->
+            {c, st} = declare(st, "double", "accel_f64_of(s#{slot})")
+            {Map.put(env, {:cap, k}, float(c)), %{st | float: true}}
+
+          :bool ->
+            {c, st} = declare(st, "int", "(int)s#{slot}")
+            {Map.put(env, {:cap, k}, bool(c)), st}
+
+          :range ->
+            {Map.put(env, {:cap_range, k}, Enum.map(0..2, &"(accel_i64)s#{slot + &1}")), st}
+        end
+      end)
+
+    # Range inputs' slots come after the captures' and the magic numbers'; the magic numbers are
+    # only known once the body is lowered, so these read names #defined then (assemble/6).
+    args
+    |> Enum.with_index()
+    |> Enum.reduce({env, st}, fn {{type, kind}, j}, {env, st} ->
+      case kind do
+        {:range, bits} ->
+          {c, st} =
+            declare(st, "accel_i64", "(accel_i64)(ACCEL_RANGE_FIRST_#{j} + i * ACCEL_RANGE_STEP_#{j})")
+
+          {Map.put(env, {:arg, j}, int(c, bucket_range(bits))), st}
+
+        :buffer when type in [:f32, :f64] ->
+          {c, st} = declare(st, "double", "(double)in#{j}[i]")
+          {Map.put(env, {:arg, j}, float(c)), st}
+
+        :buffer ->
+          {c, st} = declare(st, "accel_i64", "(accel_i64)in#{j}[i]")
+          {Map.put(env, {:arg, j}, int(c, @ranges[type])), st}
+      end
+    end)
+  end
+
+  defp slot_index(caps, k),
+    do: caps |> Enum.take(k) |> Enum.reduce(0, fn c, n -> n + if(c == :range, do: 3, else: 1) end)
+
+  defp bucket_range(64), do: @full
+  defp bucket_range(bits), do: {-Bitwise.bsl(1, bits), Bitwise.bsl(1, bits) - 1}
+
+  defp declare(st, type, expr) do
+    name = "t#{st.tmp}"
+    {name, %{st | tmp: st.tmp + 1, lines: ["const #{type} #{name} = #{expr};" | st.lines]}}
+  end
+
+  defp emit(st, line), do: %{st | lines: [line | st.lines]}
+
+  # Runs `fun` on an empty list of lines; returns its value and its lines (in order).
+  defp nested(st, fun) do
+    outer = st.lines
+    {v, st} = fun.(%{st | lines: []})
+    {v, Enum.reverse(st.lines), %{st | lines: outer}}
+  end
+
+  defp fail(st), do: {none(), emit(st, "bad = 1;")}
+
+  defp wrong(line, st, message),
+    do: raise(ArgumentError, "kernel #{st.name}#{if line, do: " (line #{line})", else: ""}: " <> message)
+
+  # ---- expressions ----
+
+  defp gen({:lit, v}, _env, st) when is_integer(v) and v >= @min and v <= @max,
+    do: {int(int_lit(v), {v, v}), st}
+
+  defp gen({:lit, v}, _env, st) when is_integer(v), do: fail(st)
+  defp gen({:lit, v}, _env, st) when is_float(v), do: {float(float_lit(v)), %{st | float: true}}
+  defp gen({:lit, true}, _env, st), do: {bool("1"), st}
+  defp gen({:lit, false}, _env, st), do: {bool("0"), st}
+
+  defp gen({:lit, nil}, _env, st),
+    do: wrong(nil, st, "a value may be nil (an if without else?): a kernel returns numbers or booleans")
+
+  defp gen({:fail}, _env, st), do: fail(st)
+  defp gen({:arg, _} = a, env, st), do: {Map.fetch!(env, a), st}
+  defp gen({:var, _} = a, env, st), do: {Map.fetch!(env, a), st}
+
+  defp gen({:cap, k} = c, env, st) do
+    case Map.fetch(env, c) do
+      {:ok, v} -> {v, st}
+      :error -> wrong(nil, st, "captured value #{k} is a range, used as a number")
+    end
+  end
+
+  defp gen({:let, id, value, body}, env, st) do
+    {v, st} = gen(value, env, st)
+    gen(body, Map.put(env, {:var, id}, v), st)
+  end
+
+  defp gen({:op, name, args, line}, env, st) do
+    {vs, st} = Enum.map_reduce(args, st, &gen(&1, env, &2))
+
+    if Enum.any?(vs, &(&1.t == :none)) and name not in [:is_integer, :is_float, :is_number, :is_boolean],
+      do: {none(), st},
+      else: op(name, vs, args, line, st)
+  end
+
+  defp gen({:if, c, t, e}, env, st) do
+    {cv, st} = gen(c, env, st)
+
+    case cv.t do
+      :bool -> branch(cv.c, t, e, env, nil, st)
+      :none -> {none(), st}
+      _ -> gen(t, env, st)
+    end
+  end
+
+  defp gen({:and, a, b, line}, env, st), do: strict(a, b, line, env, st, true)
+  defp gen({:or, a, b, line}, env, st), do: strict(a, b, line, env, st, false)
+
+  defp gen({:andalso, a, b}, env, st) do
+    {av, st} = gen(a, env, st)
+
+    case av.t do
+      :bool -> branch(av.c, b, {:lit, false}, env, nil, st)
+      :none -> {none(), st}
+      _ -> gen(b, env, st)
+    end
+  end
+
+  defp gen({:orelse, a, b}, env, st) do
+    {av, st} = gen(a, env, st)
+
+    case av.t do
+      :bool -> branch_values(av.c, fn st -> {av, st} end, fn st -> gen(b, env, st) end, nil, st)
+      :none -> {none(), st}
+      _ -> {av, st}
+    end
+  end
+
+  defp gen({:reduce, range, init, i_id, acc_id, body, line}, env, st),
+    do: loop(range, init, i_id, acc_id, body, line, env, st)
+
+  # `and`/`or`: the left side must be a boolean (BadBooleanError otherwise); the right is
+  # evaluated only when needed.
+  defp strict(a, b, line, env, st, is_and) do
+    {av, st} = gen(a, env, st)
+
+    case av.t do
+      :bool ->
+        if is_and,
+          do: branch_values(av.c, fn st -> gen(b, env, st) end, fn st -> {bool("0"), st} end, line, st),
+          else: branch_values(av.c, fn st -> {bool("1"), st} end, fn st -> gen(b, env, st) end, line, st)
+
+      _ ->
+        fail(st)
+    end
+  end
+
+  defp branch(c, t, e, env, line, st),
+    do: branch_values(c, fn st -> gen(t, env, st) end, fn st -> gen(e, env, st) end, line, st)
+
+  defp branch_values(c, then_fun, else_fun, line, st) do
+    {tv, t_lines, st} = nested(st, then_fun)
+    {ev, e_lines, st} = nested(st, else_fun)
+    v = unify(tv, ev, line, st)
+    name = "t#{st.tmp}"
+    st = %{st | tmp: st.tmp + 1}
+    ctype = c_type(v.t)
+
+    st =
+      st
+      |> emit("#{ctype} #{name};")
+      |> emit("if (#{c}) {")
+      |> emit_block(t_lines, name, tv)
+      |> emit("} else {")
+      |> emit_block(e_lines, name, ev)
+      |> emit("}")
+
+    {%{v | c: name}, st}
+  end
+
+  defp emit_block(st, lines, name, v) do
+    st = Enum.reduce(lines, st, &emit(&2, "  " <> &1))
+    if v.t == :none, do: st, else: emit(st, "  #{name} = #{v.c};")
+  end
+
+  defp c_type(:float), do: "double"
+  defp c_type(:bool), do: "int"
+  defp c_type(_), do: "accel_i64"
+
+  defp unify(%{t: :none}, v, _line, _st), do: v
+  defp unify(v, %{t: :none}, _line, _st), do: v
+  defp unify(%{t: :int, r: {a, b}}, %{t: :int, r: {c, d}}, _line, _st), do: int("", {min(a, c), max(b, d)})
+  defp unify(%{t: t} = v, %{t: t}, _line, _st), do: v
+
+  defp unify(a, b, line, st),
+    do:
+      wrong(
+        line,
+        st,
+        "one branch gives #{describe(a.t)} and another #{describe(b.t)}; Elixir allows that, a kernel " <>
+          "needs one type for its values (write 1.0 for a float, or convert with trunc/1)"
+      )
+
+  defp describe(:int), do: "an integer"
+  defp describe(:float), do: "a float"
+  defp describe(:bool), do: "a boolean"
+
+  # ---- loops: Enum.reduce(first..last//step, init, fn i, acc -> body end) ----
+
+  defp loop(range, init, i_id, acc_id, body, line, env, st) do
+    {[f, l, s], st} = range_parts(range, env, st, line)
+    {iv, st} = gen(init, env, st)
+
+    if Enum.any?([f, l, s], &(&1.t != :int)) or iv.t == :none do
+      fail(st)
+    else
+      index = int("", {min(elem(f.r, 0), elem(l.r, 0)), max(elem(f.r, 1), elem(l.r, 1))})
+      acc = "t#{st.tmp}"
+      i = "t#{st.tmp + 1}"
+      last_t = "t#{st.tmp + 2}"
+      st = %{st | tmp: st.tmp + 3}
+      # The first iteration sees the initial value; later ones what the body gives: ranges settle
+      # after it (a remainder), so the first is emitted on its own with its own checks.
+      body_at = fn acc_v, st ->
+        env = env |> Map.put({:var, acc_id}, %{acc_v | c: acc}) |> Map.put({:var, i_id}, %{index | c: i})
+        nested(st, fn st -> gen(body, env, st) end)
+      end
+
+      {first_v, first_lines, st} = body_at.(iv, st)
+      check_acc_type(iv, first_v, line, st)
+      start = if first_v.t == :none, do: iv, else: first_v
+      {_later_acc, later_v, later_lines, st} = settle(start, body_at, line, st)
+      acc_v = Enum.reduce([first_v, later_v], iv, &unify(&1, &2, line, st))
+
+      step = "#{s.c}"
+
+      st =
+        st
+        |> emit("#{c_type(acc_v.t)} #{acc} = #{iv.c};")
+        |> emit("if (#{step} == 0) bad = 1;")
+        |> emit("else if (#{step} > 0 ? #{f.c} <= #{l.c} : #{f.c} >= #{l.c}) {")
+        |> emit(
+          "  const accel_u64 #{last_t} = (#{step} > 0 ? (accel_u64)#{l.c} - (accel_u64)#{f.c} : (accel_u64)#{f.c} - (accel_u64)#{l.c}) / (#{step} > 0 ? (accel_u64)#{step} : (accel_u64)0 - (accel_u64)#{step});"
+        )
+        |> emit("  {")
+        |> emit("    const accel_i64 #{i} = #{f.c};")
+        |> emit_loop_body(first_lines, acc, first_v)
+        |> emit("  }")
+        |> emit("  for (accel_u64 #{last_t}k = 1; #{last_t}k <= #{last_t}; ++#{last_t}k) {")
+        |> emit(
+          "    const accel_i64 #{i} = (accel_i64)((accel_u64)#{f.c} + #{last_t}k * (accel_u64)#{step});"
+        )
+        |> emit_loop_body(later_lines, acc, later_v)
+        |> emit("  }")
+        |> emit("}")
+
+      {%{acc_v | c: acc}, st}
+    end
+  end
+
+  defp emit_loop_body(st, lines, acc, v) do
+    st = Enum.reduce(lines, st, &emit(&2, "    " <> &1))
+    if v.t == :none, do: st, else: emit(st, "    #{acc} = #{v.c};")
+  end
+
+  defp check_acc_type(%{t: a} = init, %{t: b} = body, line, st) when a != b and b != :none,
+    do: unify(init, body, line, st)
+
+  defp check_acc_type(_, _, _, _), do: :ok
+
+  # The accumulator's range for iterations after the first: from what the first gives, widened
+  # until the body keeps it (twice), else the whole 64-bit range.
+  defp settle(first_v, body_at, line, st) do
+    Enum.reduce_while([1, 2, 3], {first_v, nil}, fn attempt, {guess, _} ->
+      guess = if attempt == 3 and guess.t == :int, do: %{guess | r: @full}, else: guess
+      {v, lines, st2} = body_at.(guess, st)
+      check_acc_type(guess, v, line, st)
+
+      if v.t != :int or within?(v.r, guess.r) or attempt == 3,
+        do: {:halt, {guess, v, lines, st2}},
+        else: {:cont, {unify(guess, v, line, st), nil}}
+    end)
+  end
+
+  defp within?({a, b}, {c, d}), do: a >= c and b <= d
+
+  defp range_parts({:cap_range, k}, env, st, _line) do
+    [f, l, s] = Map.fetch!(env, {:cap_range, k})
+    {[int(f, @full), int(l, @full), int(s, @full)], st}
+  end
+
+  defp range_parts({:range, f, l, s}, env, st, _line) do
+    {fv, st} = gen(f, env, st)
+    {lv, st} = gen(l, env, st)
+
+    case s do
+      nil when fv.t == :int and lv.t == :int ->
+        # Elixir 1.14: first..last steps by -1 when first > last.
+        {c, st} = declare(st, "accel_i64", "(#{fv.c} <= #{lv.c} ? 1 : -1)")
+        {[fv, lv, int(c, {-1, 1})], st}
+
+      nil ->
+        {[fv, lv, none()], st}
+
+      s ->
+        {sv, st} = gen(s, env, st)
+        {[fv, lv, sv], st}
+    end
+  end
+
+  # ---- operations ----
+
+  @float_math Accel.Kernel.Lower.math_functions() |> Keyword.keys()
+
+  defp op(:is_integer, [v], _, _, st), do: {bool(if(v.t == :int, do: "1", else: "0")), st}
+  defp op(:is_float, [v], _, _, st), do: {bool(if(v.t == :float, do: "1", else: "0")), st}
+  defp op(:is_number, [v], _, _, st), do: {bool(if(v.t in [:int, :float], do: "1", else: "0")), st}
+  defp op(:is_boolean, [v], _, _, st), do: {bool(if(v.t == :bool, do: "1", else: "0")), st}
+
+  defp op(name, vs, args, line, st) do
+    types = Enum.map(vs, & &1.t)
+
+    cond do
+      name in [:==, :!=, :===, :!==, :<, :<=, :>, :>=] -> compare(name, vs, st)
+      name == :not -> if types == [:bool], do: declare_v(st, bool("!#{hd(vs).c}")), else: fail(st)
+      name == :lnot -> if types == [:bool], do: declare_v(st, bool("!#{hd(vs).c}")), else: {bool("0"), st}
+      Enum.member?(types, :bool) -> fail(st)
+      true -> numeric(name, vs, args, line, st)
+    end
+  end
+
+  defp declare_v(st, v) do
+    {c, st} = declare(st, c_type(v.t), v.c)
+    {%{v | c: c}, st}
+  end
+
+  defp as_double(%{t: :float, c: c}), do: c
+  defp as_double(%{t: :int, c: c}), do: "((double)#{c})"
+
+  defp numeric(name, [a, b], args, line, st) when name in [:+, :-, :*] do
+    if a.t == :int and b.t == :int do
+      {x1, x2} = a.r
+      {y1, y2} = b.r
+
+      r =
+        case name do
+          :+ -> {x1 + y1, x2 + y2}
+          :- -> {x1 - y2, x2 - y1}
+          :* -> Enum.min_max([x1 * y1, x1 * y2, x2 * y1, x2 * y2])
+        end
+
+      helper = %{+: "accel_add", -: "accel_sub", *: "accel_mul"}[name]
+
+      if fits?(r),
+        do: declare_v(st, int("(accel_i64)((accel_u64)#{a.c} #{name} (accel_u64)#{b.c})", r)),
+        else: declare_v(st, int("#{helper}(#{a.c}, #{b.c}, &bad)", r))
+    else
+      _ = {args, line}
+      declare_v(%{st | float: true}, float("accel_fin(#{as_double(a)} #{name} #{as_double(b)}, &bad)"))
+    end
+  end
+
+  defp numeric(:/, [a, b], _, _, st),
+    do: declare_v(%{st | float: true}, float("accel_fin(#{as_double(a)} / #{as_double(b)}, &bad)"))
+
+  defp numeric(:neg, [%{t: :int} = a], _, _, st) do
+    {lo, hi} = a.r
+    r = {-hi, -lo}
+
+    if fits?(r),
+      do: declare_v(st, int("(-#{a.c})", r)),
+      else: declare_v(st, int("accel_neg(#{a.c}, &bad)", r))
+  end
+
+  defp numeric(:neg, [a], _, _, st), do: declare_v(st, float("(-#{a.c})"))
+
+  defp numeric(:abs, [%{t: :int} = a], _, _, st) do
+    {lo, hi} = a.r
+    r = if lo >= 0, do: a.r, else: {if(hi >= 0, do: 0, else: -hi), max(-lo, hi)}
+
+    if lo > @min,
+      do: declare_v(st, int("(#{a.c} < 0 ? -#{a.c} : #{a.c})", r)),
+      else: declare_v(st, int("accel_abs(#{a.c}, &bad)", r))
+  end
+
+  defp numeric(:abs, [a], _, _, st), do: declare_v(st, float("fabs(#{a.c})"))
+
+  defp numeric(name, [a, b], [_, divisor], _line, st) when name in [:div, :rem] do
+    if a.t != :int or b.t != :int do
+      fail(st)
+    else
+      amax = magnitude(a.r)
+      {blo, bhi} = b.r
+      bmax = magnitude(b.r)
+
+      r =
+        case name do
+          :div ->
+            bmin = if blo > 0, do: blo, else: if(bhi < 0, do: -bhi, else: 1)
+            q = div(amax, max(bmin, 1))
+            {-q, q}
+
+          :rem ->
+            m = min(amax, max(bmax - 1, 0))
+            {if(elem(a.r, 0) >= 0, do: 0, else: -m), if(elem(a.r, 1) <= 0, do: 0, else: m)}
+        end
+
+      helper = if name == :div, do: "accel_div", else: "accel_rem"
+
+      cond do
+        match?({:lit, d} when is_integer(d) and d not in [0, -1], divisor) ->
+          op = if name == :div, do: "/", else: "%"
+          declare_v(st, int("(#{a.c} #{op} #{b.c})", r))
+
+        match?({:cap, _}, divisor) ->
+          {:cap, k} = divisor
+          slot = "ACCEL_MAGIC_#{k}"
+          st = %{st | magic: Map.put(st.magic, k, true)}
+          declare_v(st, int("#{helper}_magic(#{a.c}, #{b.c}, #{slot}_M, #{slot}_S, #{slot}_A, &bad)", r))
+
+        true ->
+          declare_v(st, int("#{helper}(#{a.c}, #{b.c}, &bad)", r))
+      end
+    end
+  end
+
+  defp numeric(name, [a, b], _, line, st) when name in [:min, :max] do
+    cond do
+      a.t == :int and b.t == :int ->
+        {x1, x2} = a.r
+        {y1, y2} = b.r
+        r = if name == :min, do: {min(x1, y1), min(x2, y2)}, else: {max(x1, y1), max(x2, y2)}
+        declare_v(st, int("(#{a.c} #{if name == :min, do: "<=", else: ">="} #{b.c} ? #{a.c} : #{b.c})", r))
+
+      a.t == :float and b.t == :float ->
+        declare_v(st, float("(#{a.c} #{if name == :min, do: "<=", else: ">="} #{b.c} ? #{a.c} : #{b.c})"))
+
+      true ->
+        wrong(
+          line,
+          st,
+          "#{name}/2 of an integer and a float gives either type depending on the values; convert one (x * 1.0, trunc/1)"
+        )
+    end
+  end
+
+  defp numeric(name, [%{t: :int} = a], _, _, st) when name in [:trunc, :round, :floor, :ceil], do: {a, st}
+
+  defp numeric(name, [a], _, _, st) when name in [:trunc, :round, :floor, :ceil],
+    do: declare_v(st, int("accel_f2i(#{name}(#{a.c}), &bad)", @full))
+
+  defp numeric(name, vs, _, _, st) when name in [:band, :bor, :bxor, :bnot, :bsl, :bsr] do
+    if Enum.any?(vs, &(&1.t != :int)), do: fail(st), else: bitwise(name, vs, st)
+  end
+
+  defp numeric({:math, f}, vs, _, _, st) when f in @float_math do
+    args = Enum.map_join(vs, ", ", &as_double/1)
+    declare_v(%{st | float: true}, float("accel_fin(#{f}(#{args}), &bad)"))
+  end
+
+  defp bitwise(:band, [a, b], st) do
+    r =
+      case {a.r, b.r} do
+        {{lo, hi}, _} when lo >= 0 -> {0, if(elem(b.r, 0) >= 0, do: min(hi, elem(b.r, 1)), else: hi)}
+        {_, {lo, hi}} when lo >= 0 -> {0, hi}
+        _ -> @full
+      end
+
+    declare_v(st, int("(#{a.c} & #{b.c})", r))
+  end
+
+  defp bitwise(name, [a, b], st) when name in [:bor, :bxor] do
+    r =
+      if elem(a.r, 0) >= 0 and elem(b.r, 0) >= 0,
+        do: {0, Bitwise.bsl(1, bit_length(max(elem(a.r, 1), elem(b.r, 1)))) - 1},
+        else: @full
+
+    declare_v(st, int("(#{a.c} #{if name == :bor, do: "|", else: "^"} #{b.c})", r))
+  end
+
+  defp bitwise(:bnot, [a], st) do
+    {lo, hi} = a.r
+    declare_v(st, int("(~#{a.c})", {-hi - 1, -lo - 1}))
+  end
+
+  defp bitwise(:bsr, [a, b], st) do
+    {lo, hi} = a.r
+    r = if elem(b.r, 0) >= 0, do: {min(lo, 0), max(hi, 0)}, else: @full
+    declare_v(st, int("accel_bsr(#{a.c}, #{b.c}, &bad)", r))
+  end
+
+  defp bitwise(:bsl, [a, b], st), do: declare_v(st, int("accel_bsl(#{a.c}, #{b.c}, &bad)", @full))
+
+  defp bit_length(0), do: 0
+  defp bit_length(n), do: n |> Integer.digits(2) |> length()
+
+  defp magnitude({lo, hi}), do: max(abs(lo), abs(hi))
+
+  # Comparisons follow the BEAM's term order: numbers compare by value (an integer and a float
+  # exactly), every number is less than every boolean, false < true.
+  defp compare(name, [a, b], st) do
+    c_op = %{==: "==", !=: "!=", ===: "==", !==: "!=", <: "<", <=: "<=", >: ">", >=: ">="}[name]
+
+    cond do
+      name in [:===, :!==] and a.t != b.t ->
+        {bool(if(name == :===, do: "0", else: "1")), st}
+
+      a.t == b.t ->
+        declare_v(st, bool("(#{a.c} #{c_op} #{b.c})"))
+
+      a.t == :int and b.t == :float ->
+        declare_v(st, bool("(accel_cmp_if(#{a.c}, #{b.c}) #{c_op} 0)"))
+
+      a.t == :float and b.t == :int ->
+        declare_v(st, bool("(0 #{c_op} accel_cmp_if(#{b.c}, #{a.c}))"))
+
+      true ->
+        # a number against a boolean: the number is smaller
+        order = if a.t == :bool, do: 1, else: -1
+        {bool(if(apply(Kernel, name_to_fun(name), [order, 0]), do: "1", else: "0")), st}
+    end
+  end
+
+  defp name_to_fun(:===), do: :==
+  defp name_to_fun(:!==), do: :!=
+  defp name_to_fun(n), do: n
+
+  defp int_lit(@min), do: "ACCEL_I64_MIN"
+  defp int_lit(v), do: "((accel_i64)#{v}L)"
+
+  defp float_lit(v), do: "(#{Float.to_string(v)})"
+end
