@@ -7,3 +7,6 @@ unavailable =
   end
 
 ExUnit.start(exclude: unavailable)
+
+# Compiled CPU kernels (Accel.Kernel) go to a cache inside the build, not the user's cache.
+Application.put_env(:accel, :kernel_cache, Path.join(Mix.Project.build_path(), "kernel_cache"))

@@ -5,7 +5,10 @@ defmodule Accel.Error do
     opencl_error: "an OpenCL call failed for another reason; the message names the call and the error code",
     cuda_error:
       "a CUDA or cuBLAS call failed for another reason; the message names the call and CUDA's error",
-    build_failed: "an OpenCL program did not compile on this device; the message carries the build log",
+    build_failed:
+      "an OpenCL program, or a kernel's CPU code (`Accel.Kernel`), did not compile; the message carries the log",
+    no_compiler: "`Accel.Kernel` found no C++ compiler for a CPU kernel (see \"The CPU kernel cache\")",
+    load_failed: "a compiled CPU kernel could not be loaded; the message carries the loader's reason",
     cancelled: "the process that made the call exited, and the call was abandoned between chunks",
     thread_pool: "the OS would not start the CPU backend's threads (`config :accel, cpu_threads:`)",
     no_nodes: "`Accel.Cluster`: every node went down before the work was done",

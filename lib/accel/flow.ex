@@ -66,6 +66,7 @@ defmodule Accel.Flow do
   @doc """
   A flow over the chunks of `input` (a range, a list or other enumerable, a binary, or a stream
   of binaries: see `Accel.Stream.chunks/2`), each stage applying `fun` to one chunk at a time.
+  `fun` may be a kernel from `Accel.kernel/1` (each chunk through `Accel.map/3`).
 
   ## Options
 
@@ -79,6 +80,9 @@ defmodule Accel.Flow do
           "Accel.Flow.from_chunks/3 takes the input to chunk, not a flow; to offload the events " <>
             "of an existing flow, use Accel.Flow.map_batches/3"
   end
+
+  def from_chunks(input, %Accel.Kernel{} = kernel, opts),
+    do: from_chunks(input, Accel.Kernel.chunk_function(kernel, opts), opts)
 
   def from_chunks(_input, fun, _opts) when not is_function(fun, 1),
     do: not_a_function!(fun, "from_chunks/3")
@@ -108,7 +112,8 @@ defmodule Accel.Flow do
   Offloads the events of `flow` in batches: `fun` gets each batch of events GenStage delivers to
   a stage (a list, of at most the subscription's `:max_demand` events: raise it, on
   `Flow.from_enumerable/2` or `Flow.partition/2`, for batches worth a device call) and returns
-  its results. Like `Flow.map_batch/2`, which it uses, it comes first in a stage: straight after
+  its results (`fun` may be a kernel from `Accel.kernel/1`: each batch through `Accel.map/3`).
+  Like `Flow.map_batch/2`, which it uses, it comes first in a stage: straight after
   the flow's source or a partition.
 
   ## Options
@@ -117,6 +122,9 @@ defmodule Accel.Flow do
   """
   @spec map_batches(Flow.t(), (list() -> term()), keyword()) :: Flow.t()
   def map_batches(flow, fun, opts \\ [])
+
+  def map_batches(flow, %Accel.Kernel{} = kernel, opts) when is_struct(flow, Flow),
+    do: map_batches(flow, &Accel.map(&1, kernel), opts)
 
   def map_batches(flow, fun, _opts) when is_struct(flow, Flow) and not is_function(fun, 1),
     do: not_a_function!(fun, "map_batches/3")

@@ -147,7 +147,6 @@ defmodule Accel.Kernel do
   defmacro __using__(_opts) do
     quote do
       import Accel.Kernel, only: [defkernel: 2]
-      Module.register_attribute(__MODULE__, :accel_kernels, accumulate: true)
       @before_compile Accel.Kernel
     end
   end
@@ -156,23 +155,37 @@ defmodule Accel.Kernel do
   defmacro defkernel(head, do: body) do
     {name, meta, params} = head
     params = params || []
-    kernels = Map.new(Module.get_attribute(__CALLER__.module, :accel_kernels) || [], fn {k, v} -> {k, v} end)
+    kernels = Module.get_attribute(__CALLER__.module, :accel_kernels) || %{}
     {ir, arity} = Lower.lower_def(params, body, meta, __CALLER__, kernels)
+    # Recorded now, while the module's body expands, so that the kernels after this one see it.
+    Module.put_attribute(__CALLER__.module, :accel_kernels, Map.put(kernels, {name, arity}, {arity, ir}))
 
     quote do
-      @accel_kernels {{unquote(name), unquote(arity)}, {unquote(arity), unquote(Macro.escape(ir))}}
+      @accel_resolved Map.put(
+                        Module.get_attribute(__MODULE__, :accel_resolved) || %{},
+                        {unquote(name), unquote(arity)},
+                        {unquote(arity), Accel.Kernel.Lower.resolve(unquote(Macro.escape(ir)), __MODULE__)}
+                      )
       def unquote(head), do: unquote(body)
     end
   end
 
   @doc false
   defmacro __before_compile__(env) do
-    kernels = Module.get_attribute(env.module, :accel_kernels) || []
+    kernels = Module.get_attribute(env.module, :accel_resolved) || %{}
 
     quote do
       @doc false
-      def __accel_kernel__(name_arity), do: Map.get(unquote(Macro.escape(Map.new(kernels))), name_arity)
+      def __accel_kernel__(name_arity), do: Map.get(unquote(Macro.escape(kernels)), name_arity)
     end
+  end
+
+  # For Accel.Stream and Accel.Flow, which take a function of a chunk: binary chunks hold the
+  # elements of the caller's `type:` option (:s64 by default).
+  @doc false
+  def chunk_function(%__MODULE__{} = kernel, opts) do
+    type = if is_list(opts), do: Keyword.get(opts, :type) || :s64, else: :s64
+    &Accel.map(&1, kernel, type: type)
   end
 
   @doc """

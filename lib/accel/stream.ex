@@ -179,7 +179,8 @@ defmodule Accel.Stream do
 
   @doc """
   Applies `fun` to each chunk of `enumerable` (see `chunks/2`) concurrently, returning a lazy stream
-  of results.
+  of results. `fun` may be a kernel from `Accel.kernel/1`: each chunk then goes through
+  `Accel.map/3` (binary chunks of the `:type` option).
 
   ## Options
 
@@ -192,6 +193,10 @@ defmodule Accel.Stream do
   """
   @spec map_chunks(Enumerable.t() | binary(), (term() -> term()), keyword()) :: Enumerable.t()
   def map_chunks(enumerable, fun, opts \\ [])
+
+  # A kernel (Accel.kernel/1) maps each chunk with Accel.map/3.
+  def map_chunks(enumerable, %Accel.Kernel{} = kernel, opts),
+    do: map_chunks(enumerable, Accel.Kernel.chunk_function(kernel, opts), opts)
 
   def map_chunks(_enumerable, fun, _opts) when not is_function(fun, 1) do
     raise ArgumentError, "map_chunks/3 expects a 1-arity function, got: #{inspect(fun, limit: 5)}"

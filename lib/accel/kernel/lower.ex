@@ -7,7 +7,7 @@ defmodule Accel.Kernel.Lower do
   #
   # The form (every node a tuple):
   #   {:lit, number | boolean | nil}   {:arg, k}   {:cap, k}   {:var, id}   {:fail}
-  #   {:let, id, value, body}          {:op, name, [args], line}    {:if, cond, then, else}
+  #   {:let, id, value, body}          {:op, name, [args], line}    {:if, cond, then, else, line}
   #   {:and | :or, a, b, line} (strict booleans)   {:andalso | :orelse, a, b} (&& and ||, truthy)
   #   {:reduce, range, init, index_id, acc_id, body, line}, range {:range, first, last, step | nil}
   #   or {:cap_range, k}
@@ -54,7 +54,7 @@ defmodule Accel.Kernel.Lower do
     @moduledoc false
     # vars: {name, context} -> IR node; captures: [{name, context, ast}] in order of first use;
     # kernels: name -> {arity, lowered body, arg count} for calls to sibling defkernels.
-    defstruct vars: %{}, captures: [], next: 0, caller: nil, kernels: %{}, args: 0
+    defstruct vars: %{}, captures: [], next: 0, caller: nil, kernels: %{}, args: 0, attrs: :capture
   end
 
   @doc """
@@ -77,7 +77,7 @@ defmodule Accel.Kernel.Lower do
 
   @doc "Lowers a defkernel's head and body (no captures allowed: module attributes are constants)."
   def lower_def(params, body, meta, caller, kernels) do
-    state = %State{caller: caller, kernels: kernels}
+    state = %State{caller: caller, kernels: kernels, attrs: :placeholder}
     {state, arity} = bind_params(params, meta, state)
     {ir, state} = expr(body, %{state | args: arity})
 
@@ -89,6 +89,22 @@ defmodule Accel.Kernel.Lower do
         error(meta(ast), caller, "defkernel bodies cannot use variable #{name} from outside the kernel")
     end
   end
+
+  @doc "A defkernel's IR with its module attributes' values, once the module body has set them."
+  def resolve({:attr, name}, module) do
+    case Module.get_attribute(module, name) do
+      v when is_number(v) or is_boolean(v) ->
+        {:lit, v}
+
+      v ->
+        raise ArgumentError,
+              "Accel.Kernel: @#{name} must be a number or a boolean in a kernel of #{inspect(module)}, got: #{inspect(v)}"
+    end
+  end
+
+  def resolve(t, module) when is_tuple(t), do: t |> Tuple.to_list() |> resolve(module) |> List.to_tuple()
+  def resolve(l, module) when is_list(l), do: Enum.map(l, &resolve(&1, module))
+  def resolve(x, _module), do: x
 
   defp bind_params(params, meta, state) do
     params
@@ -122,11 +138,12 @@ defmodule Accel.Kernel.Lower do
 
   defp expr({:|>, _, [left, {f, m, args}]}, st) when is_list(args), do: expr({f, m, [left | args]}, st)
 
-  defp expr({:@, meta, [{name, _, atom}]}, st) when is_atom(name) and is_atom(atom) do
-    case st.caller.module && Module.get_attribute(st.caller.module, name) do
-      v when is_number(v) or is_boolean(v) -> {{:lit, v}, st}
-      v -> error(meta, st.caller, "@#{name} must be a number or a boolean in a kernel, got: #{inspect(v)}")
-    end
+  # A module attribute: in defkernel, a placeholder resolved when the module body runs (resolve/2);
+  # in Accel.kernel/1, a captured value, read where the kernel is made.
+  defp expr({:@, _meta, [{name, _, atom}]} = ast, st) when is_atom(name) and is_atom(atom) do
+    if st.attrs == :placeholder,
+      do: {{:attr, name}, st},
+      else: capture(:"@#{name}", nil, ast, [], st)
   end
 
   defp expr({name, meta, ctx} = ast, st) when is_atom(name) and is_atom(ctx) do
@@ -253,7 +270,7 @@ defmodule Accel.Kernel.Lower do
     {c, st} = expr(c, st)
     {t, st} = expr(then, st)
     {e, st} = expr(otherwise, st)
-    {{:if, c, t, e}, st}
+    {{:if, c, t, e, meta[:line]}, st}
   end
 
   defp unless_([c, clauses], meta, st) do
@@ -270,10 +287,10 @@ defmodule Accel.Kernel.Lower do
   end
 
   defp cond_([[do: clauses]], _meta, st) do
-    Enum.reduce(Enum.reverse(clauses), {{:fail}, st}, fn {:->, _, [[c], body]}, {rest, st} ->
+    Enum.reduce(Enum.reverse(clauses), {{:fail}, st}, fn {:->, meta, [[c], body]}, {rest, st} ->
       {c, st} = expr(c, st)
       {b, st} = expr(body, st)
-      {{:if, c, b, rest}, st}
+      {{:if, c, b, rest, meta[:line]}, st}
     end)
   end
 
@@ -297,7 +314,7 @@ defmodule Accel.Kernel.Lower do
         {g, inner} = expr(guard, inner)
         {b, inner} = expr(body, inner)
         st = %{inner | vars: st.vars}
-        {{:if, and_tests(test, g), b, rest}, st}
+        {{:if, and_tests(test, g), b, rest, meta[:line]}, st}
       end)
 
     {{:let, id, v, body}, st}

@@ -115,8 +115,30 @@ defmodule Accel.Kernel.Native do
             "(looked for $ACCEL_CXX, $CXX, c++, g++, clang++); install one, or run the kernel on :opencl"
     end
 
-    {version, _} = System.cmd(cc, ["--version"], stderr_to_stdout: true)
-    {cc, version |> String.split("\n") |> hd()}
+    {cc, version(cc)}
+  end
+
+  # `cc --version` costs a process start (~0.1 s): remembered in the cache, by the compiler's path,
+  # size and modification time, so a VM that finds its kernels cached starts no process at all.
+  defp version(cc) do
+    stat = File.stat!(cc, time: :posix)
+
+    file =
+      Path.join(cache_dir(), "cc-" <> hash(:erlang.term_to_binary({cc, stat.size, stat.mtime})) <> ".version")
+
+    case File.read(file) do
+      {:ok, version} ->
+        version
+
+      {:error, _} ->
+        {out, _} = System.cmd(cc, ["--version"], stderr_to_stdout: true)
+        version = out |> String.split("\n") |> hd()
+        tmp = file <> ".#{System.unique_integer([:positive])}"
+
+        with :ok <- File.mkdir_p(cache_dir()), :ok <- File.write(tmp, version), do: File.rename(tmp, file)
+
+        version
+    end
   end
 
   defp hash(data), do: :crypto.hash(:sha256, data) |> Base.encode16(case: :lower)

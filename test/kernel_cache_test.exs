@@ -1,0 +1,80 @@
+defmodule Accel.KernelCacheTest do
+  # The CPU kernel cache (Accel.Kernel.Native): checksummed files, a damaged one rebuilt, cleared
+  # on request, and a clear error without a compiler. Not async: it swaps the cache directory and
+  # the compiler, which every CPU kernel of the VM uses.
+  use ExUnit.Case, async: false
+  require Accel
+
+  setup do
+    dir = Path.join(System.tmp_dir!(), "accel-cache-test-#{System.unique_integer([:positive])}")
+    previous = Application.get_env(:accel, :kernel_cache)
+    Application.put_env(:accel, :kernel_cache, dir)
+
+    on_exit(fn ->
+      Application.put_env(:accel, :kernel_cache, previous)
+      File.rm_rf!(dir)
+    end)
+
+    %{dir: dir}
+  end
+
+  defp source(n) do
+    k = Accel.kernel(fn x -> x * 3 + n end)
+    Accel.Kernel.Compiler.compile(k.ir, [{:s64, :buffer}], [{:int, 8}], "test").source
+  end
+
+  test "a kernel is compiled once into the cache, with its checksum, and found there", %{dir: dir} do
+    so = Accel.Kernel.Native.ensure_built(source(1))
+    assert Path.dirname(so) == dir
+    sum = File.read!(so <> ".sha256")
+    assert sum == :crypto.hash(:sha256, File.read!(so)) |> Base.encode16(case: :lower)
+    %{mtime: built} = File.stat!(so, time: :posix)
+    assert Accel.Kernel.Native.ensure_built(source(1)) == so
+    assert File.stat!(so, time: :posix).mtime == built
+    # no temporary files left behind
+    assert dir |> File.ls!() |> Enum.reject(&String.starts_with?(&1, "cc-")) |> Enum.sort() ==
+             Enum.sort([Path.basename(so), Path.basename(so) <> ".sha256"])
+  end
+
+  test "a damaged file fails its checksum and is rebuilt, not loaded" do
+    so = Accel.Kernel.Native.ensure_built(source(2))
+    good = File.read!(so)
+    File.write!(so, binary_part(good, 0, div(byte_size(good), 2)))
+    assert Accel.Kernel.Native.ensure_built(source(2)) == so
+    rebuilt = File.read!(so)
+    assert byte_size(rebuilt) == byte_size(good)
+    assert File.read!(so <> ".sha256") == :crypto.hash(:sha256, rebuilt) |> Base.encode16(case: :lower)
+  end
+
+  test "clear_cache/0 removes every compiled kernel", %{dir: dir} do
+    Accel.Kernel.Native.ensure_built(source(3))
+    assert Accel.Kernel.clear_cache() >= 2
+    assert File.ls!(dir) == []
+  end
+
+  test "without a compiler, a CPU kernel says so" do
+    key = {Accel.Kernel.Native, :compiler}
+    saved = :persistent_term.get(key, nil)
+    path = System.get_env("PATH")
+    env = for v <- ["ACCEL_CXX", "CXX"], do: {v, System.get_env(v)}
+
+    try do
+      :persistent_term.erase(key)
+      System.put_env("PATH", "/nonexistent")
+      Enum.each(env, fn {v, _} -> System.delete_env(v) end)
+      e = assert_raise Accel.Error, fn -> Accel.Kernel.Native.ensure_built(source(4)) end
+      assert e.reason == :no_compiler
+      assert e.message =~ "none was found"
+    after
+      System.put_env("PATH", path)
+      Enum.each(env, fn {v, value} -> if value, do: System.put_env(v, value) end)
+      if saved, do: :persistent_term.put(key, saved), else: :persistent_term.erase(key)
+    end
+  end
+
+  test "a compiler error is an Accel.Error carrying the compiler's output" do
+    e = assert_raise Accel.Error, fn -> Accel.Kernel.Native.ensure_built("this is not C++") end
+    assert e.reason == :build_failed
+    assert e.message =~ "failed (exit status"
+  end
+end

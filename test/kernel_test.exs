@@ -1,0 +1,213 @@
+defmodule Accel.KernelTest.Kernels do
+  use Accel.Kernel
+
+  @p 6_700_417
+
+  defkernel(step(x, p), do: rem(22 * x * (x + 1), p))
+  defkernel(ten_steps(x, p), do: Enum.reduce(1..10, x, fn _, acc -> step(acc, p) end))
+  defkernel(seed_step(x), do: step(x, @p))
+end
+
+defmodule Accel.KernelTest do
+  # Accel.kernel/1 and Accel.map/3 beyond the element semantics (kernel_differential_test.exs):
+  # the language's compile-time errors, specialisation errors, inputs, outputs, placement,
+  # chunking, the module form, streams, and captured values as parameters.
+  use ExUnit.Case, async: true
+  require Accel
+  alias Accel.KernelTest.Kernels
+
+  defp compile_error(code) do
+    e =
+      assert_raise CompileError, fn -> Code.compile_string("require Accel\n" <> code, "kernel_source.ex") end
+
+    Exception.message(e)
+  end
+
+  describe "the language" do
+    test "a construct outside it is a compile error naming it and its line" do
+      assert compile_error("x = 1\nAccel.kernel(fn y ->\n  IO.puts(y)\nend)") =~
+               ~r/kernel_source.ex:4: Accel.kernel: IO.puts\(y\) is not supported in a kernel/
+
+      assert compile_error("Accel.kernel(fn y -> [y] end)") =~ "[y] is not supported in a kernel"
+      assert compile_error("Accel.kernel(fn y -> {y, y} end)") =~ "is not supported in a kernel"
+      assert compile_error("Accel.kernel(fn {a, b} -> a end)") =~ "kernel parameters must be plain variables"
+      assert compile_error("Accel.kernel(fn 1 -> 1; x -> x end)") =~ "one clause"
+      assert compile_error("Accel.kernel(&Enum.sum/1)") =~ "Enum.sum/1 is not a defkernel"
+
+      assert compile_error("Accel.kernel(fn x -> Enum.reduce([1, 2], x, fn i, a -> a + i end) end)") =~
+               "runs over a range"
+
+      assert compile_error("Accel.kernel(fn x -> case x do {a} -> a end end)") =~ "case patterns in a kernel"
+    end
+
+    test "a value of two types is refused when the kernel is specialised, naming the line" do
+      k = Accel.kernel(fn x -> if x > 0, do: x, else: 0.5 end)
+
+      assert_raise ArgumentError, ~r/line \d+\): one branch gives an integer and another a float/, fn ->
+        Accel.map([1], k, backend: :cpu)
+      end
+
+      m = Accel.kernel(fn x -> min(x, 1.5) end)
+
+      assert_raise ArgumentError, ~r/min\/2 of an integer and a float/, fn ->
+        Accel.map([1], m, backend: :cpu)
+      end
+
+      # the same kernel over floats is fine
+      assert Accel.map([2.0, 1.0], m, backend: :cpu) == [1.5, 1.0]
+    end
+
+    test "captured values are parameters: new values of one magnitude class reuse the compiled kernel" do
+      run = fn p ->
+        k = Accel.kernel(fn x -> rem(x * x + 1, p) end)
+        {Accel.map(1..1000, k, backend: :cpu), k}
+      end
+
+      {r1, k} = run.(1_000_003)
+      {r2, _} = run.(999_983)
+      assert r1 == Enum.map(1..1000, &rem(&1 * &1 + 1, 1_000_003))
+      assert r2 == Enum.map(1..1000, &rem(&1 * &1 + 1, 999_983))
+      specialisations = for {{Accel.Kernel.Map, id, _, _}, _} <- :persistent_term.get(), id == k.id, do: id
+      assert length(specialisations) == 1
+    end
+
+    test "captured values must be 64-bit integers, floats, booleans or ranges" do
+      big = Bitwise.bsl(1, 64)
+      k = Accel.kernel(fn x -> x + big end)
+
+      assert_raise ArgumentError, ~r/captured variable big is 18446744073709551616/, fn ->
+        Accel.map([1], k, backend: :cpu)
+      end
+
+      atom = :nope
+      k = Accel.kernel(fn x -> if atom, do: x, else: -x end)
+
+      assert_raise ArgumentError, ~r/captured variable atom is :nope/, fn ->
+        Accel.map([1], k, backend: :cpu)
+      end
+    end
+
+    test "captured ranges drive loops; captured floats and booleans are parameters" do
+      r = 10..1//-2
+      scale = 0.5
+      flip = true
+
+      k =
+        Accel.kernel(fn x ->
+          Enum.reduce(r, x * scale, fn i, acc -> if flip, do: acc + i, else: acc - i end)
+        end)
+
+      assert Accel.map([1, 2, 3], k, backend: :cpu) == Enum.map([1, 2, 3], k.fun)
+    end
+
+    test "defkernel: a plain function too, inlined into other kernels, with module attributes" do
+      assert Kernels.step(3, 61) == rem(22 * 3 * 4, 61)
+      k = Accel.kernel(fn x -> Kernels.ten_steps(x, 61) end)
+      assert Accel.map(1..100, k, backend: :cpu) == Accel.logistic_map(1..100, p: 61)
+
+      assert Accel.map(1..100, Accel.kernel(&Kernels.seed_step/1), backend: :cpu) ==
+               Accel.logistic_map(1..100, iterations: 1)
+
+      pair = Accel.kernel(&Kernels.step/2)
+      assert Accel.map({[1, 2, 3], [61, 7, 5]}, pair, backend: :cpu) == [44, 6, 4]
+    end
+  end
+
+  describe "inputs and outputs" do
+    test "each input form, and the output each gives by default" do
+      k = Accel.kernel(fn x -> x * 2 end)
+      bin = for x <- [1, -2, 3], into: <<>>, do: <<x::signed-native-64>>
+      assert Accel.map([1, -2, 3], k, backend: :cpu) == [2, -4, 6]
+      assert Accel.map(1..3, k, backend: :cpu) == [2, 4, 6]
+      assert Accel.map(10..1//-4, k, backend: :cpu) == [20, 12, 4]
+      assert Accel.map(bin, k, backend: :cpu) == for(x <- [2, -4, 6], into: <<>>, do: <<x::signed-native-64>>)
+      assert Accel.map(bin, k, backend: :cpu, as: :list) == [2, -4, 6]
+      assert Accel.map([], k, backend: :cpu) == []
+      floats = <<1.5::float-native-64, -0.25::float-native-64>>
+      assert Accel.map(floats, k, type: :f64, as: :list, backend: :cpu) == [3.0, -0.5]
+      t = Accel.Tensor.from_list([1, 2, 3], type: :s32, backend: :cpu)
+      out = Accel.map(t, k)
+      assert %Accel.Tensor{type: :s64, device: {:cpu, 0}} = out
+      assert Accel.Tensor.to_list(out) == [2, 4, 6]
+      assert Accel.map([1, -1], Accel.kernel(fn x -> x > 0 end), backend: :cpu, as: :binary) == <<1, 0>>
+      assert Accel.map([1, -1], Accel.kernel(fn x -> x > 0 end), backend: :cpu) == [true, false]
+    end
+
+    test "bad inputs name what is wrong" do
+      k = Accel.kernel(fn x -> x end)
+      k2 = Accel.kernel(fn x, y -> x + y end)
+      assert_raise ArgumentError, ~r/takes 2 input\(s\), got 1/, fn -> Accel.map([1], k2, backend: :cpu) end
+
+      assert_raise ArgumentError, ~r/input 1 has 2 elements and input 0 has 1/, fn ->
+        Accel.map({[1], [1, 2]}, k2, backend: :cpu)
+      end
+
+      assert_raise ArgumentError, ~r/input 0: element 1 is 2, but the list starts with a float/, fn ->
+        Accel.map([1.0, 2], k, backend: :cpu)
+      end
+
+      assert_raise ArgumentError, ~r/input 0:.*index 1/, fn -> Accel.map([1, :a], k, backend: :cpu) end
+
+      assert_raise ArgumentError, ~r/9 bytes does not hold whole :s64/, fn ->
+        Accel.map(<<0::72>>, k, backend: :cpu)
+      end
+
+      assert_raise ArgumentError, ~r/unknown option :iterations/, fn -> Accel.map([1], k, iterations: 3) end
+
+      assert_raise ArgumentError, ~r/expects a kernel from Accel.kernel\/1/, fn ->
+        Accel.map([1], &(&1 * 2))
+      end
+
+      t = Accel.Tensor.from_list([1], backend: :cpu)
+      assert_raise ArgumentError, ~r/do not apply to tensor inputs/, fn -> Accel.map(t, k, backend: :cpu) end
+    end
+
+    test "an :s64 output cannot hold a bignum: the element is named; a list holds it" do
+      k = Accel.kernel(fn x -> x * x end)
+
+      assert_raise ArgumentError,
+                   ~r/element 2: kernel .* gives 18446744073709551616, which does not fit :s64/,
+                   fn ->
+                     Accel.map([1, 2, 0x100000000], k, backend: :cpu, as: :binary)
+                   end
+
+      assert Accel.map([1, 2, 0x100000000], k, backend: :cpu) == [1, 4, 0x10000000000000000]
+    end
+
+    test "chunk_size: results identical, errors name the element in the whole input" do
+      k = Accel.kernel(fn x -> rem(x * 7919, 1_000_003) end)
+      assert Accel.map(1..10_000, k, backend: :cpu, chunk_size: 777) == Accel.map(1..10_000, k, backend: :cpu)
+      bin = Accel.map(1..10_000, k, backend: :cpu, as: :binary)
+      assert Accel.map(bin, k, backend: :cpu, chunk_size: 999) == Accel.map(bin, k, backend: :cpu)
+      sq = Accel.kernel(fn x -> x * x end)
+      input = Enum.to_list(1..100) ++ [0x100000000]
+
+      assert_raise ArgumentError, ~r/element 100:/, fn ->
+        Accel.map(input, sq, backend: :cpu, as: :binary, chunk_size: 7)
+      end
+    end
+
+    test "a tensor's kernel runs on its device and returns a tensor there" do
+      t = Accel.Tensor.from_list([1.0, 2.0, 4.0], type: :f64, backend: :cpu)
+      out = Accel.map({t, t}, Accel.kernel(fn x, y -> x * y + 1.0 end))
+      assert out.device == {:cpu, 0} and out.type == :f64
+      assert Accel.Tensor.to_list(out) == [2.0, 5.0, 17.0]
+    end
+
+    @tag :opencl
+    test "OpenCL: tensors stay on the device; binaries go and come back" do
+      t = Accel.Tensor.from_list([1, 2, 3], backend: :opencl)
+      out = Accel.map(t, Accel.kernel(fn x -> x * 0x4000000000000000 end), as: :list)
+      assert out == [0x4000000000000000, 0x8000000000000000, 0xC000000000000000]
+      assert Accel.map(1..5, Accel.kernel(fn x -> x + 1 end), backend: :opencl) == [2, 3, 4, 5, 6]
+    end
+  end
+
+  describe "streams" do
+    test "Accel.Stream.map_chunks takes a kernel" do
+      k = Accel.kernel(fn x -> rem(x * x, 97) end)
+      chunks = 1..1000 |> Accel.Stream.map_chunks(k, chunk_size: 128) |> Enum.to_list()
+      assert List.flatten(chunks) == Enum.map(1..1000, &rem(&1 * &1, 97))
+    end
+  end
+end
