@@ -146,7 +146,7 @@ defmodule Accel do
       iex> p = 61
       iex> k = Accel.kernel(fn x -> rem(22 * x * (x + 1), p) end)
       iex> Accel.map([1, 2, 3], k, backend: :cpu)
-      [44, 10, 24]
+      [44, 10, 20]
   """
   defmacro kernel(fun), do: Accel.Kernel.__build__(fun, __CALLER__)
 

@@ -280,7 +280,8 @@ defmodule Accel.TensorTest do
         big = T.iota({1_000_000}, backend: @backend)
         assert Accel.memory(device) >= before + 8_000_000
         assert T.free(big) == :ok
-        assert Accel.memory(device) <= before
+        # Its 8 MB are gone (async tests may allocate a little meanwhile: the count is per device).
+        assert Accel.memory(device) < before + 8_000_000
         assert_raise ArgumentError, ~r/was freed/, fn -> T.to_list(big) end
         assert_raise ArgumentError, ~r/was freed/, fn -> T.add(big, 1) end
         assert inspect(big) =~ "(freed)"
