@@ -203,6 +203,49 @@ defmodule Accel.KernelTest do
     end
   end
 
+  describe "the NIF trusts nothing" do
+    test "a compiled kernel given inputs of another type, number or scalar count is refused" do
+      k = Accel.kernel(fn x -> x + 1 end)
+      Accel.map([1], k, backend: :cpu)
+
+      [compiled] =
+        for {{Accel.Kernel.Map, id, [{:s64, :buffer}], []}, c} <- :persistent_term.get(), id == k.id, do: c
+
+      lib = Accel.Kernel.Native.library(compiled.key, compiled.source)
+      kterm = fn types, slots -> {compiled.key, compiled.source, false, lib, types, :s64, slots} end
+      s32 = Accel.Tensor.from_list([1, 2], type: :s32, backend: :cpu)
+      s64 = Accel.Tensor.from_list([1, 2], backend: :cpu)
+
+      call = fn kt, tensors, slots ->
+        Accel.Job.call(
+          &Accel.NIF.tensor_source_kernel(kt, Enum.map(tensors, fn t -> t.ref end), 2, slots, :cpu, 0, &1)
+        )
+      end
+
+      assert_raise ArgumentError, ~r/input 0 is :s32, but the kernel was compiled for :s64/, fn ->
+        call.(kterm.([:s64], 0), [s32], <<>>)
+      end
+
+      assert_raise ArgumentError, ~r/takes 1 input buffers and 0 scalars, got 2 and 0/, fn ->
+        call.(kterm.([:s64], 0), [s64, s64], <<>>)
+      end
+
+      assert_raise ArgumentError, ~r/got 1 and 1/, fn -> call.(kterm.([:s64], 0), [s64], <<0::64>>) end
+
+      assert_raise ArgumentError, ~r/has 2 elements, not 3/, fn ->
+        Accel.Job.call(&Accel.NIF.tensor_source_kernel(kterm.([:s64], 0), [s64.ref], 3, <<>>, :cpu, 0, &1))
+      end
+
+      assert_raise ArgumentError, ~r/expected a compiled kernel/, fn -> call.({:nope}, [s64], <<>>) end
+
+      assert_raise ArgumentError, ~r/not compiled for the CPU backend/, fn ->
+        call.(put_elem(kterm.([:s64], 0), 3, nil), [s64], <<>>)
+      end
+
+      assert {_, false} = call.(kterm.([:s64], 0), [s64], <<>>)
+    end
+  end
+
   describe "streams" do
     test "Accel.Stream.map_chunks takes a kernel" do
       k = Accel.kernel(fn x -> rem(x * x, 97) end)

@@ -277,11 +277,12 @@ defmodule Accel.TensorTest do
 
         device = Enum.find(Accel.devices(), &(&1.backend == @backend))
         before = Accel.memory(device)
+        # The count is per device, and async tests allocate and free small tensors meanwhile:
+        # the 8 MB must show, then go, give or take their few kilobytes.
         big = T.iota({1_000_000}, backend: @backend)
-        assert Accel.memory(device) >= before + 8_000_000
+        assert Accel.memory(device) >= before + 7_000_000
         assert T.free(big) == :ok
-        # Its 8 MB are gone (async tests may allocate a little meanwhile: the count is per device).
-        assert Accel.memory(device) < before + 8_000_000
+        assert Accel.memory(device) < before + 1_000_000
         assert_raise ArgumentError, ~r/was freed/, fn -> T.to_list(big) end
         assert_raise ArgumentError, ~r/was freed/, fn -> T.add(big, 1) end
         assert inspect(big) =~ "(freed)"

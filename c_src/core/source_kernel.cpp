@@ -15,11 +15,16 @@ constexpr size_t kMaxSourceInputs = 32;
 constexpr size_t kMaxSourceScalars = 64;
 
 SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, int device,
-                                  const std::vector<Tensor>& inputs, uint64_t n, DType out_type,
-                                  const std::vector<uint64_t>& scalars, const Cancellation* cancel) {
+                                  const std::vector<Tensor>& inputs, uint64_t n, const std::vector<uint64_t>& scalars,
+                                  const Cancellation* cancel) {
   if (inputs.size() > kMaxSourceInputs || scalars.size() > kMaxSourceScalars)
     throw ArgumentError("a kernel takes at most " + std::to_string(kMaxSourceInputs) + " inputs and " +
                         std::to_string(kMaxSourceScalars) + " scalars");
+  // The text indexes exactly these: anything else would read past a buffer.
+  if (inputs.size() != kernel.input_types.size() || scalars.size() != kernel.scalars)
+    throw ArgumentError("this kernel takes " + std::to_string(kernel.input_types.size()) + " input buffers and " +
+                        std::to_string(kernel.scalars) + " scalars, got " + std::to_string(inputs.size()) + " and " +
+                        std::to_string(scalars.size()));
   if (kernel.uses_f64 && !backend.supports(DType::F64, device))
     throw ArgumentError(":" + backend.status().name + " device " + std::to_string(device) +
                         " has no double precision, which this kernel computes in (as Elixir does)");
@@ -29,12 +34,15 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
       throw ArgumentError("input " + std::to_string(i) + " is on " + detail::where(t) + ", not on :" +
                           backend.status().name + " device " + std::to_string(device) +
                           ": move it with Accel.Tensor.transfer/2");
+    if (t.type != kernel.input_types[i])
+      throw ArgumentError("input " + std::to_string(i) + " is :" + dtype_name(t.type) + ", but the kernel was compiled for :" +
+                          dtype_name(kernel.input_types[i]));
     if (t.count != n)
       throw ArgumentError("input " + std::to_string(i) + " has " + std::to_string(t.count) + " elements, not " +
                           std::to_string(n) + ": every input of a kernel has the same length");
   }
   SourceLaunch result;
-  result.out = detail::allocate_like(backend, device, out_type, n);
+  result.out = detail::allocate_like(backend, device, kernel.out_type, n);
   if (n == 0) return result;
   std::shared_ptr<DeviceBuffer> flag = backend.allocate(device, 8);
   backend.zero(*flag);

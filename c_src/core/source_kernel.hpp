@@ -24,6 +24,10 @@ struct SourceKernel {
   std::string key;     // identifies `source` (a hash of it): what the caches file it under
   std::string source;  // complete: the dialect's headers, then the kernel
   bool uses_f64 = false;  // computes in doubles: refused on devices without them
+  // What the text reads and writes: each input's element type, the output's, the scalar slots.
+  std::vector<DType> input_types;
+  DType out_type = DType::S64;
+  size_t scalars = 0;
   HostKernelEntry host = nullptr;   // the CPU backend's compiled entry, where it has one
   std::shared_ptr<void> library;    // keeps the shared object holding `host` loaded
 };
@@ -36,10 +40,11 @@ struct SourceLaunch {
   bool flagged = false;
 };
 
-// Runs `kernel` over n elements of `inputs` (each exactly n elements, all on one device; none for
-// a kernel that generates its input) into a new tensor of `out_type` on `backend`/`device`.
+// Runs `kernel` over n elements of `inputs` (each exactly n elements of the type the kernel reads,
+// all on one device; none for a kernel that generates its input) into a new tensor of the
+// kernel's out_type on `backend`/`device`.
 SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, int device,
-                                  const std::vector<Tensor>& inputs, uint64_t n, DType out_type,
-                                  const std::vector<uint64_t>& scalars, const Cancellation* cancel);
+                                  const std::vector<Tensor>& inputs, uint64_t n, const std::vector<uint64_t>& scalars,
+                                  const Cancellation* cancel);
 
 }  // namespace accel

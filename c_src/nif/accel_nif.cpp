@@ -410,7 +410,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_list_bytes", 2, guarded<tensor_list_bytes>, 0},
     {"tensor_nested_list", 3, guarded<tensor_nested_list>, 0},
     {"kernel_load", 1, guarded<kernel_load>, ERL_NIF_DIRTY_JOB_IO_BOUND},
-    {"tensor_source_kernel", 8, guarded<tensor_source_kernel>, 0},
+    {"tensor_source_kernel", 7, guarded<tensor_source_kernel>, 0},
 };
 
 }  // namespace

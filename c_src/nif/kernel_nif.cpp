@@ -35,11 +35,11 @@ std::string binary_text(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
   return std::string(reinterpret_cast<const char*>(bin.data), bin.size);
 }
 
-// {key, source, uses_f64, library resource or nil}
+// {key, source, uses_f64, library resource or nil, [input type], output type, scalar count}
 SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   int arity = 0;
   const ERL_NIF_TERM* fields = nullptr;
-  if (!enif_get_tuple(env, term, &arity, &fields) || arity != 4)
+  if (!enif_get_tuple(env, term, &arity, &fields) || arity != 7)
     throw ArgumentError("expected a compiled kernel, got: " + describe_term(env, term));
   SourceKernel k;
   k.key = binary_text(env, fields[0], "a kernel's key");
@@ -52,6 +52,14 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
     k.host = lib->entry;
     k.library = lib->handle;
   }
+  ERL_NIF_TERM head, tail = fields[4];
+  while (enif_get_list_cell(env, tail, &head, &tail)) {
+    if (k.input_types.size() == 32) throw ArgumentError("a kernel takes at most 32 inputs");
+    k.input_types.push_back(decode_type(env, head));
+  }
+  if (!enif_is_empty_list(env, tail)) throw ArgumentError("a kernel's input types must be a list");
+  k.out_type = decode_type(env, fields[5]);
+  k.scalars = static_cast<size_t>(decode_count(env, fields[6], "scalars"));
   return k;
 }
 
@@ -86,24 +94,23 @@ std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term) {
   return slots;
 }
 
-// (kernel, inputs, n, out_type, scalars, backend, device, ref) -> {tensor, flagged}. The place is
+// (kernel, inputs, n, scalars, backend, device, ref) -> {tensor, flagged}. The place is
 // the inputs' (all on one device); backend and device place a kernel without inputs.
 ERL_NIF_TERM source_kernel_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const SourceKernel kernel = decode_kernel(env, argv[0]);
   std::vector<Tensor> inputs;
   ERL_NIF_TERM head, tail = argv[1];
   while (enif_get_list_cell(env, tail, &head, &tail)) {
-    if (inputs.size() >= 64) throw ArgumentError("a kernel takes at most 32 inputs");
+    if (inputs.size() == 32) throw ArgumentError("a kernel takes at most 32 inputs");
     inputs.push_back(get_tensor(env, head));
   }
   if (!enif_is_empty_list(env, tail)) throw ArgumentError("inputs must be a list of tensors");
   const uint64_t n = decode_count(env, argv[2], "n");
-  const DType out_type = decode_type(env, argv[3]);
-  const std::vector<uint64_t> scalars = decode_slots(env, argv[4]);
+  const std::vector<uint64_t> scalars = decode_slots(env, argv[3]);
   int device = 0;
   Backend* backend = nullptr;
   if (inputs.empty()) {
-    backend = &decode_place(env, argv[5], argv[6], &device);
+    backend = &decode_place(env, argv[4], argv[5], &device);
   } else {
     backend = inputs[0].backend;
     device = inputs[0].device;
@@ -111,7 +118,7 @@ ERL_NIF_TERM source_kernel_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   if (backend->waits_on_device() == false && kernel.host == nullptr)
     throw ArgumentError("this kernel was not compiled for the CPU backend");
   const Cancellation cancel = caller_cancellation(env);
-  SourceLaunch launched = tensor_source_kernel(kernel, *backend, device, inputs, n, out_type, scalars, &cancel);
+  SourceLaunch launched = tensor_source_kernel(kernel, *backend, device, inputs, n, scalars, &cancel);
   return enif_make_tuple2(env, make_tensor(env, std::move(launched.out)), launched.flagged ? atoms.true_ : atoms.false_);
 }
 
@@ -132,7 +139,7 @@ ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM a
   Runtime& rt = runtime();
   if (!rt.auto_resolved) return schedule_dirty_io(env, "kernel", guarded<after_discovery<tensor_source_kernel>>, argc, argv);
   int device = 0;
-  Backend& backend = decode_place(env, argv[5], argv[6], &device);
+  Backend& backend = decode_place(env, argv[4], argv[5], &device);
   if (backend.waits_on_device()) return submit_now(env, rt.queue(backend, device), source_kernel_run, argc, argv);
   return schedule_dirty_cpu(env, "kernel", guarded<source_kernel_run>, argc, argv);
 }

@@ -8,7 +8,7 @@ namespace accel::nif {
 bool open_kernel_resources(ErlNifEnv* env);  // at load
 // (path) -> a loaded kernel library (dirty IO: it reads the file system).
 ERL_NIF_TERM kernel_load(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
-// (kernel, inputs, n, out_type, scalars, backend, device, ref) -> {tensor, flagged}.
+// (kernel, inputs, n, scalars, backend, device, ref) -> {tensor, flagged}.
 ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 
 }  // namespace accel::nif

@@ -71,6 +71,6 @@ defmodule Accel.NIF do
   def tensor_nested_list(_binary, _type, _shape), do: :erlang.nif_error(:not_loaded)
   def kernel_load(_path), do: :erlang.nif_error(:not_loaded)
 
-  def tensor_source_kernel(_kernel, _inputs, _n, _type, _scalars, _backend, _device, _ref),
+  def tensor_source_kernel(_kernel, _inputs, _n, _scalars, _backend, _device, _ref),
     do: :erlang.nif_error(:not_loaded)
 end

@@ -215,7 +215,12 @@ defmodule Accel.Kernel.Map do
     args = Enum.map(inputs, &arg_spec/1)
     compiled = specialise(kernel, args, caps)
     lib = if backend == :cpu, do: Native.library(compiled.key, compiled.source)
-    kterm = {compiled.key, compiled.source, compiled.uses_f64, lib}
+    buffer_types = for x <- inputs, x.kind != :range, do: x.type
+    slot_count = length(compiled.slots)
+
+    kterm =
+      {compiled.key, compiled.source, compiled.uses_f64, lib, buffer_types, compiled.out_type, slot_count}
+
     tensors = for x <- inputs, x.kind != :range, do: tensor_of(x, backend, device)
     slots = Compiler.slots(compiled, kernel.values, Enum.map(inputs, &if(&1.kind == :range, do: &1.value)))
 
@@ -225,7 +230,6 @@ defmodule Accel.Kernel.Map do
           kterm,
           Enum.map(tensors, fn t -> t.ref end),
           n,
-          compiled.out_type,
           slots,
           backend,
           device,
