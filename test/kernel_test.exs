@@ -244,6 +244,22 @@ defmodule Accel.KernelTest do
 
       assert {_, false} = call.(kterm.([:s64], 0), [s64], <<>>)
     end
+
+    test "kernel_load refuses what is not a kernel library" do
+      assert_raise ArgumentError, ~r/the path must be a binary/, fn -> Accel.NIF.kernel_load(123) end
+      assert_raise ArgumentError, ~r/NUL byte/, fn -> Accel.NIF.kernel_load("/tmp/a\0b.so") end
+      e = assert_raise Accel.Error, fn -> Accel.NIF.kernel_load("/nonexistent/kernel.so") end
+      assert e.reason == :load_failed
+
+      libc =
+        Enum.find(
+          ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6", "/usr/lib/libc.so.6"],
+          &File.exists?/1
+        )
+
+      if libc,
+        do: assert_raise(Accel.Error, ~r/has no accel_user entry/, fn -> Accel.NIF.kernel_load(libc) end)
+    end
   end
 
   describe "streams" do

@@ -438,7 +438,7 @@ defmodule Accel.Kernel.Compiler do
       {first_v, first_lines, st} = body_at.(iv, st)
       check_acc_type(iv, first_v, line, st)
       start = if first_v.t == :none, do: iv, else: first_v
-      {_later_acc, later_v, later_lines, st} = settle(start, body_at, line, st)
+      {later_v, later_lines, st} = settle(start, body_at, line, st)
       acc_v = Enum.reduce([first_v, later_v], iv, &unify(&1, &2, line, st))
 
       step = "#{s.c}"
@@ -486,7 +486,7 @@ defmodule Accel.Kernel.Compiler do
       check_acc_type(guess, v, line, st)
 
       if v.t != :int or within?(v.r, guess.r) or attempt == 3,
-        do: {:halt, {guess, v, lines, st2}},
+        do: {:halt, {v, lines, st2}},
         else: {:cont, {unify(guess, v, line, st), nil}}
     end)
   end
@@ -546,7 +546,7 @@ defmodule Accel.Kernel.Compiler do
   defp as_double(%{t: :float, c: c}), do: c
   defp as_double(%{t: :int, c: c}), do: "((double)#{c})"
 
-  defp numeric(name, [a, b], args, line, st) when name in [:+, :-, :*] do
+  defp numeric(name, [a, b], _args, _line, st) when name in [:+, :-, :*] do
     if a.t == :int and b.t == :int do
       {x1, x2} = a.r
       {y1, y2} = b.r
@@ -564,7 +564,6 @@ defmodule Accel.Kernel.Compiler do
         do: declare_v(st, int("(accel_i64)((accel_u64)#{a.c} #{name} (accel_u64)#{b.c})", r)),
         else: declare_v(st, int("#{helper}(#{a.c}, #{b.c}, &bad)", r))
     else
-      _ = {args, line}
       declare_v(%{st | float: true}, float("accel_fin(#{as_double(a)} #{name} #{as_double(b)}, &bad)"))
     end
   end

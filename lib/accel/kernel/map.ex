@@ -215,13 +215,12 @@ defmodule Accel.Kernel.Map do
     args = Enum.map(inputs, &arg_spec/1)
     compiled = specialise(kernel, args, caps)
     lib = if backend == :cpu, do: Native.library(compiled.key, compiled.source)
-    buffer_types = for x <- inputs, x.kind != :range, do: x.type
-    slot_count = length(compiled.slots)
+    tensors = for x <- inputs, x.kind != :range, do: tensor_of(x, backend, device)
 
     kterm =
-      {compiled.key, compiled.source, compiled.uses_f64, lib, buffer_types, compiled.out_type, slot_count}
+      {compiled.key, compiled.source, compiled.uses_f64, lib, Enum.map(tensors, & &1.type), compiled.out_type,
+       length(compiled.slots)}
 
-    tensors = for x <- inputs, x.kind != :range, do: tensor_of(x, backend, device)
     slots = Compiler.slots(compiled, kernel.values, Enum.map(inputs, &if(&1.kind == :range, do: &1.value)))
 
     {term, flagged} =
@@ -384,7 +383,7 @@ defmodule Accel.Kernel.Map do
 
   defp patch_binary(bin, []), do: bin
 
-  defp patch_binary(bin, [{i, _, bytes} | _] = patches) do
+  defp patch_binary(bin, [{_, _, bytes} | _] = patches) do
     w = byte_size(bytes)
 
     {parts, pos} =
@@ -392,7 +391,6 @@ defmodule Accel.Kernel.Map do
         {[bytes, binary_part(bin, pos, i * w - pos) | acc], i * w + w}
       end)
 
-    _ = i
     IO.iodata_to_binary(Enum.reverse([binary_part(bin, pos, byte_size(bin) - pos) | parts]))
   end
 
