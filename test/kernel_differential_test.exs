@@ -192,6 +192,67 @@ defmodule Accel.KernelDifferentialTest do
     ]
   end
 
+  # Loops whose accumulator settles within 2^53, so that the CPU and doubles-capable devices run
+  # later iterations on integers held in doubles: rem/div by a captured divisor `d` (of the 8-bit
+  # class for the first three, so dividends reach 2^52, the reciprocal's worst case), by a literal,
+  # and compare/min/max/abs on such values.
+  @doc false
+  def double_kernels(d) do
+    [
+      rem_near_2_52:
+        Accel.kernel(fn x -> Enum.reduce(1..6, x, fn i, acc -> rem(acc * 17_592_186_044_417 + i, d) end) end),
+      div_near_2_52:
+        Accel.kernel(fn x ->
+          Enum.reduce(1..5, x, fn i, acc -> rem(div(acc * 17_592_186_044_417 - i * 7, d) + acc, d) end)
+        end),
+      min_max_abs:
+        Accel.kernel(fn x ->
+          Enum.reduce(1..4, rem(x, d), fn i, acc -> rem(max(abs(acc) * 3, i) - min(acc, -i) * 5, d) end)
+        end),
+      compare:
+        Accel.kernel(fn x ->
+          Enum.reduce(1..4, rem(x, d), fn i, acc -> if acc * 2 > i, do: rem(acc * 7 + 1, d), else: acc - 1 end)
+        end),
+      rem_24_bits:
+        Accel.kernel(fn x -> Enum.reduce(1..6, x, fn i, acc -> rem(acc * 268_435_459 - i, d) end) end),
+      literal:
+        Accel.kernel(fn x -> Enum.reduce(1..8, x, fn _, acc -> rem(acc * 1_000_003 + 5, -999_983) end) end),
+      to_float: Accel.kernel(fn x -> Enum.reduce(1..3, x, fn _, acc -> rem(acc * 3, d) end) / 2 end),
+      # quotients from 2^51 to 2^52.3, where a 2^52 rounding trick without the sign is off by one
+      quotients_past_2_51:
+        Accel.kernel(fn x ->
+          Enum.reduce(1..4, rem(x, 2), fn i, acc ->
+            rem(div(acc * 4_503_599_627_370_491 + i, 1) + div(acc * 2_251_799_813_685_245 - i, 2), 2)
+          end)
+        end),
+      # m * d * (1 / d) rounds below m for many m and d (49 is one): the quotient's correction
+      exact_multiples:
+        Accel.kernel(fn x -> Enum.reduce(1..4, rem(x, 100_000), fn _, acc -> rem(acc * d, d) + acc end) end)
+    ]
+  end
+
+  @divisors [
+              0,
+              1,
+              -1,
+              2,
+              -2,
+              3,
+              -3,
+              7,
+              49,
+              -97,
+              127,
+              255,
+              -256,
+              4096,
+              65_537,
+              6_700_417,
+              -6_700_417,
+              16_777_215
+            ] ++
+              [-16_777_216, 0x7FFFFFFF, 0xFFFFFFFFFFFF]
+
   @doc false
   def float_kernels do
     [
@@ -234,6 +295,13 @@ defmodule Accel.KernelDifferentialTest do
         tolerance = if unquote(backend) != :cpu and name in @library_math, do: :ulps, else: :exact
         check(name, k, [@floats], unquote(backend), tolerance)
       end
+    end
+
+    @tag backend
+    test "#{backend}: integers held in doubles equal Enum.map for divisors of every magnitude" do
+      for d <- @divisors,
+          {name, k} <- double_kernels(d),
+          do: check("#{name}, d = #{d}", k, [@ints], unquote(backend), :exact)
     end
 
     @tag backend

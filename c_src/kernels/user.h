@@ -14,10 +14,12 @@
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global
 #define ACCEL_USER_FLAG(flag) (*(flag) = 1)
+#define ACCEL_USER_ELEMENT ACCEL_FN
 #define accel_f64_of(bits) as_double((ulong)(bits))
 #elif defined(__CUDACC__)
 #define ACCEL_GLOBAL
 #define ACCEL_USER_FLAG(flag) (*(flag) = 1)
+#define ACCEL_USER_ELEMENT ACCEL_FN
 ACCEL_FN double accel_f64_of(accel_u64 b) {
   union { accel_u64 u; double f; } v;
   v.u = b;
@@ -26,6 +28,19 @@ ACCEL_FN double accel_f64_of(accel_u64 b) {
 #else
 #define ACCEL_GLOBAL
 #define ACCEL_USER_FLAG(flag) __atomic_store_n((flag), 1, __ATOMIC_RELAXED) /* threads may race */
+/* The host runs ACCEL_LANES elements in lockstep, each statement a loop over the lanes, and builds
+ * its entry point for the x86-64 levels too, picked at load time by the CPU it finds (GCC's
+ * target_clones): 4- and 8-wide doubles, vroundpd, 64-bit integer <-> double conversions. */
+#define ACCEL_LANES 8
+/* kept a loop (not unrolled first), so that GCC's loop vectoriser takes it whole */
+#define ACCEL_LANE _Pragma("GCC unroll 1") for (int l = 0; l < ACCEL_LANES; ++l)
+/* inlined into each of the entry point's clones, so that they are built for its target too */
+#define ACCEL_USER_ELEMENT ACCEL_FN __attribute__((always_inline))
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ACCEL_USER_HOST __attribute__((visibility("default"), target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define ACCEL_USER_HOST __attribute__((visibility("default")))
+#endif
 ACCEL_FN double accel_f64_of(accel_u64 b) {
   double f;
   __builtin_memcpy(&f, &b, sizeof f);
@@ -141,6 +156,42 @@ ACCEL_FN accel_i64 accel_f2i(double x, int* bad) {
     return 0;
   }
   return (accel_i64)x;
+}
+
+/* Round to the nearest integer, ties to even, for any double. On OpenCL, ACCEL_RINT's 2^52 trick
+ * holds only below 2^51 and PoCL's rint() is a call that stops vectorisation: the trick is applied
+ * with the sign of x (exact below 2^52, and every double from 2^52 up is an integer). */
+#if defined(__OPENCL_VERSION__)
+ACCEL_FN double accel_rint(double x) {
+  const double c = x < 0 ? -4503599627370496.0 : 4503599627370496.0;
+  return fabs(x) < 4503599627370496.0 ? (x + c) - c : x;
+}
+#else
+#define accel_rint(x) ACCEL_RINT(x)
+#endif
+
+/* rem/2 and div/2 of integers held exactly in doubles, for |a| + |b| <= 2^53 (the compiler proves
+ * it from value ranges), through inv, the double nearest 1 / b: vectorisable where 64-bit integer
+ * division and multiply-high are not. a * inv is a / b to within e < 2 / |b| (two roundings of
+ * relative 2^-53 on a quotient below 2^53 / |b|; none for |b| <= 2, where 1 / b is exact), so q,
+ * the integer nearest it, leaves |a - q * b| <= |b| (0.5 + e) <= |b| for |b| >= 3 (an integer
+ * below 3.5 for |b| = 3). q * b and a - q * b are integers below 2^53, hence exact; a remainder
+ * in [-|b|, |b|] takes one correction to Elixir's, which has the dividend's sign and |r| < |b|. */
+ACCEL_FN double accel_rem_f(double a, double b, double inv, int* bad) {
+  *bad |= b == 0.0;
+  const double mag = fabs(b), s = a < 0 ? -1.0 : 1.0;
+  double rs = (a - accel_rint(a * inv) * b) * s; /* the remainder, sign-normalised: want 0 <= rs < |b| */
+  rs = rs < 0 ? rs + mag : rs;
+  rs = rs >= mag ? rs - mag : rs;
+  return rs * s;
+}
+
+ACCEL_FN double accel_div_f(double a, double b, double inv, int* bad) {
+  *bad |= b == 0.0;
+  const double mag = fabs(b), s = a < 0 ? -1.0 : 1.0, step = s * (b < 0 ? -1.0 : 1.0);
+  const double q = accel_rint(a * inv);
+  const double rs = (a - q * b) * s;
+  return rs < 0 ? q - step : rs >= mag ? q + step : q;
 }
 
 /* Integer against float, exactly, as the BEAM compares them: -1, 0 or 1. */

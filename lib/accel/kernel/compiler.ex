@@ -50,11 +50,39 @@ defmodule Accel.Kernel.Compiler do
   Specialises `ir` to `args` ([{dtype, :buffer | {:range, bits}}]) and `caps`
   ([{:int, bits} | :float | :bool | :range]). Raises ArgumentError where the types do not agree
   (a branch giving an integer and another a float), naming the line.
+
+  The text holds up to three forms of the body, from one walk each:
+    * `accel_user_at`, one element, integers in 64-bit registers: every backend;
+    * the same with integers that ranges prove below 2^53 held exactly in doubles (a loop's
+      accumulator once it settles, and what is computed from it), which vectorises where 64-bit
+      multiply-high and division do not: where the dialect has doubles (ACCEL_HAS_F64);
+    * `accel_user_lanes`, ACCEL_LANES elements in lockstep, each statement a loop over the lanes
+      that the C++ compiler vectorises, or at least interleaves: the CPU's entry point, for bodies
+      whose control flow is the same for every element (branches on element values run the
+      one-element form).
   """
   def compile(ir, args, caps, name) do
-    st = %{lines: [], tmp: 0, magic: %{}, float: false, name: name, caps: caps}
-    {env, st} = bind_inputs(args, caps, st)
-    {v, st} = gen(ir, env, st)
+    base = %{
+      lines: [],
+      tmp: 0,
+      magic: %{},
+      inv: %{},
+      float: false,
+      name: name,
+      caps: caps,
+      dint: false,
+      lanes: false
+    }
+
+    {v, st} = walk(ir, args, caps, base)
+    doubles = walk(ir, args, caps, %{base | dint: true})
+
+    lanes =
+      try do
+        walk(ir, args, caps, %{base | dint: true, lanes: true})
+      catch
+        :varying_control -> nil
+      end
 
     {result, out_type} =
       case v.t do
@@ -75,23 +103,33 @@ defmodule Accel.Kernel.Compiler do
            )}
       end
 
+    walks = Enum.reject([{v, st}, doubles, lanes], &is_nil/1)
+
+    used = fn field ->
+      walks |> Enum.flat_map(fn {_, w} -> Map.keys(Map.fetch!(w, field)) end) |> Enum.uniq() |> Enum.sort()
+    end
+
     slots =
       Enum.flat_map(Enum.with_index(caps), fn
         {:range, k} -> [{:cap, k, :first}, {:cap, k, :last}, {:cap, k, :step}]
         {_, k} -> [{:cap, k}]
       end) ++
-        Enum.flat_map(Enum.sort(Map.keys(st.magic)), fn k ->
-          [{:magic, k, 0}, {:magic, k, 1}, {:magic, k, 2}]
-        end) ++
+        Enum.flat_map(used.(:magic), fn k -> [{:magic, k, 0}, {:magic, k, 1}, {:magic, k, 2}] end) ++
+        Enum.map(used.(:inv), &{:inv, &1}) ++
         Enum.flat_map(Enum.with_index(args), fn
           {{_, {:range, _}}, j} -> [{:range, j, :first}, {:range, j, :step}]
           _ -> []
         end)
 
-    source = assemble(args, out_type, result, v, slots, st)
+    source = assemble(args, out_type, result, slots, {v, st}, doubles, lanes)
     key = :crypto.hash(:sha256, source) |> Base.encode16(case: :lower) |> binary_part(0, 32)
     uses_f64 = st.float or result == :float or Enum.any?(args, fn {t, _} -> t in [:f32, :f64] end)
     %Compiled{source: source, key: key, out_type: out_type, result: result, slots: slots, uses_f64: uses_f64}
+  end
+
+  defp walk(ir, args, caps, st) do
+    {env, st} = bind_inputs(args, caps, st)
+    gen(ir, env, st)
   end
 
   @doc "The 8-byte scalar slots for captured `values` and range inputs, as a binary."
@@ -101,6 +139,7 @@ defmodule Accel.Kernel.Compiler do
         {:cap, k} -> scalar(Enum.at(values, k))
         {:cap, k, field} -> <<range_field(Enum.at(values, k), field)::signed-native-64>>
         {:magic, k, i} -> <<elem(Magic.signed(Enum.at(values, k)), i)::signed-native-64>>
+        {:inv, k} -> <<reciprocal(Enum.at(values, k))::float-native-64>>
         {:range, j, field} -> <<range_field(Enum.at(inputs, j), field)::signed-native-64>>
       end
     end
@@ -111,26 +150,33 @@ defmodule Accel.Kernel.Compiler do
   defp scalar(true), do: <<1::native-64>>
   defp scalar(false), do: <<0::native-64>>
 
+  # 1 / d rounded once (d < 2^53 is exact as a double); 0 stands in for 1 / 0, which flags.
+  defp reciprocal(0), do: 0.0
+  defp reciprocal(d), do: 1.0 / d
+
   defp range_field(%Range{first: f}, :first), do: f
   defp range_field(%Range{last: l}, :last), do: l
   defp range_field(%Range{step: s}, :step), do: s
 
   # ---- the text ----
 
-  defp assemble(args, out_type, result, v, slots, st) do
+  defp assemble(args, out_type, result, slots, plain, doubles, lanes) do
     out_t = @c_types[out_type]
     in_params = args |> Enum.with_index() |> Enum.reject(&match?({{_, {:range, _}}, _}, &1))
-
-    buffers =
-      [{"#{out_t}*", "out"}, {"int*", "flag"}] ++
-        Enum.map(in_params, fn {{t, _}, j} -> {"const #{@c_types[t]}*", "in#{j}"} end)
-
+    inputs = Enum.map(in_params, fn {{t, _}, j} -> {"const #{@c_types[t]}*", "in#{j}"} end)
+    buffers = [{"#{out_t}*", "out"}, {"int*", "flag"}] ++ inputs
+    # what the element functions take: every buffer but the flag, which they return instead
+    elem_buffers = [{"#{out_t}*", "out"} | inputs]
     scalars = Enum.with_index(slots, fn _, k -> "s#{k}" end)
 
-    at_params =
-      Enum.map(buffers, fn {t, n} -> "ACCEL_GLOBAL #{t} #{n}" end) ++ Enum.map(scalars, &"accel_u64 #{&1}")
+    params =
+      Enum.join(
+        ["accel_u64 i" | Enum.map(elem_buffers, fn {t, n} -> "ACCEL_GLOBAL #{t} #{n}" end)] ++
+          Enum.map(scalars, &"accel_u64 #{&1}"),
+        ", "
+      )
 
-    call_args = Enum.join(["i" | Enum.map(buffers, &elem(&1, 1))] ++ scalars, ", ")
+    call_args = Enum.join(["i" | Enum.map(elem_buffers, &elem(&1, 1))] ++ scalars, ", ")
 
     sentinel =
       case result do
@@ -144,13 +190,62 @@ defmodule Accel.Kernel.Compiler do
       |> Enum.with_index()
       |> Enum.flat_map(fn
         {{:magic, k, i}, slot} -> ["#define ACCEL_MAGIC_#{k}_#{Enum.at(~w(M S A), i)} ((accel_i64)s#{slot})"]
+        {{:inv, k}, slot} -> ["#define ACCEL_INV_#{k} accel_f64_of(s#{slot})"]
         {{:range, j, field}, slot} -> ["#define ACCEL_RANGE_#{String.upcase(to_string(field))}_#{j} s#{slot}"]
         _ -> []
       end)
       |> Enum.join("\n")
 
-    store = if v.t == :none, do: "bad = 1;", else: ""
-    value = if v.t == :none, do: "0", else: v.c
+    element = fn {v, st}, lane_form ->
+      lines = Enum.reverse(st.lines)
+      body = if(lane_form, do: fuse_lanes(lines), else: lines) |> Enum.map_join("\n", &("  " <> &1))
+      value = "(#{out_t})(#{result_text(v)})"
+      failed = if v.t == :none, do: "  bad = 1;\n", else: ""
+
+      if lane_form do
+        """
+        ACCEL_USER_ELEMENT int accel_user_lanes(#{params}) {
+          int bad = 0;
+          int lbad[ACCEL_LANES] = {0};
+        #{body}
+        #{failed}  int any = 0;
+          ACCEL_LANE {
+            const int b = bad | lbad[l];
+            out[i + l] = b ? (#{out_t})#{sentinel} : #{value};
+            any |= b;
+          }
+          return any;
+        }
+        """
+      else
+        """
+        ACCEL_USER_ELEMENT int accel_user_at(#{params}) {
+          int bad = 0;
+        #{body}
+        #{failed}  out[i] = bad ? (#{out_t})#{sentinel} : #{value};
+          return bad;
+        }
+        """
+      end
+    end
+
+    one = element.(plain, false)
+    with_doubles = element.(doubles, false)
+
+    single =
+      if with_doubles == one,
+        do: one,
+        else: "#if ACCEL_HAS_F64\n#{with_doubles}#else\n#{one}#endif\n"
+
+    lane_text =
+      if lanes,
+        do: "#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)\n#{element.(lanes, true)}#endif\n",
+        else: ""
+
+    lane_loop =
+      if lanes,
+        do: "  for (; i + ACCEL_LANES <= end; i += ACCEL_LANES) any |= accel_user_lanes(#{call_args});\n",
+        else: ""
 
     """
     /* Generated by Accel.Kernel (lib/accel/kernel/compiler.ex): do not edit. */
@@ -160,44 +255,97 @@ defmodule Accel.Kernel.Compiler do
     #endif
     #{defines}
 
-    ACCEL_FN void accel_user_at(#{Enum.join(["accel_u64 i" | at_params], ", ")}) {
-      int bad = 0;
-    #{st.lines |> Enum.reverse() |> Enum.map_join("\n", &("  " <> &1))}
-      #{store}
-      if (bad) {
-        out[i] = (#{out_t})#{sentinel};
-        ACCEL_USER_FLAG(flag);
-      } else {
-        out[i] = (#{out_t})(#{value});
-      }
-    }
-
+    #{single}
+    #{lane_text}
     #if defined(__OPENCL_VERSION__)
     __kernel void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "__global #{t} #{n}" end) ++ ["ulong n" | Enum.map(scalars, &"ulong #{&1}")], ", ")}) {
       const ulong i = get_global_id(0);
-      if (i < n) accel_user_at(#{call_args});
+      if (i < n && accel_user_at(#{call_args})) ACCEL_USER_FLAG(flag);
     }
     #elif defined(__CUDACC__)
     extern "C" __global__ void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "#{t} #{n}" end) ++ ["accel_u64 n" | Enum.map(scalars, &"accel_u64 #{&1}")], ", ")}) {
       for (accel_u64 i = blockIdx.x * 1ULL * blockDim.x + threadIdx.x; i < n; i += 1ULL * blockDim.x * gridDim.x)
-        accel_user_at(#{call_args});
+        if (accel_user_at(#{call_args})) ACCEL_USER_FLAG(flag);
     }
     #else
-    extern "C" __attribute__((visibility("default"))) void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
+    extern "C" ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
     #{buffers |> Enum.with_index() |> Enum.map_join("\n", fn {{t, n}, k} -> "  #{t} #{n} = (#{t})b[#{k}];" end)}
     #{scalars |> Enum.with_index() |> Enum.map_join("\n", fn {n, k} -> "  const accel_u64 #{n} = s[#{k}];" end)}
-      for (accel_u64 i = begin; i < end; ++i) accel_user_at(#{call_args});
+      int any = 0;
+      accel_u64 i = begin;
+    #{lane_loop}  for (; i < end; ++i) any |= accel_user_at(#{call_args});
+      if (any) ACCEL_USER_FLAG(flag);
     }
     #endif
     """
   end
 
-  # ---- values: %{c: C expression, t: :int | :float | :bool | :none, r: {lo, hi} for ints} ----
+  # Each run of straight-line lines becomes one loop over the lanes, which the C++ compiler
+  # vectorises as a whole (one loop per statement would be unrolled first, and then not
+  # vectorised): the run's uniform scalars go first (they read no lane's value), then its arrays'
+  # declarations, then one `ACCEL_LANE { ... }` with every lane statement, in order.
+  defp fuse_lanes(lines) do
+    lines
+    |> Enum.chunk_by(&(lane_line(&1) != :other))
+    |> Enum.flat_map(fn [first | _] = run ->
+      if lane_line(first) == :other do
+        run
+      else
+        groups = Enum.group_by(run, &lane_line/1)
+        indent = String.replace(first, ~r/\S.*$/, "")
 
-  defp int(c, r), do: %{c: c, t: :int, r: clip(r)}
-  defp float(c), do: %{c: c, t: :float, r: nil}
-  defp bool(c), do: %{c: c, t: :bool, r: {0, 1}}
-  defp none, do: %{c: "0", t: :none, r: nil}
+        statements =
+          Enum.map(groups[:lane] || [], &(String.trim(&1) |> String.replace_prefix("ACCEL_LANE ", "")))
+
+        (groups[:uniform] || []) ++
+          (groups[:array] || []) ++
+          if(statements == [],
+            do: [],
+            else: ["#{indent}ACCEL_LANE {"] ++ Enum.map(statements, &"#{indent}  #{&1}") ++ ["#{indent}}"]
+          )
+      end
+    end)
+  end
+
+  defp lane_line(line) do
+    line = String.trim_leading(line)
+
+    cond do
+      String.starts_with?(line, "ACCEL_LANE ") -> :lane
+      line =~ ~r/^[\w ]+ t\d+\[ACCEL_LANES\];$/ -> :array
+      String.starts_with?(line, "const ") -> :uniform
+      true -> :other
+    end
+  end
+
+  defp result_text(%{t: :none}), do: "0"
+  defp result_text(%{t: :int} = v), do: it(v)
+  defp result_text(v), do: v.c
+
+  # ---- values ----
+  # %{t: :int | :float | :bool | :none, c: C text, d: C text of a double, r: {lo, hi} for ints}.
+  # An integer has its 64-bit text c, or d, the same integer held exactly in a double (then
+  # |value| <= 2^53, and c is nil), or both.
+
+  @d53 0x20000000000000
+
+  defp int(c, r), do: %{c: c, d: nil, t: :int, r: clip(r)}
+  defp dint(d, r), do: %{c: nil, d: d, t: :int, r: r}
+  defp float(c), do: %{c: c, d: nil, t: :float, r: nil}
+  defp bool(c), do: %{c: c, d: nil, t: :bool, r: {0, 1}}
+  defp none, do: %{c: "0", d: nil, t: :none, r: nil}
+
+  # An integer's text as an int64, and as a double (exact when held as one or within 2^53).
+  defp it(%{c: nil, d: d}), do: "((accel_i64)#{d})"
+  defp it(%{c: c}), do: c
+  defp dt(%{d: nil, c: c}), do: "((double)#{c})"
+  defp dt(%{d: d}), do: d
+
+  defp held_d?(v), do: v.d != nil
+  defp fits53?({lo, hi}), do: lo >= -@d53 and hi <= @d53
+
+  # In the doubles walks, whether integers `vs` are all exact in doubles and one already is one.
+  defp in_doubles?(st, vs), do: st.dint and Enum.any?(vs, &held_d?/1) and Enum.all?(vs, &fits53?(&1.r))
 
   defp clip({lo, hi}), do: {max(lo, @min), min(hi, @max)}
   defp fits?({lo, hi}), do: lo >= @min and hi <= @max
@@ -228,23 +376,30 @@ defmodule Accel.Kernel.Compiler do
       end)
 
     # Range inputs' slots come after the captures' and the magic numbers'; the magic numbers are
-    # only known once the body is lowered, so these read names #defined then (assemble/6).
+    # only known once the body is lowered, so these read names #defined then (assemble/7).
+    at = if st.lanes, do: "(i + l)", else: "i"
+
     args
     |> Enum.with_index()
     |> Enum.reduce({env, st}, fn {{type, kind}, j}, {env, st} ->
       case kind do
         {:range, bits} ->
           {c, st} =
-            declare(st, "accel_i64", "(accel_i64)(ACCEL_RANGE_FIRST_#{j} + i * ACCEL_RANGE_STEP_#{j})")
+            declare(
+              st,
+              "accel_i64",
+              "(accel_i64)(ACCEL_RANGE_FIRST_#{j} + #{at} * ACCEL_RANGE_STEP_#{j})",
+              true
+            )
 
           {Map.put(env, {:arg, j}, int(c, bucket_range(bits))), st}
 
         :buffer when type in [:f32, :f64] ->
-          {c, st} = declare(st, "double", "(double)in#{j}[i]")
+          {c, st} = declare(st, "double", "(double)in#{j}[#{at}]", true)
           {Map.put(env, {:arg, j}, float(c)), st}
 
         :buffer ->
-          {c, st} = declare(st, "accel_i64", "(accel_i64)in#{j}[i]")
+          {c, st} = declare(st, "accel_i64", "(accel_i64)in#{j}[#{at}]", true)
           {Map.put(env, {:arg, j}, int(c, @ranges[type])), st}
       end
     end)
@@ -256,10 +411,42 @@ defmodule Accel.Kernel.Compiler do
   defp bucket_range(64), do: @full
   defp bucket_range(bits), do: {-Bitwise.bsl(1, bits), Bitwise.bsl(1, bits) - 1}
 
-  defp declare(st, type, expr) do
+  # A named value for `expr`. In the lanes walk, a value that differs between elements (an input,
+  # or anything computed from one) is an array over the lanes, filled by a loop the C++ compiler
+  # vectorises, and its text is `tN[l]`; that suffix is what marks a text as varying. Its checked
+  # helpers raise the lane's own flag, lbad[l]; uniform values stay scalars.
+  defp declare(st, type, expr, input \\ false) do
     name = "t#{st.tmp}"
-    {name, %{st | tmp: st.tmp + 1, lines: ["const #{type} #{name} = #{expr};" | st.lines]}}
+    st = %{st | tmp: st.tmp + 1}
+
+    if st.lanes and (input or varying?(expr)) do
+      lane = String.replace(expr, "&bad", "&lbad[l]")
+      {name <> "[l]", st |> emit("#{type} #{name}[ACCEL_LANES];") |> emit("ACCEL_LANE #{name}[l] = #{lane};")}
+    else
+      {name, emit(st, "const #{type} #{name} = #{expr};")}
+    end
   end
+
+  defp varying?(text), do: String.contains?(text, "[l]")
+
+  # A variable assigned later (a branch's or a loop's value): `ref` and its declaration.
+  defp variable(st, type, varying) do
+    name = "t#{st.tmp}"
+    st = %{st | tmp: st.tmp + 1}
+
+    if st.lanes and varying,
+      do: {name <> "[l]", emit(st, "#{type} #{name}[ACCEL_LANES];")},
+      else: {name, emit(st, "#{type} #{name};")}
+  end
+
+  defp assign(ref, text) do
+    if varying?(ref), do: "ACCEL_LANE #{ref} = #{text};", else: "#{ref} = #{text};"
+  end
+
+  # `v`'s text in the representation of `target` (a double-held integer, or its own).
+  defp text_as(v, %{d: d}) when d != nil, do: dt(v)
+  defp text_as(%{t: :int} = v, _target), do: it(v)
+  defp text_as(v, _target), do: v.c
 
   defp emit(st, line), do: %{st | lines: [line | st.lines]}
 
@@ -270,6 +457,8 @@ defmodule Accel.Kernel.Compiler do
     {v, Enum.reverse(st.lines), %{st | lines: outer}}
   end
 
+  # A value that cannot be computed for the element: its flag is raised. In the lanes walk this
+  # is reached only under uniform control, so every lane fails, and the scalar `bad` says so.
   defp fail(st), do: {none(), emit(st, "bad = 1;")}
 
   defp wrong(line, st, message),
@@ -367,29 +556,32 @@ defmodule Accel.Kernel.Compiler do
   defp branch(c, t, e, env, line, st),
     do: branch_values(c, fn st -> gen(t, env, st) end, fn st -> gen(e, env, st) end, line, st)
 
+  # A branch on an element's value cannot run in lockstep: the lanes walk gives up, and the CPU
+  # runs the one-element form.
   defp branch_values(c, then_fun, else_fun, line, st) do
+    if st.lanes and varying?(c), do: throw(:varying_control)
     {tv, t_lines, st} = nested(st, then_fun)
     {ev, e_lines, st} = nested(st, else_fun)
     v = unify(tv, ev, line, st)
-    name = "t#{st.tmp}"
-    st = %{st | tmp: st.tmp + 1}
-    ctype = c_type(v.t)
+    present = Enum.reject([tv, ev], &(&1.t == :none))
+    v = if v.t == :int and present != [] and Enum.all?(present, &held_d?/1), do: %{v | d: ""}, else: v
+    type = if held_d?(v), do: "double", else: c_type(v.t)
+    {ref, st} = variable(st, type, Enum.any?(present, &varying?(text_as(&1, v))))
 
     st =
       st
-      |> emit("#{ctype} #{name};")
       |> emit("if (#{c}) {")
-      |> emit_block(t_lines, name, tv)
+      |> emit_block(t_lines, ref, tv, v)
       |> emit("} else {")
-      |> emit_block(e_lines, name, ev)
+      |> emit_block(e_lines, ref, ev, v)
       |> emit("}")
 
-    {%{v | c: name}, st}
+    {if(held_d?(v), do: %{v | c: nil, d: ref}, else: %{v | c: ref}), st}
   end
 
-  defp emit_block(st, lines, name, v) do
+  defp emit_block(st, lines, ref, v, target) do
     st = Enum.reduce(lines, st, &emit(&2, "  " <> &1))
-    if v.t == :none, do: st, else: emit(st, "  #{name} = #{v.c};")
+    if v.t == :none, do: st, else: emit(st, "  " <> assign(ref, text_as(v, target)))
   end
 
   defp c_type(:float), do: "double"
@@ -415,7 +607,11 @@ defmodule Accel.Kernel.Compiler do
   defp describe(:bool), do: "a boolean"
 
   # ---- loops: Enum.reduce(first..last//step, init, fn i, acc -> body end) ----
-
+  #
+  # The first iteration sees the initial value; later ones what the body gives, whose range
+  # settles after it (a remainder), so the first is emitted on its own with its own checks, and
+  # later ones keep the accumulator in a double when its settled range is within 2^53 (doubles
+  # walks). `res` is the loop's value: the initial one when the range is empty.
   defp loop(range, init, i_id, acc_id, body, line, env, st) do
     {[f, l, s], st} = range_parts(range, env, st, line)
     {iv, st} = gen(init, env, st)
@@ -423,53 +619,65 @@ defmodule Accel.Kernel.Compiler do
     if Enum.any?([f, l, s], &(&1.t != :int)) or iv.t == :none do
       fail(st)
     else
+      [fc, lc, sc] = Enum.map([f, l, s], &it/1)
+      if st.lanes and Enum.any?([fc, lc, sc], &varying?/1), do: throw(:varying_control)
       index = int("", {min(elem(f.r, 0), elem(l.r, 0)), max(elem(f.r, 1), elem(l.r, 1))})
-      acc = "t#{st.tmp}"
-      i = "t#{st.tmp + 1}"
-      last_t = "t#{st.tmp + 2}"
+      i = "t#{st.tmp}"
+      last = "t#{st.tmp + 1}"
+      acc = "t#{st.tmp + 2}"
       st = %{st | tmp: st.tmp + 3}
-      # The first iteration sees the initial value; later ones what the body gives: ranges settle
-      # after it (a remainder), so the first is emitted on its own with its own checks.
+      acc_ref = if st.lanes, do: acc <> "[l]", else: acc
+
+      acc_as = fn
+        %{t: :int} = g ->
+          if st.dint and fits53?(g.r), do: %{g | c: nil, d: acc_ref}, else: %{g | c: acc_ref, d: nil}
+
+        g ->
+          %{g | c: acc_ref, d: nil}
+      end
+
       body_at = fn acc_v, st ->
-        env = env |> Map.put({:var, acc_id}, %{acc_v | c: acc}) |> Map.put({:var, i_id}, %{index | c: i})
+        env = env |> Map.put({:var, acc_id}, acc_v) |> Map.put({:var, i_id}, %{index | c: i})
         nested(st, fn st -> gen(body, env, st) end)
       end
 
       {first_v, first_lines, st} = body_at.(iv, st)
       check_acc_type(iv, first_v, line, st)
       start = if first_v.t == :none, do: iv, else: first_v
-      {later_v, later_lines, st} = settle(start, body_at, line, st)
-      acc_v = Enum.reduce([first_v, later_v], iv, &unify(&1, &2, line, st))
-
-      step = "#{s.c}"
+      {later_v, later_lines, acc_v, st} = settle(start, body_at, acc_as, line, st)
+      res_v = Enum.reduce([first_v, later_v], iv, &unify(&1, &2, line, st))
+      res_v = if res_v.t == :int and held_d?(acc_v) and fits53?(res_v.r), do: %{res_v | d: ""}, else: res_v
+      {res, st} = variable(st, if(held_d?(res_v), do: "double", else: c_type(res_v.t)), true)
+      acc_type = if held_d?(acc_v), do: "double", else: c_type(acc_v.t)
+      acc_decl = if st.lanes, do: "#{acc_type} #{acc}[ACCEL_LANES];", else: "#{acc_type} #{acc};"
 
       st =
         st
-        |> emit("#{c_type(acc_v.t)} #{acc} = #{iv.c};")
-        |> emit("if (#{step} == 0) bad = 1;")
-        |> emit("else if (#{step} > 0 ? #{f.c} <= #{l.c} : #{f.c} >= #{l.c}) {")
+        |> emit(assign(res, text_as(iv, res_v)))
+        |> emit("if (#{sc} == 0) bad = 1;")
+        |> emit("else if (#{sc} > 0 ? #{fc} <= #{lc} : #{fc} >= #{lc}) {")
         |> emit(
-          "  const accel_u64 #{last_t} = (#{step} > 0 ? (accel_u64)#{l.c} - (accel_u64)#{f.c} : (accel_u64)#{f.c} - (accel_u64)#{l.c}) / (#{step} > 0 ? (accel_u64)#{step} : (accel_u64)0 - (accel_u64)#{step});"
+          "  const accel_u64 #{last} = (#{sc} > 0 ? (accel_u64)#{lc} - (accel_u64)#{fc} : (accel_u64)#{fc} - (accel_u64)#{lc}) / (#{sc} > 0 ? (accel_u64)#{sc} : (accel_u64)0 - (accel_u64)#{sc});"
         )
+        |> emit("  " <> acc_decl)
         |> emit("  {")
-        |> emit("    const accel_i64 #{i} = #{f.c};")
-        |> emit_loop_body(first_lines, acc, first_v)
+        |> emit("    const accel_i64 #{i} = #{fc};")
+        |> emit_loop_body(first_lines, acc_ref, first_v, acc_v)
         |> emit("  }")
-        |> emit("  for (accel_u64 #{last_t}k = 1; #{last_t}k <= #{last_t}; ++#{last_t}k) {")
-        |> emit(
-          "    const accel_i64 #{i} = (accel_i64)((accel_u64)#{f.c} + #{last_t}k * (accel_u64)#{step});"
-        )
-        |> emit_loop_body(later_lines, acc, later_v)
+        |> emit("  for (accel_u64 #{last}k = 1; #{last}k <= #{last}; ++#{last}k) {")
+        |> emit("    const accel_i64 #{i} = (accel_i64)((accel_u64)#{fc} + #{last}k * (accel_u64)#{sc});")
+        |> emit_loop_body(later_lines, acc_ref, later_v, acc_v)
         |> emit("  }")
+        |> emit("  " <> assign(res, text_as(acc_v, res_v)))
         |> emit("}")
 
-      {%{acc_v | c: acc}, st}
+      {if(held_d?(res_v), do: %{res_v | c: nil, d: res}, else: %{res_v | c: res}), st}
     end
   end
 
-  defp emit_loop_body(st, lines, acc, v) do
+  defp emit_loop_body(st, lines, acc_ref, v, acc_v) do
     st = Enum.reduce(lines, st, &emit(&2, "    " <> &1))
-    if v.t == :none, do: st, else: emit(st, "    #{acc} = #{v.c};")
+    if v.t == :none, do: st, else: emit(st, "    " <> assign(acc_ref, text_as(v, acc_v)))
   end
 
   defp check_acc_type(%{t: a} = init, %{t: b} = body, line, st) when a != b and b != :none,
@@ -477,17 +685,18 @@ defmodule Accel.Kernel.Compiler do
 
   defp check_acc_type(_, _, _, _), do: :ok
 
-  # The accumulator's range for iterations after the first: from what the first gives, widened
-  # until the body keeps it (twice), else the whole 64-bit range.
-  defp settle(first_v, body_at, line, st) do
-    Enum.reduce_while([1, 2, 3], {first_v, nil}, fn attempt, {guess, _} ->
+  # The accumulator for iterations after the first (as `acc_as` holds it): from what the first
+  # gives, widened until the body keeps it (twice), else the whole 64-bit range.
+  defp settle(first_v, body_at, acc_as, line, st) do
+    Enum.reduce_while([1, 2, 3], first_v, fn attempt, guess ->
       guess = if attempt == 3 and guess.t == :int, do: %{guess | r: @full}, else: guess
-      {v, lines, st2} = body_at.(guess, st)
+      acc_v = acc_as.(guess)
+      {v, lines, st2} = body_at.(acc_v, st)
       check_acc_type(guess, v, line, st)
 
       if v.t != :int or within?(v.r, guess.r) or attempt == 3,
-        do: {:halt, {v, lines, st2}},
-        else: {:cont, {unify(guess, v, line, st), nil}}
+        do: {:halt, {v, lines, acc_v, st2}},
+        else: {:cont, unify(guess, v, line, st)}
     end)
   end
 
@@ -505,7 +714,7 @@ defmodule Accel.Kernel.Compiler do
     case s do
       nil when fv.t == :int and lv.t == :int ->
         # Elixir 1.14: first..last steps by -1 when first > last.
-        {c, st} = declare(st, "accel_i64", "(#{fv.c} <= #{lv.c} ? 1 : -1)")
+        {c, st} = declare(st, "accel_i64", "(#{it(fv)} <= #{it(lv)} ? 1 : -1)")
         {[fv, lv, int(c, {-1, 1})], st}
 
       nil ->
@@ -538,13 +747,18 @@ defmodule Accel.Kernel.Compiler do
     end
   end
 
+  defp declare_v(st, %{d: d} = v) when d != nil do
+    {name, st} = declare(st, "double", d)
+    {%{v | d: name}, st}
+  end
+
   defp declare_v(st, v) do
     {c, st} = declare(st, c_type(v.t), v.c)
     {%{v | c: c}, st}
   end
 
   defp as_double(%{t: :float, c: c}), do: c
-  defp as_double(%{t: :int, c: c}), do: "((double)#{c})"
+  defp as_double(%{t: :int} = v), do: dt(v)
 
   defp numeric(name, [a, b], _args, _line, st) when name in [:+, :-, :*] do
     if a.t == :int and b.t == :int do
@@ -560,9 +774,11 @@ defmodule Accel.Kernel.Compiler do
 
       helper = %{+: "accel_add", -: "accel_sub", *: "accel_mul"}[name]
 
-      if fits?(r),
-        do: declare_v(st, int("(accel_i64)((accel_u64)#{a.c} #{name} (accel_u64)#{b.c})", r)),
-        else: declare_v(st, int("#{helper}(#{a.c}, #{b.c}, &bad)", r))
+      cond do
+        in_doubles?(st, [a, b]) and fits53?(r) -> declare_v(st, dint("(#{dt(a)} #{name} #{dt(b)})", r))
+        fits?(r) -> declare_v(st, int("(accel_i64)((accel_u64)#{it(a)} #{name} (accel_u64)#{it(b)})", r))
+        true -> declare_v(st, int("#{helper}(#{it(a)}, #{it(b)}, &bad)", r))
+      end
     else
       declare_v(%{st | float: true}, float("accel_fin(#{as_double(a)} #{name} #{as_double(b)}, &bad)"))
     end
@@ -575,9 +791,11 @@ defmodule Accel.Kernel.Compiler do
     {lo, hi} = a.r
     r = {-hi, -lo}
 
-    if fits?(r),
-      do: declare_v(st, int("(-#{a.c})", r)),
-      else: declare_v(st, int("accel_neg(#{a.c}, &bad)", r))
+    cond do
+      held_d?(a) -> declare_v(st, dint("(-#{a.d})", r))
+      fits?(r) -> declare_v(st, int("(-#{it(a)})", r))
+      true -> declare_v(st, int("accel_neg(#{it(a)}, &bad)", r))
+    end
   end
 
   defp numeric(:neg, [a], _, _, st), do: declare_v(st, float("(-#{a.c})"))
@@ -586,9 +804,11 @@ defmodule Accel.Kernel.Compiler do
     {lo, hi} = a.r
     r = if lo >= 0, do: a.r, else: {if(hi >= 0, do: 0, else: -hi), max(-lo, hi)}
 
-    if lo > @min,
-      do: declare_v(st, int("(#{a.c} < 0 ? -#{a.c} : #{a.c})", r)),
-      else: declare_v(st, int("accel_abs(#{a.c}, &bad)", r))
+    cond do
+      held_d?(a) -> declare_v(st, dint("fabs(#{a.d})", r))
+      lo > @min -> declare_v(st, int("(#{it(a)} < 0 ? -#{it(a)} : #{it(a)})", r))
+      true -> declare_v(st, int("accel_abs(#{it(a)}, &bad)", r))
+    end
   end
 
   defp numeric(:abs, [a], _, _, st), do: declare_v(st, float("fabs(#{a.c})"))
@@ -616,32 +836,42 @@ defmodule Accel.Kernel.Compiler do
       helper = if name == :div, do: "accel_div", else: "accel_rem"
 
       cond do
+        # held in doubles: the reciprocal of a divisor fixed for the call is computed once, on the host
+        st.dint and held_d?(a) and fits53?(b.r) and amax + bmax <= @d53 ->
+          {inv, st} = reciprocal_text(divisor, b, st)
+          declare_v(st, dint("#{helper}_f(#{a.d}, #{dt(b)}, #{inv}, &bad)", r))
+
         match?({:lit, d} when is_integer(d) and d not in [0, -1], divisor) ->
           op = if name == :div, do: "/", else: "%"
-          declare_v(st, int("(#{a.c} #{op} #{b.c})", r))
+          declare_v(st, int("(#{it(a)} #{op} #{it(b)})", r))
 
         match?({:cap, _}, divisor) ->
           {:cap, k} = divisor
           slot = "ACCEL_MAGIC_#{k}"
           st = %{st | magic: Map.put(st.magic, k, true)}
-          declare_v(st, int("#{helper}_magic(#{a.c}, #{b.c}, #{slot}_M, #{slot}_S, #{slot}_A, &bad)", r))
+          declare_v(st, int("#{helper}_magic(#{it(a)}, #{it(b)}, #{slot}_M, #{slot}_S, #{slot}_A, &bad)", r))
 
         true ->
-          declare_v(st, int("#{helper}(#{a.c}, #{b.c}, &bad)", r))
+          declare_v(st, int("#{helper}(#{it(a)}, #{it(b)}, &bad)", r))
       end
     end
   end
 
   defp numeric(name, [a, b], _, line, st) when name in [:min, :max] do
+    pick = fn x, y -> "(#{x} #{if name == :min, do: "<=", else: ">="} #{y} ? #{x} : #{y})" end
+
     cond do
       a.t == :int and b.t == :int ->
         {x1, x2} = a.r
         {y1, y2} = b.r
         r = if name == :min, do: {min(x1, y1), min(x2, y2)}, else: {max(x1, y1), max(x2, y2)}
-        declare_v(st, int("(#{a.c} #{if name == :min, do: "<=", else: ">="} #{b.c} ? #{a.c} : #{b.c})", r))
+
+        if in_doubles?(st, [a, b]),
+          do: declare_v(st, dint(pick.(dt(a), dt(b)), r)),
+          else: declare_v(st, int(pick.(it(a), it(b)), r))
 
       a.t == :float and b.t == :float ->
-        declare_v(st, float("(#{a.c} #{if name == :min, do: "<=", else: ">="} #{b.c} ? #{a.c} : #{b.c})"))
+        declare_v(st, float(pick.(a.c, b.c)))
 
       true ->
         wrong(
@@ -666,6 +896,12 @@ defmodule Accel.Kernel.Compiler do
     declare_v(%{st | float: true}, float("accel_fin(#{f}(#{args}), &bad)"))
   end
 
+  # The double nearest 1 / divisor: a slot filled on the host for a captured divisor, a literal
+  # for a literal one, else computed per element.
+  defp reciprocal_text({:cap, k}, _b, st), do: {"ACCEL_INV_#{k}", %{st | inv: Map.put(st.inv, k, true)}}
+  defp reciprocal_text({:lit, d}, _b, st) when is_integer(d), do: {float_lit(reciprocal(d)), st}
+  defp reciprocal_text(_divisor, b, st), do: {"(1.0 / #{dt(b)})", st}
+
   defp bitwise(:band, [a, b], st) do
     r =
       case {a.r, b.r} do
@@ -674,7 +910,7 @@ defmodule Accel.Kernel.Compiler do
         _ -> @full
       end
 
-    declare_v(st, int("(#{a.c} & #{b.c})", r))
+    declare_v(st, int("(#{it(a)} & #{it(b)})", r))
   end
 
   defp bitwise(name, [a, b], st) when name in [:bor, :bxor] do
@@ -683,21 +919,21 @@ defmodule Accel.Kernel.Compiler do
         do: {0, Bitwise.bsl(1, bit_length(max(elem(a.r, 1), elem(b.r, 1)))) - 1},
         else: @full
 
-    declare_v(st, int("(#{a.c} #{if name == :bor, do: "|", else: "^"} #{b.c})", r))
+    declare_v(st, int("(#{it(a)} #{if name == :bor, do: "|", else: "^"} #{it(b)})", r))
   end
 
   defp bitwise(:bnot, [a], st) do
     {lo, hi} = a.r
-    declare_v(st, int("(~#{a.c})", {-hi - 1, -lo - 1}))
+    declare_v(st, int("(~#{it(a)})", {-hi - 1, -lo - 1}))
   end
 
   defp bitwise(:bsr, [a, b], st) do
     {lo, hi} = a.r
     r = if elem(b.r, 0) >= 0, do: {min(lo, 0), max(hi, 0)}, else: @full
-    declare_v(st, int("accel_bsr(#{a.c}, #{b.c}, &bad)", r))
+    declare_v(st, int("accel_bsr(#{it(a)}, #{it(b)}, &bad)", r))
   end
 
-  defp bitwise(:bsl, [a, b], st), do: declare_v(st, int("accel_bsl(#{a.c}, #{b.c}, &bad)", @full))
+  defp bitwise(:bsl, [a, b], st), do: declare_v(st, int("accel_bsl(#{it(a)}, #{it(b)}, &bad)", @full))
 
   defp bit_length(0), do: 0
   defp bit_length(n), do: n |> Integer.digits(2) |> length()
@@ -705,7 +941,8 @@ defmodule Accel.Kernel.Compiler do
   defp magnitude({lo, hi}), do: max(abs(lo), abs(hi))
 
   # Comparisons follow the BEAM's term order: numbers compare by value (an integer and a float
-  # exactly), every number is less than every boolean, false < true.
+  # exactly), every number is less than every boolean, false < true. An integer held in a double
+  # is that integer exactly, so comparing doubles is exact too.
   defp compare(name, [a, b], st) do
     c_op = %{==: "==", !=: "!=", ===: "==", !==: "!=", <: "<", <=: "<=", >: ">", >=: ">="}[name]
 
@@ -713,14 +950,23 @@ defmodule Accel.Kernel.Compiler do
       name in [:===, :!==] and a.t != b.t ->
         {bool(if(name == :===, do: "0", else: "1")), st}
 
+      a.t == :int and b.t == :int ->
+        if in_doubles?(st, [a, b]),
+          do: declare_v(st, bool("(#{dt(a)} #{c_op} #{dt(b)})")),
+          else: declare_v(st, bool("(#{it(a)} #{c_op} #{it(b)})"))
+
       a.t == b.t ->
         declare_v(st, bool("(#{a.c} #{c_op} #{b.c})"))
 
       a.t == :int and b.t == :float ->
-        declare_v(st, bool("(accel_cmp_if(#{a.c}, #{b.c}) #{c_op} 0)"))
+        if held_d?(a),
+          do: declare_v(st, bool("(#{a.d} #{c_op} #{b.c})")),
+          else: declare_v(st, bool("(accel_cmp_if(#{it(a)}, #{b.c}) #{c_op} 0)"))
 
       a.t == :float and b.t == :int ->
-        declare_v(st, bool("(0 #{c_op} accel_cmp_if(#{b.c}, #{a.c}))"))
+        if held_d?(b),
+          do: declare_v(st, bool("(#{a.c} #{c_op} #{b.d})")),
+          else: declare_v(st, bool("(0 #{c_op} accel_cmp_if(#{it(b)}, #{a.c}))"))
 
       true ->
         # a number against a boolean: the number is smaller

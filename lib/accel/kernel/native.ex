@@ -11,7 +11,7 @@ defmodule Accel.Kernel.Native do
   # The compiler runs as an external program (a port): the calling process waits in `receive`,
   # holding no scheduler, normal or dirty.
 
-  @flags ~w(-x c++ -std=c++17 -O3 -fPIC -shared -fno-math-errno -ffp-contract=off -fno-plt)
+  @flags ~w(-x c++ -std=c++17 -O3 -fPIC -shared -fno-math-errno -fno-trapping-math -ffp-contract=off -fno-plt)
 
   @doc "The loaded library for compiled kernel text `source`: loaded once per VM."
   def library(key, source) do

@@ -1,0 +1,98 @@
+// The helpers generated kernels call (kernels/user.h) against exact integer arithmetic: rem/div of
+// integers held in doubles, for every |a| + |b| <= 2^53 the compiler admits them at, including the
+// worst case for the reciprocal (dividends near 2^53, small divisors).
+#include "kernels/user.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace {
+
+constexpr int64_t k53 = int64_t{1} << 53;
+
+int64_t mag(int64_t v) { return v < 0 ? -v : v; }
+
+void expect_exact(int64_t a, int64_t b) {
+  const double inv = 1.0 / static_cast<double>(b);
+  int bad = 0;
+  const double r = accel_rem_f(static_cast<double>(a), static_cast<double>(b), inv, &bad);
+  const double q = accel_div_f(static_cast<double>(a), static_cast<double>(b), inv, &bad);
+  ASSERT_EQ(bad, 0) << a << ", " << b;
+  ASSERT_EQ(static_cast<int64_t>(r), a % b) << "rem(" << a << ", " << b << ")";
+  ASSERT_EQ(static_cast<int64_t>(q), a / b) << "div(" << a << ", " << b << ")";
+}
+
+}  // namespace
+
+TEST(UserKernels, RemDivInDoublesAreExact) {
+  std::mt19937_64 rng(11);
+  std::vector<int64_t> divisors = {1, 2, 3, 5, 7, 10, 61, 97, 255, 256, 4095, 65537, 6700417, 16777215,
+                                   (int64_t{1} << 31) - 1, (int64_t{1} << 40) + 7, (int64_t{1} << 52) - 1,
+                                   int64_t{1} << 52};
+  for (int bits = 2; bits <= 52; bits += 5)
+    for (int k = 0; k < 8; ++k) divisors.push_back(1 + static_cast<int64_t>(rng() % (uint64_t{1} << bits)));
+
+  for (int64_t d0 : divisors) {
+    for (int64_t d : {d0, -d0}) {
+      const int64_t amax = k53 - mag(d);
+      // the edges of the admitted range, around multiples of d, and random dividends
+      std::vector<int64_t> as = {0, 1, -1, amax, -amax, amax - 1, -amax + 1, d, -d, d - 1, 1 - d};
+      for (int64_t m : std::vector<int64_t>{amax / mag(d), amax / mag(d) - 1, 1, 12345}) {
+        const int64_t base = m * mag(d);
+        if (base > amax) continue;
+        for (int64_t delta : {-1, 0, 1})
+          if (mag(base + delta) <= amax) {
+            as.push_back(base + delta);
+            as.push_back(-(base + delta));
+          }
+      }
+      for (int k = 0; k < 2000; ++k) {
+        const int64_t a = static_cast<int64_t>(rng() % static_cast<uint64_t>(amax + 1));
+        as.push_back(k % 2 ? a : -a);
+      }
+      for (int64_t a : as) expect_exact(a, d);
+    }
+  }
+}
+
+TEST(UserKernels, RemDivInDoublesFlagAZeroDivisor) {
+  int bad = 0;
+  accel_rem_f(5.0, 0.0, 0.0, &bad);
+  EXPECT_EQ(bad, 1);
+  bad = 0;
+  accel_div_f(-5.0, 0.0, 0.0, &bad);
+  EXPECT_EQ(bad, 1);
+}
+
+TEST(UserKernels, CheckedOpsFlagExactlyWhenElixirLeaves64Bits) {
+  const int64_t lo = INT64_MIN, hi = INT64_MAX;
+  struct Case {
+    int64_t a, b;
+  };
+  for (Case c : {Case{hi, 1}, Case{hi, 0}, Case{lo, -1}, Case{lo, 0}, Case{1 << 20, 1 << 20},
+                 Case{int64_t{3037000500}, int64_t{3037000500}}, Case{int64_t{3037000499}, int64_t{3037000499}},
+                 Case{lo, 1}, Case{-7, 3}}) {
+    const __int128 sum = static_cast<__int128>(c.a) + c.b, diff = static_cast<__int128>(c.a) - c.b,
+                   prod = static_cast<__int128>(c.a) * c.b;
+    int bad = 0;
+    const int64_t s = accel_add(c.a, c.b, &bad);
+    EXPECT_EQ(bad, sum != static_cast<int64_t>(sum)) << c.a << " + " << c.b;
+    if (!bad) {
+      EXPECT_EQ(s, sum);
+    }
+    bad = 0;
+    const int64_t d = accel_sub(c.a, c.b, &bad);
+    EXPECT_EQ(bad, diff != static_cast<int64_t>(diff)) << c.a << " - " << c.b;
+    if (!bad) {
+      EXPECT_EQ(d, diff);
+    }
+    bad = 0;
+    const int64_t p = accel_mul(c.a, c.b, &bad);
+    EXPECT_EQ(bad, prod != static_cast<int64_t>(prod)) << c.a << " * " << c.b;
+    if (!bad) {
+      EXPECT_EQ(p, prod);
+    }
+  }
+}
