@@ -304,6 +304,22 @@ defmodule Accel.KernelDifferentialTest do
           do: check("#{name}, d = #{d}", k, [@ints], unquote(backend), :exact)
     end
 
+    # The CPU runs blocks of 32 elements whose inputs all lie within -2^b..2^b-1 in a form
+    # specialised to that range: blocks at each candidate b's edges, inside and just outside.
+    @tag backend
+    test "#{backend}: blocks of small inputs, at the edges of the narrowed ranges" do
+      :rand.seed(:exsss, {1, 2, 3})
+
+      xs =
+        for b <- [8, 16, 21, 24, 26, 31, 32, 40, 48],
+            {edges, limit} <- [{[(1 <<< b) - 1, -(1 <<< b)], 1 <<< b}, {[1 <<< b, -(1 <<< b) - 1], 1 <<< b}],
+            x <- edges ++ for(_ <- 1..30, do: :rand.uniform(2 * limit) - limit - 1),
+            do: x
+
+      for {name, k} <- int_kernels() ++ double_kernels(6_700_417) ++ double_kernels(-7),
+          do: check(name, k, [xs], unquote(backend), :exact)
+    end
+
     @tag backend
     test "#{backend}: two-input kernels equal Enum.zip_with" do
       ys = Enum.map(@ints, &rem(&1 * 7 + 3, 1000)) |> List.replace_at(3, -1) |> List.replace_at(5, 0)

@@ -10,6 +10,14 @@
 
 #define ACCEL_I64_MIN (-0x7fffffffffffffffL - 1)
 
+/* The helpers below are always inlined on the host: a call inside a loop over lanes stops its
+ * vectorisation, and GCC's size limits would otherwise refuse some in a large kernel. */
+#if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
+#define ACCEL_UFN ACCEL_FN
+#else
+#define ACCEL_UFN ACCEL_FN __attribute__((always_inline))
+#endif
+
 /* The output's flag (many elements may raise it at once), and a double from its bits. */
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global
@@ -20,7 +28,7 @@
 #define ACCEL_GLOBAL
 #define ACCEL_USER_FLAG(flag) (*(flag) = 1)
 #define ACCEL_USER_ELEMENT ACCEL_FN
-ACCEL_FN double accel_f64_of(accel_u64 b) {
+ACCEL_UFN double accel_f64_of(accel_u64 b) {
   union { accel_u64 u; double f; } v;
   v.u = b;
   return v.f;
@@ -28,10 +36,10 @@ ACCEL_FN double accel_f64_of(accel_u64 b) {
 #else
 #define ACCEL_GLOBAL
 #define ACCEL_USER_FLAG(flag) __atomic_store_n((flag), 1, __ATOMIC_RELAXED) /* threads may race */
-/* The host runs ACCEL_LANES elements in lockstep, each statement a loop over the lanes, and builds
+/* The host runs ACCEL_LANES elements in lockstep (enough independent vectors to hide each operation's latency), each statement a loop over the lanes, and builds
  * its entry point for the x86-64 levels too, picked at load time by the CPU it finds (GCC's
  * target_clones): 4- and 8-wide doubles, vroundpd, 64-bit integer <-> double conversions. */
-#define ACCEL_LANES 8
+#define ACCEL_LANES 32
 /* kept a loop (not unrolled first), so that GCC's loop vectoriser takes it whole */
 #define ACCEL_LANE _Pragma("GCC unroll 1") for (int l = 0; l < ACCEL_LANES; ++l)
 /* inlined into each of the entry point's clones, so that they are built for its target too */
@@ -41,7 +49,7 @@ ACCEL_FN double accel_f64_of(accel_u64 b) {
 #else
 #define ACCEL_USER_HOST __attribute__((visibility("default")))
 #endif
-ACCEL_FN double accel_f64_of(accel_u64 b) {
+ACCEL_UFN double accel_f64_of(accel_u64 b) {
   double f;
   __builtin_memcpy(&f, &b, sizeof f);
   return f;
@@ -54,36 +62,36 @@ ACCEL_FN double accel_f64_of(accel_u64 b) {
 #elif defined(__CUDA_ARCH__)
 #define accel_mulhi_i64(a, b) __mul64hi((long long)(a), (long long)(b))
 #else
-ACCEL_FN accel_i64 accel_mulhi_i64(accel_i64 a, accel_i64 b) { return (accel_i64)(((__int128)a * b) >> 64); }
+ACCEL_UFN accel_i64 accel_mulhi_i64(accel_i64 a, accel_i64 b) { return (accel_i64)(((__int128)a * b) >> 64); }
 #endif
 
-ACCEL_FN accel_i64 accel_add(accel_i64 a, accel_i64 b, int* bad) {
+ACCEL_UFN accel_i64 accel_add(accel_i64 a, accel_i64 b, int* bad) {
   accel_i64 r = (accel_i64)((accel_u64)a + (accel_u64)b);
   *bad |= ((a ^ r) & (b ^ r)) < 0;
   return r;
 }
 
-ACCEL_FN accel_i64 accel_sub(accel_i64 a, accel_i64 b, int* bad) {
+ACCEL_UFN accel_i64 accel_sub(accel_i64 a, accel_i64 b, int* bad) {
   accel_i64 r = (accel_i64)((accel_u64)a - (accel_u64)b);
   *bad |= ((a ^ b) & (a ^ r)) < 0;
   return r;
 }
 
-ACCEL_FN accel_i64 accel_mul(accel_i64 a, accel_i64 b, int* bad) {
+ACCEL_UFN accel_i64 accel_mul(accel_i64 a, accel_i64 b, int* bad) {
   accel_i64 r = (accel_i64)((accel_u64)a * (accel_u64)b);
   *bad |= accel_mulhi_i64(a, b) != (r >> 63);
   return r;
 }
 
-ACCEL_FN accel_i64 accel_neg(accel_i64 a, int* bad) {
+ACCEL_UFN accel_i64 accel_neg(accel_i64 a, int* bad) {
   *bad |= a == ACCEL_I64_MIN;
   return (accel_i64)((accel_u64)0 - (accel_u64)a);
 }
 
-ACCEL_FN accel_i64 accel_abs(accel_i64 a, int* bad) { return a < 0 ? accel_neg(a, bad) : a; }
+ACCEL_UFN accel_i64 accel_abs(accel_i64 a, int* bad) { return a < 0 ? accel_neg(a, bad) : a; }
 
 /* div/2 and rem/2: truncated, the remainder taking the dividend's sign. */
-ACCEL_FN accel_i64 accel_div(accel_i64 a, accel_i64 b, int* bad) {
+ACCEL_UFN accel_i64 accel_div(accel_i64 a, accel_i64 b, int* bad) {
   if (b == 0) {
     *bad = 1;
     return 0;
@@ -92,7 +100,7 @@ ACCEL_FN accel_i64 accel_div(accel_i64 a, accel_i64 b, int* bad) {
   return a / b;
 }
 
-ACCEL_FN accel_i64 accel_rem(accel_i64 a, accel_i64 b, int* bad) {
+ACCEL_UFN accel_i64 accel_rem(accel_i64 a, accel_i64 b, int* bad) {
   if (b == 0) {
     *bad = 1;
     return 0;
@@ -103,14 +111,14 @@ ACCEL_FN accel_i64 accel_rem(accel_i64 a, accel_i64 b, int* bad) {
 /* Division by a divisor d that is the same for every element of a call, through its magic number
  * (Hacker's Delight 10-1; computed on the host by Accel.Kernel.Magic): m, the shift s and adj,
  * which is +1 (add a), -1 (subtract a) or 0. d in {-1, 0, 1} takes the plain path. */
-ACCEL_FN accel_i64 accel_div_magic(accel_i64 a, accel_i64 d, accel_i64 m, accel_i64 s, accel_i64 adj, int* bad) {
+ACCEL_UFN accel_i64 accel_div_magic(accel_i64 a, accel_i64 d, accel_i64 m, accel_i64 s, accel_i64 adj, int* bad) {
   if ((accel_u64)d + 1 <= 2) return accel_div(a, d, bad);
   accel_i64 q = (accel_i64)((accel_u64)accel_mulhi_i64(m, a) + (accel_u64)adj * (accel_u64)a);
   q >>= s;
   return q + (accel_i64)((accel_u64)q >> 63);
 }
 
-ACCEL_FN accel_i64 accel_rem_magic(accel_i64 a, accel_i64 d, accel_i64 m, accel_i64 s, accel_i64 adj, int* bad) {
+ACCEL_UFN accel_i64 accel_rem_magic(accel_i64 a, accel_i64 d, accel_i64 m, accel_i64 s, accel_i64 adj, int* bad) {
   if ((accel_u64)d + 1 <= 2) return accel_rem(a, d, bad);
   accel_i64 q = accel_div_magic(a, d, m, s, adj, bad);
   return (accel_i64)((accel_u64)a - (accel_u64)q * (accel_u64)d);
@@ -118,9 +126,9 @@ ACCEL_FN accel_i64 accel_rem_magic(accel_i64 a, accel_i64 d, accel_i64 m, accel_
 
 /* Bitwise.bsl/2 and bsr/2 for any shift count: a negative count shifts the other way; a result
  * beyond 64 bits is a bignum (bad). */
-ACCEL_FN accel_i64 accel_bsr_by(accel_i64 a, accel_u64 n) { return n >= 64 ? (a < 0 ? -1 : 0) : a >> n; }
+ACCEL_UFN accel_i64 accel_bsr_by(accel_i64 a, accel_u64 n) { return n >= 64 ? (a < 0 ? -1 : 0) : a >> n; }
 
-ACCEL_FN accel_i64 accel_bsl_by(accel_i64 a, accel_u64 n, int* bad) {
+ACCEL_UFN accel_i64 accel_bsl_by(accel_i64 a, accel_u64 n, int* bad) {
   if (a == 0) return 0;
   if (n >= 64) {
     *bad = 1;
@@ -131,26 +139,26 @@ ACCEL_FN accel_i64 accel_bsl_by(accel_i64 a, accel_u64 n, int* bad) {
   return r;
 }
 
-ACCEL_FN accel_i64 accel_bsl(accel_i64 a, accel_i64 n, int* bad) {
+ACCEL_UFN accel_i64 accel_bsl(accel_i64 a, accel_i64 n, int* bad) {
   if (n >= 0) return accel_bsl_by(a, (accel_u64)n, bad);
   return accel_bsr_by(a, (accel_u64)0 - (accel_u64)n);
 }
 
-ACCEL_FN accel_i64 accel_bsr(accel_i64 a, accel_i64 n, int* bad) {
+ACCEL_UFN accel_i64 accel_bsr(accel_i64 a, accel_i64 n, int* bad) {
   if (n >= 0) return accel_bsr_by(a, (accel_u64)n);
   return accel_bsl_by(a, (accel_u64)0 - (accel_u64)n, bad);
 }
 
 #if ACCEL_HAS_F64
 /* Every float result Elixir keeps is finite: an infinity or NaN is an ArithmeticError there. */
-ACCEL_FN double accel_fin(double x, int* bad) {
+ACCEL_UFN double accel_fin(double x, int* bad) {
   *bad |= !(fabs(x) <= ACCEL_F64_MAX);
   return x;
 }
 
 /* A float that must become an integer (trunc/round/floor/ceil of a float): beyond 64 bits it is a
  * bignum. x is integral here. */
-ACCEL_FN accel_i64 accel_f2i(double x, int* bad) {
+ACCEL_UFN accel_i64 accel_f2i(double x, int* bad) {
   if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) {
     *bad = 1;
     return 0;
@@ -162,7 +170,7 @@ ACCEL_FN accel_i64 accel_f2i(double x, int* bad) {
  * holds only below 2^51 and PoCL's rint() is a call that stops vectorisation: the trick is applied
  * with the sign of x (exact below 2^52, and every double from 2^52 up is an integer). */
 #if defined(__OPENCL_VERSION__)
-ACCEL_FN double accel_rint(double x) {
+ACCEL_UFN double accel_rint(double x) {
   const double c = x < 0 ? -4503599627370496.0 : 4503599627370496.0;
   return fabs(x) < 4503599627370496.0 ? (x + c) - c : x;
 }
@@ -177,7 +185,7 @@ ACCEL_FN double accel_rint(double x) {
  * the integer nearest it, leaves |a - q * b| <= |b| (0.5 + e) <= |b| for |b| >= 3 (an integer
  * below 3.5 for |b| = 3). q * b and a - q * b are integers below 2^53, hence exact; a remainder
  * in [-|b|, |b|] takes one correction to Elixir's, which has the dividend's sign and |r| < |b|. */
-ACCEL_FN double accel_rem_f(double a, double b, double inv, int* bad) {
+ACCEL_UFN double accel_rem_f(double a, double b, double inv, int* bad) {
   *bad |= b == 0.0;
   const double mag = fabs(b), s = a < 0 ? -1.0 : 1.0;
   double rs = (a - accel_rint(a * inv) * b) * s; /* the remainder, sign-normalised: want 0 <= rs < |b| */
@@ -186,7 +194,7 @@ ACCEL_FN double accel_rem_f(double a, double b, double inv, int* bad) {
   return rs * s;
 }
 
-ACCEL_FN double accel_div_f(double a, double b, double inv, int* bad) {
+ACCEL_UFN double accel_div_f(double a, double b, double inv, int* bad) {
   *bad |= b == 0.0;
   const double mag = fabs(b), s = a < 0 ? -1.0 : 1.0, step = s * (b < 0 ? -1.0 : 1.0);
   const double q = accel_rint(a * inv);
@@ -194,8 +202,45 @@ ACCEL_FN double accel_div_f(double a, double b, double inv, int* bad) {
   return rs < 0 ? q - step : rs >= mag ? q + step : q;
 }
 
+/* rem/2 and div/2 of 64-bit integers, |a| <= 2^62 and |b| <= 2^53, in two rounds of the
+ * reciprocal: what the CPU's lanes run, since 64-bit conversions and multiplies vectorise
+ * (AVX-512DQ) where a multiply-high does not. Round one: (double)a * inv is a / b to within
+ * 1537 / |b| (three roundings of relative 2^-53 on a quotient below 2^62 / |b|), so
+ * r1 = a - q1 * b has |r1| <= |b| / 2 + 1537 < 2^53, exact as a double. Round two: r1 * inv is
+ * r1 / b to within 2^-51 of a quotient below 1538, so |r1 - q2 * b| <= |b| / 2 + 1 <= |b| (for
+ * |b| = 1, inv = 1 and it is 0). The products wrap in 64 bits, but their differences are small and
+ * exact. One correction then gives Elixir's remainder, as in accel_rem_f. */
+ACCEL_UFN accel_i64 accel_rem_w_(accel_i64 a, accel_i64 b, double inv, accel_i64* q) {
+  /* rounded in a double first: GCC folds (int64)rint(x) into lrint(x), which does not vectorise */
+  const double q1d = accel_rint((double)a * inv);
+  const accel_i64 q1 = (accel_i64)q1d;
+  const accel_i64 r1 = (accel_i64)((accel_u64)a - (accel_u64)q1 * (accel_u64)b);
+  const double q2d = accel_rint((double)r1 * inv);
+  const accel_i64 q2 = (accel_i64)q2d;
+  *q = q1 + q2;
+  return (accel_i64)((accel_u64)r1 - (accel_u64)q2 * (accel_u64)b);
+}
+
+ACCEL_UFN accel_i64 accel_rem_w(accel_i64 a, accel_i64 b, double inv, int* bad) {
+  *bad |= b == 0;
+  accel_i64 q;
+  const accel_i64 mag = b < 0 ? -b : b, s = a < 0 ? -1 : 1;
+  accel_i64 rs = accel_rem_w_(a, b, inv, &q) * s;
+  rs = rs < 0 ? rs + mag : rs;
+  rs = rs >= mag ? rs - mag : rs;
+  return rs * s;
+}
+
+ACCEL_UFN accel_i64 accel_div_w(accel_i64 a, accel_i64 b, double inv, int* bad) {
+  *bad |= b == 0;
+  accel_i64 q;
+  const accel_i64 mag = b < 0 ? -b : b, s = a < 0 ? -1 : 1, step = b < 0 ? -s : s;
+  const accel_i64 rs = accel_rem_w_(a, b, inv, &q) * s;
+  return rs < 0 ? q - step : rs >= mag ? q + step : q;
+}
+
 /* Integer against float, exactly, as the BEAM compares them: -1, 0 or 1. */
-ACCEL_FN int accel_cmp_if(accel_i64 i, double d) {
+ACCEL_UFN int accel_cmp_if(accel_i64 i, double d) {
   if (d >= 9223372036854775808.0) return -1;
   if (d < -9223372036854775808.0) return 1;
   accel_i64 t = (accel_i64)d; /* d truncated: in range, and exact as a double */

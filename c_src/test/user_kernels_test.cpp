@@ -57,6 +57,37 @@ TEST(UserKernels, RemDivInDoublesAreExact) {
   }
 }
 
+TEST(UserKernels, WideRemDivAreExact) {
+  std::mt19937_64 rng(5);
+  constexpr int64_t k62 = int64_t{1} << 62;
+  std::vector<int64_t> divisors = {1, 2, 3, 7, 49, 61, 6700417, 16777215, (int64_t{1} << 31) - 1,
+                                   (int64_t{1} << 47) + 5, (int64_t{1} << 52) + 1, k53};
+  for (int bits = 2; bits <= 53; bits += 3)
+    for (int k = 0; k < 6; ++k) divisors.push_back(1 + static_cast<int64_t>(rng() % (uint64_t{1} << bits)));
+  for (int64_t d0 : divisors) {
+    for (int64_t d : {d0, -d0}) {
+      std::vector<int64_t> as = {0, 1, -1, k62, -k62, k62 - 1, d, -d, d - 1, 1 - d, k53, -k53};
+      for (int64_t m : std::vector<int64_t>{k62 / mag(d), k62 / mag(d) - 1, 12345})
+        for (int64_t delta : {-1, 0, 1}) {
+          as.push_back(m * mag(d) + delta);
+          as.push_back(-(m * mag(d) + delta));
+        }
+      for (int k = 0; k < 2000; ++k) {
+        const int64_t a = static_cast<int64_t>(rng() % static_cast<uint64_t>(k62 + 1) >> (k % 40));
+        as.push_back(k % 2 ? a : -a);
+      }
+      const double inv = 1.0 / static_cast<double>(d);
+      for (int64_t a : as) {
+        if (mag(a) > k62) continue;
+        int bad = 0;
+        ASSERT_EQ(accel_rem_w(a, d, inv, &bad), a % d) << "rem(" << a << ", " << d << ")";
+        ASSERT_EQ(accel_div_w(a, d, inv, &bad), a / d) << "div(" << a << ", " << d << ")";
+        ASSERT_EQ(bad, 0);
+      }
+    }
+  }
+}
+
 TEST(UserKernels, RemDivInDoublesFlagAZeroDivisor) {
   int bad = 0;
   accel_rem_f(5.0, 0.0, 0.0, &bad);

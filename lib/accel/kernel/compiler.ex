@@ -71,7 +71,8 @@ defmodule Accel.Kernel.Compiler do
       name: name,
       caps: caps,
       dint: false,
-      lanes: false
+      lanes: false,
+      narrow: nil
     }
 
     {v, st} = walk(ir, args, caps, base)
@@ -83,6 +84,8 @@ defmodule Accel.Kernel.Compiler do
       catch
         :varying_control -> nil
       end
+
+    narrow = lanes && narrowest(ir, args, caps, %{base | dint: true, lanes: true}, lanes)
 
     {result, out_type} =
       case v.t do
@@ -103,7 +106,7 @@ defmodule Accel.Kernel.Compiler do
            )}
       end
 
-    walks = Enum.reject([{v, st}, doubles, lanes], &is_nil/1)
+    walks = Enum.reject([{v, st}, doubles, lanes, narrow && elem(narrow, 1)], &is_nil/1)
 
     used = fn field ->
       walks |> Enum.flat_map(fn {_, w} -> Map.keys(Map.fetch!(w, field)) end) |> Enum.uniq() |> Enum.sort()
@@ -121,7 +124,7 @@ defmodule Accel.Kernel.Compiler do
           _ -> []
         end)
 
-    source = assemble(args, out_type, result, slots, {v, st}, doubles, lanes)
+    source = assemble(args, out_type, result, slots, {v, st}, doubles, {lanes, narrow})
     key = :crypto.hash(:sha256, source) |> Base.encode16(case: :lower) |> binary_part(0, 32)
     uses_f64 = st.float or result == :float or Enum.any?(args, fn {t, _} -> t in [:f32, :f64] end)
     %Compiled{source: source, key: key, out_type: out_type, result: result, slots: slots, uses_f64: uses_f64}
@@ -130,6 +133,29 @@ defmodule Accel.Kernel.Compiler do
   defp walk(ir, args, caps, st) do
     {env, st} = bind_inputs(args, caps, st)
     gen(ir, env, st)
+  end
+
+  # Range versioning: the CPU's lanes form specialised to integer inputs within ±2^bits, for the
+  # widest bits whose form has the fewest operations that do not vectorise (checked 64-bit
+  # arithmetic, multiply-high division); nil when no bound saves one. A block of lanes whose
+  # inputs all fit runs it (the logistic map from |x| <= 2^26 needs no check at all).
+  @narrow_bits [48, 40, 32, 31, 26, 24, 21, 16, 8]
+
+  defp narrowest(ir, args, caps, st, full) do
+    if Enum.any?(args, &match?({t, :buffer} when t in [:s64, :s32], &1)) do
+      base = scalar_ops(full)
+
+      @narrow_bits
+      |> Enum.map(fn bits -> {bits, walk(ir, args, caps, %{st | narrow: bits})} end)
+      |> Enum.filter(fn {_, w} -> scalar_ops(w) < base end)
+      |> Enum.min_by(fn {bits, w} -> {scalar_ops(w), -bits} end, fn -> nil end)
+    end
+  end
+
+  defp scalar_ops({_, st}) do
+    st.lines
+    |> Enum.map(&length(Regex.scan(~r/accel_(add|sub|mul|neg|abs|div|rem|bsl|bsr)\(|_magic\(/, &1)))
+    |> Enum.sum()
   end
 
   @doc "The 8-byte scalar slots for captured `values` and range inputs, as a binary."
@@ -160,7 +186,7 @@ defmodule Accel.Kernel.Compiler do
 
   # ---- the text ----
 
-  defp assemble(args, out_type, result, slots, plain, doubles, lanes) do
+  defp assemble(args, out_type, result, slots, plain, doubles, {lanes, narrow}) do
     out_t = @c_types[out_type]
     in_params = args |> Enum.with_index() |> Enum.reject(&match?({{_, {:range, _}}, _}, &1))
     inputs = Enum.map(in_params, fn {{t, _}, j} -> {"const #{@c_types[t]}*", "in#{j}"} end)
@@ -196,7 +222,7 @@ defmodule Accel.Kernel.Compiler do
       end)
       |> Enum.join("\n")
 
-    element = fn {v, st}, lane_form ->
+    element = fn {v, st}, lane_form, fun ->
       lines = Enum.reverse(st.lines)
       body = if(lane_form, do: fuse_lanes(lines), else: lines) |> Enum.map_join("\n", &("  " <> &1))
       value = "(#{out_t})(#{result_text(v)})"
@@ -204,7 +230,7 @@ defmodule Accel.Kernel.Compiler do
 
       if lane_form do
         """
-        ACCEL_USER_ELEMENT int accel_user_lanes(#{params}) {
+        ACCEL_USER_ELEMENT int #{fun}(#{params}) {
           int bad = 0;
           int lbad[ACCEL_LANES] = {0};
         #{body}
@@ -219,7 +245,7 @@ defmodule Accel.Kernel.Compiler do
         """
       else
         """
-        ACCEL_USER_ELEMENT int accel_user_at(#{params}) {
+        ACCEL_USER_ELEMENT int #{fun}(#{params}) {
           int bad = 0;
         #{body}
         #{failed}  out[i] = bad ? (#{out_t})#{sentinel} : #{value};
@@ -229,22 +255,42 @@ defmodule Accel.Kernel.Compiler do
       end
     end
 
-    one = element.(plain, false)
-    with_doubles = element.(doubles, false)
+    one = element.(plain, false, "accel_user_at")
+
+    with_doubles = element.(doubles, false, "accel_user_at")
 
     single =
       if with_doubles == one,
         do: one,
         else: "#if ACCEL_HAS_F64\n#{with_doubles}#else\n#{one}#endif\n"
 
+    {narrow_text, lanes_call} =
+      case narrow do
+        nil ->
+          {"", "accel_user_lanes(#{call_args})"}
+
+        {bits, walk} ->
+          {"""
+           #{element.(walk, true, "accel_user_lanes_narrow")}
+           /* whether every lane's integer inputs are within -2^#{bits}..2^#{bits}-1 */
+           ACCEL_USER_ELEMENT int accel_user_fits(#{params}) {
+             int ok = 1;
+             ACCEL_LANE ok &= #{fits(args, bits, "i + l")};
+             return ok;
+           }
+           """,
+           "(accel_user_fits(#{call_args}) ? accel_user_lanes_narrow(#{call_args}) : accel_user_lanes(#{call_args}))"}
+      end
+
     lane_text =
       if lanes,
-        do: "#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)\n#{element.(lanes, true)}#endif\n",
+        do:
+          "#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)\n#{element.(lanes, true, "accel_user_lanes")}#{narrow_text}#endif\n",
         else: ""
 
     lane_loop =
       if lanes,
-        do: "  for (; i + ACCEL_LANES <= end; i += ACCEL_LANES) any |= accel_user_lanes(#{call_args});\n",
+        do: "  for (; i + ACCEL_LANES <= end; i += ACCEL_LANES) any |= #{lanes_call};\n",
         else: ""
 
     """
@@ -318,6 +364,19 @@ defmodule Accel.Kernel.Compiler do
     end
   end
 
+  # Whether element `at`'s integer inputs are all within the narrowed range -2^bits..2^bits-1
+  # (unsigned arithmetic: no overflow for any input).
+  defp fits(args, bits, at) do
+    limit = Bitwise.bsl(1, bits)
+
+    for(
+      {{t, :buffer}, j} <- Enum.with_index(args),
+      t in [:s64, :s32],
+      do: "(accel_u64)in#{j}[#{at}] + #{limit}UL < #{2 * limit}UL"
+    )
+    |> Enum.join(" && ")
+  end
+
   defp result_text(%{t: :none}), do: "0"
   defp result_text(%{t: :int} = v), do: it(v)
   defp result_text(v), do: v.c
@@ -328,6 +387,7 @@ defmodule Accel.Kernel.Compiler do
   # |value| <= 2^53, and c is nil), or both.
 
   @d53 0x20000000000000
+  @wide 0x4000000000000000
 
   defp int(c, r), do: %{c: c, d: nil, t: :int, r: clip(r)}
   defp dint(d, r), do: %{c: nil, d: d, t: :int, r: r}
@@ -397,6 +457,11 @@ defmodule Accel.Kernel.Compiler do
         :buffer when type in [:f32, :f64] ->
           {c, st} = declare(st, "double", "(double)in#{j}[#{at}]", true)
           {Map.put(env, {:arg, j}, float(c)), st}
+
+        :buffer when st.narrow != nil and type in [:s64, :s32] ->
+          {c, st} = declare(st, "accel_i64", "(accel_i64)in#{j}[#{at}]", true)
+          {d, st} = declare(st, "double", "(double)#{c}")
+          {Map.put(env, {:arg, j}, %{int(c, bucket_range(st.narrow)) | d: d}), st}
 
         :buffer ->
           {c, st} = declare(st, "accel_i64", "(accel_i64)in#{j}[#{at}]", true)
@@ -840,6 +905,11 @@ defmodule Accel.Kernel.Compiler do
         st.dint and held_d?(a) and fits53?(b.r) and amax + bmax <= @d53 ->
           {inv, st} = reciprocal_text(divisor, b, st)
           declare_v(st, dint("#{helper}_f(#{a.d}, #{dt(b)}, #{inv}, &bad)", r))
+
+        # 64-bit, in the lanes walks: two rounds of the reciprocal, which vectorise (AVX-512DQ)
+        st.lanes and amax <= @wide and fits53?(b.r) ->
+          {inv, st} = reciprocal_text(divisor, b, st)
+          declare_v(st, int("#{helper}_w(#{it(a)}, #{it(b)}, #{inv}, &bad)", r))
 
         match?({:lit, d} when is_integer(d) and d not in [0, -1], divisor) ->
           op = if name == :div, do: "/", else: "%"
