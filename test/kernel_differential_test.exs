@@ -1,6 +1,6 @@
 defmodule Accel.KernelDifferentialTest do
   # Accel.map(input, kernel) against Enum.map(input, the same function) on every available backend:
-  # over 50 functions (overflow at the edges, negative rem/div, division by zero, float/int mixing,
+  # 78 functions (overflow at the edges, negative rem/div, division by zero, float/int mixing,
   # `/` always float, comparisons and booleans, bitwise, shifts past 63, nested if/cond/case, loops,
   # captured divisors) on extreme and random int64 and f64 inputs. Elements where Elixir raises are
   # checked apart: Accel.map must raise the BEAM's exception of the first of them.

@@ -55,7 +55,9 @@ defmodule Accel.Kernel.Compiler do
     * `accel_user_at`, one element, integers in 64-bit registers: every backend;
     * the same with integers that ranges prove below 2^53 held exactly in doubles (a loop's
       accumulator once it settles, and what is computed from it), which vectorises where 64-bit
-      multiply-high and division do not: where the dialect has doubles (ACCEL_HAS_F64);
+      multiply-high and division do not: on the host only, for now (on PoCL it measured slower
+      than 64-bit integers, 1.7 s against 1.5 s for the logistic map, and GPUs' double rates
+      differ by 32x between models: to be chosen per device once measured there);
     * `accel_user_lanes`, ACCEL_LANES elements in lockstep, each statement a loop over the lanes
       that the C++ compiler vectorises, or at least interleaves: the CPU's entry point, for bodies
       whose control flow is the same for every element (branches on element values run the
@@ -262,7 +264,7 @@ defmodule Accel.Kernel.Compiler do
     single =
       if with_doubles == one,
         do: one,
-        else: "#if ACCEL_HAS_F64\n#{with_doubles}#else\n#{one}#endif\n"
+        else: "#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)\n#{with_doubles}#else\n#{one}#endif\n"
 
     {narrow_text, lanes_call} =
       case narrow do
