@@ -36,9 +36,10 @@ ACCEL_UFN double accel_f64_of(accel_u64 b) {
 #else
 #define ACCEL_GLOBAL
 #define ACCEL_USER_FLAG(flag) __atomic_store_n((flag), 1, __ATOMIC_RELAXED) /* threads may race */
-/* The host runs ACCEL_LANES elements in lockstep (enough independent vectors to hide each operation's latency), each statement a loop over the lanes, and builds
- * its entry point for the x86-64 levels too, picked at load time by the CPU it finds (GCC's
- * target_clones): 4- and 8-wide doubles, vroundpd, 64-bit integer <-> double conversions. */
+/* The host runs ACCEL_LANES elements in lockstep (enough independent vectors to hide each
+ * operation's latency), each run of statements a loop over the lanes, and builds its entry point
+ * for the x86-64 levels too, picked at load time by the CPU it finds (GCC's target_clones): 4- and
+ * 8-wide doubles, vroundpd, 64-bit integer <-> double conversions. */
 #define ACCEL_LANES 32
 /* kept a loop (not unrolled first), so that GCC's loop vectoriser takes it whole */
 #define ACCEL_LANE _Pragma("GCC unroll 1") for (int l = 0; l < ACCEL_LANES; ++l)

@@ -40,8 +40,8 @@ TEST(UserKernels, RemDivInDoublesAreExact) {
       // the edges of the admitted range, around multiples of d, and random dividends
       std::vector<int64_t> as = {0, 1, -1, amax, -amax, amax - 1, -amax + 1, d, -d, d - 1, 1 - d};
       for (int64_t m : std::vector<int64_t>{amax / mag(d), amax / mag(d) - 1, 1, 12345}) {
+        if (m > amax / mag(d)) continue;  // m * |d| would pass the admitted bound (or overflow)
         const int64_t base = m * mag(d);
-        if (base > amax) continue;
         for (int64_t delta : {-1, 0, 1})
           if (mag(base + delta) <= amax) {
             as.push_back(base + delta);
@@ -67,11 +67,13 @@ TEST(UserKernels, WideRemDivAreExact) {
   for (int64_t d0 : divisors) {
     for (int64_t d : {d0, -d0}) {
       std::vector<int64_t> as = {0, 1, -1, k62, -k62, k62 - 1, d, -d, d - 1, 1 - d, k53, -k53};
-      for (int64_t m : std::vector<int64_t>{k62 / mag(d), k62 / mag(d) - 1, 12345})
+      for (int64_t m : std::vector<int64_t>{k62 / mag(d), k62 / mag(d) - 1, 12345}) {
+        if (m > k62 / mag(d)) continue;  // m * |d| would pass 2^62 (or overflow)
         for (int64_t delta : {-1, 0, 1}) {
           as.push_back(m * mag(d) + delta);
           as.push_back(-(m * mag(d) + delta));
         }
+      }
       for (int k = 0; k < 2000; ++k) {
         const int64_t a = static_cast<int64_t>(rng() % static_cast<uint64_t>(k62 + 1) >> (k % 40));
         as.push_back(k % 2 ? a : -a);
