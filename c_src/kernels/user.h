@@ -45,7 +45,7 @@ ACCEL_UFN double accel_f64_of(accel_u64 b) {
 #define ACCEL_LANE _Pragma("GCC unroll 1") for (int l = 0; l < ACCEL_LANES; ++l)
 /* inlined into each of the entry point's clones, so that they are built for its target too */
 #define ACCEL_USER_ELEMENT ACCEL_FN __attribute__((always_inline))
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 /* x86-64-v3/v4 */
 #define ACCEL_USER_HOST __attribute__((visibility("default"), target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ACCEL_USER_HOST __attribute__((visibility("default")))
@@ -169,7 +169,9 @@ ACCEL_UFN accel_i64 accel_f2i(double x, int* bad) {
 
 /* Round to the nearest integer, ties to even, for any double. On OpenCL, ACCEL_RINT's 2^52 trick
  * holds only below 2^51 and PoCL's rint() is a call that stops vectorisation: the trick is applied
- * with the sign of x (exact below 2^52, and every double from 2^52 up is an integer). */
+ * with the sign of x (exact below 2^52, and every double from 2^52 up is an integer). Devices do
+ * not run the doubles forms yet (compiler.ex says why); the helpers stay exact on every dialect
+ * for when they do. */
 #if defined(__OPENCL_VERSION__)
 ACCEL_UFN double accel_rint(double x) {
   const double c = x < 0 ? -4503599627370496.0 : 4503599627370496.0;

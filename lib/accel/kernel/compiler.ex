@@ -148,9 +148,16 @@ defmodule Accel.Kernel.Compiler do
       base = scalar_ops(full)
 
       @narrow_bits
-      |> Enum.map(fn bits -> {bits, walk(ir, args, caps, %{st | narrow: bits})} end)
-      |> Enum.filter(fn {_, w} -> scalar_ops(w) < base end)
-      |> Enum.min_by(fn {bits, w} -> {scalar_ops(w), -bits} end, fn -> nil end)
+      |> Enum.map(fn bits ->
+        w = walk(ir, args, caps, %{st | narrow: bits})
+        {bits, w, scalar_ops(w)}
+      end)
+      |> Enum.filter(fn {_, _, ops} -> ops < base end)
+      |> Enum.min_by(fn {bits, _, ops} -> {ops, -bits} end, fn -> nil end)
+      |> case do
+        nil -> nil
+        {bits, w, _} -> {bits, w}
+      end
     end
   end
 
