@@ -283,7 +283,7 @@ defmodule Accel.KernelDifferentialTest do
   # float kernels whose results come from a device's math library: compared within 2 ulps there
   @library_math [:exp, :sin, :sigmoid]
 
-  for backend <- [:cpu, :opencl] do
+  for backend <- [:cpu, :opencl, :cuda] do
     @tag backend
     test "#{backend}: integer kernels equal Enum.map on int64 edges and random values" do
       for {name, k} <- int_kernels(), do: check(name, k, [@ints], unquote(backend), :exact)
@@ -343,6 +343,42 @@ defmodule Accel.KernelDifferentialTest do
         end
 
       assert Accel.Tensor.to_binary(out) == expected
+    end
+  end
+
+  # Where no GPU is: every kernel above, as :cuda runs it, compiled by NVRTC (which needs no
+  # driver) to machine code for sm_90 and sm_75, and to PTX for a GPU newer than NVRTC knows.
+  @tag :nvrtc
+  test "nvrtc: every kernel of the suite compiles for CUDA" do
+    sources =
+      for {name, k} <-
+            int_kernels() ++ double_kernels(6_700_417) ++ double_kernels(0xFFFFFFFFFFFF) ++ pair_kernels(),
+          do: {name, Accel.Kernel.source(k)}
+
+    sources = sources ++ for({name, k} <- float_kernels(), do: {name, Accel.Kernel.source(k, [:f64])})
+    f32 = Accel.Kernel.source(Accel.kernel(fn x -> x * 3.0 + 1.0 end), [:f32])
+    sources = [{:f32, f32} | sources]
+
+    for {name, source} <- sources do
+      assert {<<0x7F, "ELF", _::binary>>, "sm_90"} = Accel.NIF.cuda_kernel_code(source, 90), "#{name}"
+    end
+
+    {_, two_inputs} = Enum.find(sources, &(elem(&1, 0) == :div_pair))
+
+    for source <- [f32, two_inputs] do
+      assert {<<0x7F, "ELF", _::binary>>, "sm_75"} = Accel.NIF.cuda_kernel_code(source, 75)
+      assert {ptx, "compute_" <> _} = Accel.NIF.cuda_kernel_code(source, 990)
+      assert ptx =~ ".entry accel_user("
+      assert :binary.last(ptx) == 0
+    end
+
+    e = assert_raise Accel.Error, fn -> Accel.NIF.cuda_kernel_code("int x = ;", 90) end
+    assert e.reason == :build_failed and e.message =~ "accel_kernel.cu(1): error"
+    e = assert_raise Accel.Error, fn -> Accel.NIF.cuda_kernel_code(f32, 30) end
+    assert e.reason == :build_failed and e.message =~ "none of the architectures up to sm_30"
+
+    assert_raise ArgumentError, ~r/compute capability such as 90, got 9$/, fn ->
+      Accel.NIF.cuda_kernel_code(f32, 9)
     end
   end
 

@@ -14,6 +14,7 @@ defmodule Accel.KernelTest do
   # chunking, the module form, streams, and captured values as parameters.
   use ExUnit.Case, async: true
   require Accel
+  doctest Accel.Kernel
   alias Accel.KernelTest.Kernels
 
   defp compile_error(code) do
@@ -200,6 +201,27 @@ defmodule Accel.KernelTest do
       out = Accel.map(t, Accel.kernel(fn x -> x * 0x4000000000000000 end), as: :list)
       assert out == [0x4000000000000000, 0x8000000000000000, 0xC000000000000000]
       assert Accel.map(1..5, Accel.kernel(fn x -> x + 1 end), backend: :opencl) == [2, 3, 4, 5, 6]
+    end
+
+    @tag :cuda
+    test "CUDA: compiled by NVRTC once per architecture; tensors stay on the device" do
+      k = Accel.kernel(fn x -> rem(x * 0x4000000000000, 1_000_003) end)
+      expected = Enum.map(1..100_000, &rem(&1 * 0x4000000000000, 1_000_003))
+      assert Accel.map(1..100_000, k, backend: :cuda) == expected
+      t = Accel.Tensor.from_list([1, 2, 3], backend: :cuda)
+      out = Accel.map(t, Accel.kernel(fn x -> x * 0x4000000000000000 end), as: :list)
+      assert out == [0x4000000000000000, 0x8000000000000000, 0xC000000000000000]
+      assert Path.wildcard(Path.join(Accel.Kernel.Native.cache_dir(), "*.cubin")) != []
+    end
+
+    test "CUDA without a device: the backend's own reason, as for every :cuda call" do
+      if not Enum.any?(Accel.backends(), &(&1.name == :cuda and &1.available)) do
+        k = Accel.kernel(fn x -> x + 1 end)
+
+        assert_raise ArgumentError, ~r/^backend :cuda is (unavailable|not compiled)/, fn ->
+          Accel.map(1..5, k, backend: :cuda)
+        end
+      end
     end
   end
 

@@ -6,7 +6,18 @@ unavailable =
     name
   end
 
-ExUnit.start(exclude: unavailable)
+# NVRTC compiles :cuda kernels without a driver: its tests run wherever the toolkit's libnvrtc is.
+no_nvrtc =
+  try do
+    Accel.NIF.cuda_kernel_compiler()
+    []
+  rescue
+    e ->
+      IO.puts("Excluding tests tagged :nvrtc: #{Exception.message(e)}")
+      [:nvrtc]
+  end
+
+ExUnit.start(exclude: unavailable ++ no_nvrtc)
 
 # Compiled CPU kernels (Accel.Kernel) go to a cache inside the build, not the user's cache.
 Application.put_env(:accel, :kernel_cache, Path.join(Mix.Project.build_path(), "kernel_cache"))

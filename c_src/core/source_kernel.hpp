@@ -3,7 +3,8 @@
 // tensors. They reach each backend through the same door as the built-in kernels
 // (Backend::launch_source); what differs is only who compiles the text: the system compiler for
 // the CPU (the Elixir side builds and caches a shared object; the NIF loads it), the OpenCL
-// program cache per device, NVRTC for CUDA.
+// program cache per device, NVRTC for CUDA (the Elixir side caches its code on disk per
+// architecture; the backend loads it once per device).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,7 @@ struct SourceKernel {
   size_t scalars = 0;
   HostKernelEntry host = nullptr;   // the CPU backend's compiled entry, where it has one
   std::shared_ptr<void> library;    // keeps the shared object holding `host` loaded
+  std::string device_code;          // CUDA: the text compiled by NVRTC for the device (cubin or PTX)
 };
 
 // Entry point in every dialect: accel_user(b0, ..., n, s0, ...): b0 the output, b1 one int32 flag

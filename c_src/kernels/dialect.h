@@ -26,11 +26,18 @@ typedef uchar accel_u8;
 #endif
 
 #elif defined(__CUDACC__)
+#if defined(__CUDACC_RTC__) /* NVRTC (generated kernels) has no C library headers */
+typedef long long accel_i64;
+typedef unsigned long long accel_u64;
+typedef int accel_i32;
+typedef unsigned char accel_u8;
+#else
 #include <stdint.h>
 typedef int64_t accel_i64;
 typedef uint64_t accel_u64;
 typedef int32_t accel_i32;
 typedef uint8_t accel_u8;
+#endif
 #define ACCEL_FN __host__ __device__ static inline
 #define ACCEL_F32(fn) fn##f
 #define ACCEL_HAS_INT128 0

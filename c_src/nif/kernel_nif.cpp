@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_backend.hpp"
 #include "core/source_kernel.hpp"
 #include "nif/codecs.hpp"
 #include "nif/tensor_scheduling.hpp"
@@ -35,7 +36,8 @@ std::string binary_text(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
   return std::string(reinterpret_cast<const char*>(bin.data), bin.size);
 }
 
-// {key, source, uses_f64, library resource or nil, [input type], output type, scalar count}
+// {key, source, uses_f64, code, [input type], output type, scalar count}; code is the CPU
+// backend's loaded library resource, NVRTC's code (a binary) for :cuda, or nil for OpenCL.
 SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   int arity = 0;
   const ERL_NIF_TERM* fields = nullptr;
@@ -45,7 +47,9 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   k.key = binary_text(env, fields[0], "a kernel's key");
   k.source = binary_text(env, fields[1], "a kernel's source");
   k.uses_f64 = enif_is_identical(fields[2], atoms.true_);
-  if (!enif_is_identical(fields[3], atoms.nil)) {
+  if (enif_is_binary(env, fields[3])) {
+    k.device_code = binary_text(env, fields[3], "a kernel's device code");
+  } else if (!enif_is_identical(fields[3], atoms.nil)) {
     LibraryResource* lib = nullptr;
     if (!enif_get_resource(env, fields[3], g_library_type, reinterpret_cast<void**>(&lib)))
       throw ArgumentError("expected a loaded kernel library, got: " + describe_term(env, fields[3]));
@@ -83,6 +87,19 @@ ERL_NIF_TERM kernel_load_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   ERL_NIF_TERM term = enif_make_resource(env, lib);
   enif_release_resource(lib);
   return term;
+}
+
+// (source, arch) -> {code, target}: NVRTC's code for compute capability `arch` (90 for 9.0).
+ERL_NIF_TERM cuda_kernel_code_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::string source = binary_text(env, argv[0], "the kernel's source");
+  const int64_t arch = decode_int64_arg(env, argv[1], "arch");
+  if (arch < 10 || arch > 10000) throw ArgumentError("arch must be a compute capability such as 90, got " + std::to_string(arch));
+  const cuda::DeviceCode code = cuda::compile_kernel_text(source, static_cast<int>(arch));
+  ERL_NIF_TERM bytes;
+  unsigned char* data = enif_make_new_binary(env, code.bytes.size(), &bytes);
+  if (data == nullptr) throw std::bad_alloc();
+  std::memcpy(data, code.bytes.data(), code.bytes.size());
+  return enif_make_tuple2(env, bytes, make_string(env, code.target));
 }
 
 std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term) {
@@ -131,6 +148,15 @@ bool open_kernel_resources(ErlNifEnv* env) {
 }
 
 ERL_NIF_TERM kernel_load(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) { return kernel_load_run(env, argc, argv); }
+
+ERL_NIF_TERM cuda_kernel_compiler(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  return make_string(env, cuda::kernel_compiler_version());
+}
+
+// NVRTC takes ~0.1-1 s: always on a dirty CPU scheduler (the function table says so).
+ERL_NIF_TERM cuda_kernel_code(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return cuda_kernel_code_run(env, argc, argv);
+}
 
 // A generated kernel's cost per element is unknown (it may loop): on the CPU it always runs on a
 // dirty CPU scheduler; on a device it is queued there like every tensor operation.

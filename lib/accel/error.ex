@@ -6,8 +6,9 @@ defmodule Accel.Error do
     cuda_error:
       "a CUDA or cuBLAS call failed for another reason; the message names the call and CUDA's error",
     build_failed:
-      "an OpenCL program, or a kernel's CPU code (`Accel.Kernel`), did not compile; the message carries the log",
-    no_compiler: "`Accel.Kernel` found no C++ compiler for a CPU kernel (see \"The CPU kernel cache\")",
+      "an OpenCL program, or a kernel's CPU or CUDA code (`Accel.Kernel`), did not compile; the message carries the log",
+    no_compiler:
+      "`Accel.Kernel` found no C++ compiler for a CPU kernel, or no NVRTC for a CUDA one (see \"The kernel cache\")",
     load_failed: "a compiled CPU kernel could not be loaded; the message carries the loader's reason",
     cancelled: "the process that made the call exited, and the call was abandoned between chunks",
     thread_pool: "the OS would not start the CPU backend's threads (`config :accel, cpu_threads:`)",

@@ -15,7 +15,8 @@ defmodule Accel.Kernel do
   scalar parameters, passed when it runs, so a new value does not make a new kernel. When it runs,
   the kernel is specialised to its inputs' element types and compiled for the device: by the
   system's C++ compiler for `:cpu` (cached on disk, see below), as OpenCL C for `:opencl` (built
-  once per device and cached for the VM's life).
+  once per device and cached for the VM's life), as CUDA C++ by NVRTC for `:cuda` (machine code
+  for the GPU's architecture, cached on disk like CPU kernels and loaded once per device).
 
   ## The language
 
@@ -61,7 +62,7 @@ defmodule Accel.Kernel do
   several inputs of one length as a tuple. Integer results are `:s64`, float results `:f64` (or
   `:f32`, above), boolean results `:u8` (1 for true) in binaries and tensors.
 
-  ## The CPU kernel cache
+  ## The kernel cache
 
   Compiled CPU kernels are shared objects in `config :accel, kernel_cache:` (default: the user
   cache directory, `~/.cache/accel/kernels` on Linux; `ACCEL_KERNEL_CACHE` overrides it), named by
@@ -69,6 +70,12 @@ defmodule Accel.Kernel do
   atomically and checked against a SHA-256 sum before loading. A second VM finds the kernel
   compiled. `clear_cache/0` empties it. The compiler is `$ACCEL_CXX`, `$CXX`, or the first of `c++`,
   `g++`, `clang++` found; without one, CPU kernels raise `Accel.Error` `:no_compiler`.
+
+  CUDA kernels are cubins in the same directory, named by a hash of the text, NVRTC's version
+  and options and the GPU's compute capability. NVRTC (`libnvrtc.so` from the CUDA toolkit) is
+  loaded when the first `:cuda` kernel is compiled, and runs on a dirty CPU scheduler; without it,
+  `:cuda` kernels raise `Accel.Error` `:no_compiler` (the rest of `:cuda` works without it). A GPU
+  newer than NVRTC gets PTX for the newest architecture NVRTC knows, which the driver compiles.
   """
 
   alias Accel.Kernel.Lower
@@ -180,6 +187,30 @@ defmodule Accel.Kernel do
     end
   end
 
+  @doc """
+  The text a kernel is compiled from for inputs of `types` (binaries or tensors of these element
+  types; default `:s64` for each input), with its captured values' kinds: one text for every
+  backend (C++ for `:cpu`, OpenCL C, CUDA C++), after the headers it needs. For reading when a
+  kernel is slower than you expect; `Accel.map/3` compiles it for you.
+
+      iex> k = Accel.kernel(fn x -> x * 2 + 1 end)
+      iex> Accel.Kernel.source(k) =~ "accel_user"
+      true
+  """
+  @spec source(t(), [atom()] | nil) :: String.t()
+  def source(%__MODULE__{} = kernel, types \\ nil) do
+    types = types || List.duplicate(:s64, kernel.arity)
+
+    if not is_list(types) or length(types) != kernel.arity or
+         not Enum.all?(types, &(&1 in [:s64, :f64, :f32, :s32, :u8])) do
+      raise ArgumentError,
+            "kernel #{kernel.name} takes #{kernel.arity} input(s): give as many types of :s64, :f64, :f32, " <>
+              ":s32 and :u8, got: #{inspect(types, limit: 5)}"
+    end
+
+    Accel.Kernel.Map.compiled(kernel, types).source
+  end
+
   # For Accel.Stream and Accel.Flow, which take a function of a chunk: binary chunks hold the
   # elements of the caller's `type:` option (:s64 by default).
   @doc false
@@ -189,7 +220,7 @@ defmodule Accel.Kernel do
   end
 
   @doc """
-  Removes every compiled CPU kernel from the cache (see "The CPU kernel cache"); kernels loaded in
+  Removes every compiled kernel from the cache (see "The kernel cache"); kernels loaded in
   running VMs stay loaded. Returns the number of files removed.
   """
   @spec clear_cache() :: non_neg_integer()

@@ -9,15 +9,19 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_support.hpp"
 #include "core/device_backend.hpp"
 #include "core/error.hpp"
+#include "core/source_kernel.hpp"
 
 namespace accel::cuda {
 namespace {
@@ -31,6 +35,8 @@ struct DeviceState {
   bool ready = false;
   cudaStream_t streams[kSlots] = {};  // the door's queues; streams[0] carries every tensor operation
   cublasHandle_t cublas = nullptr;  // created on the first matmul
+  // Generated kernels (Accel.Kernel) by key, loaded on first use from the code NVRTC made.
+  std::map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> source_kernels;
   std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
 
   ~DeviceState() {
@@ -39,6 +45,7 @@ struct DeviceState {
     for (size_t s = 0; s < kSlots; ++s)
       if (streams[s] != nullptr) cudaStreamDestroy(streams[s]);
     if (cublas != nullptr) Cublas::get().destroy(cublas);
+    for (auto& loaded : source_kernels) cudaLibraryUnload(loaded.second.first);
   }
 };
 
@@ -115,12 +122,34 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  // Generated kernels (Accel.Kernel) need NVRTC, which this backend does not load yet: say so
-  // rather than report the backend unavailable.
-  void launch_source(const SourceKernel&, int device, uint64_t, const std::vector<const DeviceBuffer*>&,
-                     const std::vector<uint64_t>&, const Cancellation*, size_t) override {
-    device_at(device);
-    throw ArgumentError("Accel.map with a kernel does not run on :cuda yet (NVRTC is not wired in); use :cpu or :opencl");
+  // A generated kernel (Accel.Kernel): its NVRTC code loaded once per device, then launched like
+  // every kernel, on `queue`, with its buffers' pointers, n and its 8-byte scalar slots by value.
+  void launch_source(const SourceKernel& kernel, int device, uint64_t n, const std::vector<const DeviceBuffer*>& buffers,
+                     const std::vector<uint64_t>& scalars, const Cancellation*, size_t queue) override {
+    on_device(device, [&](DeviceState& d) {
+      auto found = d.source_kernels.find(kernel.key);
+      if (found == d.source_kernels.end()) {
+        if (kernel.device_code.empty()) throw std::logic_error("a source kernel reached :cuda without its NVRTC code");
+        cudaLibrary_t library = nullptr;
+        ACCEL_CUDA(cudaLibraryLoadData(&library, kernel.device_code.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+        cudaKernel_t entry = nullptr;
+        if (const cudaError_t e = cudaLibraryGetKernel(&entry, library, "accel_user"); e != cudaSuccess) {
+          cudaLibraryUnload(library);
+          check(e, "cudaLibraryGetKernel(accel_user)");
+        }
+        found = d.source_kernels.emplace(kernel.key, std::make_pair(library, entry)).first;
+      }
+      std::vector<void*> pointers;
+      for (const DeviceBuffer* b : buffers) pointers.push_back(ptr<void>(*b));
+      unsigned long long count = n;
+      std::vector<unsigned long long> slots(scalars.begin(), scalars.end());
+      std::vector<void*> args;
+      for (void*& p : pointers) args.push_back(&p);
+      args.push_back(&count);
+      for (unsigned long long& s : slots) args.push_back(&s);
+      ACCEL_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(found->second.second), blocks_for(n), kThreads,
+                                  args.data(), 0, stream_at(d, queue)));
+    });
   }
 
   size_t queues(int) override { return kSlots; }

@@ -210,16 +210,28 @@ defmodule Accel.Kernel.Map do
 
   # ---- one launch ----
 
+  @doc "The kernel specialised for buffer inputs of `types` (Accel.Kernel.source/2)."
+  def compiled(%Accel.Kernel{} = kernel, types) do
+    specialise(kernel, Enum.map(types, &{&1, :buffer}), Enum.map(kernel.values, &cap_kind!(&1, kernel)))
+  end
+
   defp run_chunk(kernel, inputs, n, as, {backend, device}, offset) do
     caps = Enum.map(kernel.values, &cap_kind!(&1, kernel))
     args = Enum.map(inputs, &arg_spec/1)
     compiled = specialise(kernel, args, caps)
-    lib = if backend == :cpu, do: Native.library(compiled.key, compiled.source)
+
+    code =
+      case backend do
+        :cpu -> Native.library(compiled.key, compiled.source)
+        :cuda -> Native.cuda_code(compiled.key, compiled.source, device)
+        :opencl -> nil
+      end
+
     tensors = for x <- inputs, x.kind != :range, do: tensor_of(x, backend, device)
 
     kterm =
-      {compiled.key, compiled.source, compiled.uses_f64, lib, Enum.map(tensors, & &1.type), compiled.out_type,
-       length(compiled.slots)}
+      {compiled.key, compiled.source, compiled.uses_f64, code, Enum.map(tensors, & &1.type),
+       compiled.out_type, length(compiled.slots)}
 
     slots = Compiler.slots(compiled, kernel.values, Enum.map(inputs, &if(&1.kind == :range, do: &1.value)))
 

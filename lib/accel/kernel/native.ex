@@ -1,39 +1,95 @@
 defmodule Accel.Kernel.Native do
   @moduledoc false
-  # A generated kernel's CPU code: its text compiled by the system's C++ compiler into a shared
-  # object, cached on disk and loaded by the NIF (kernel_load). The cache (CuPy's kernel cache is
-  # the model):
-  #   * keyed by a hash of the text, the compiler's path and version, the flags and the machine's
-  #     architecture, so a new compiler or Accel version never loads stale code;
+  # A generated kernel's native code, cached on disk (CuPy's kernel cache is the model):
+  #   * for :cpu, its text compiled by the system's C++ compiler into a shared object, loaded by
+  #     the NIF (kernel_load);
+  #   * for :cuda, its text compiled by NVRTC for the GPU's architecture (a cubin), loaded by the
+  #     CUDA backend once per device.
+  # The cache is
+  #   * keyed by a hash of the text, the compiler's path and version, the flags and the target
+  #     (the machine's or the GPU's architecture), so a new compiler or Accel version never loads
+  #     stale code;
   #   * written atomically: compiled under a unique temporary name, checksummed, then renamed into
   #     place; a reader verifies the checksum and rebuilds a file that does not match it;
   #   * shared by every VM on the machine; Accel.Kernel.clear_cache/0 empties it.
-  # The compiler runs as an external program (a port): the calling process waits in `receive`,
-  # holding no scheduler, normal or dirty.
+  # The C++ compiler runs as an external program (a port): the calling process waits in `receive`,
+  # holding no scheduler, normal or dirty. NVRTC runs in the NIF, on a dirty CPU scheduler.
 
   @flags ~w(-x c++ -std=c++17 -O3 -fPIC -shared -fno-math-errno -fno-trapping-math -ffp-contract=off -fno-plt)
 
   @doc "The loaded library for compiled kernel text `source`: loaded once per VM."
-  def library(key, source) do
-    case :persistent_term.get({__MODULE__, key}, nil) do
-      nil ->
-        lib = Accel.NIF.kernel_load(ensure_built(source))
-        :persistent_term.put({__MODULE__, key}, lib)
-        lib
-
-      lib ->
-        lib
-    end
-  end
+  def library(key, source), do: remembered(key, fn -> Accel.NIF.kernel_load(ensure_built(source)) end)
 
   @doc "The path of the shared object for `source`, compiling it when the cache lacks a valid one."
   def ensure_built(source) do
     {cc, version} = compiler!()
     id = hash([source, cc, version, Enum.join(@flags, " "), :erlang.system_info(:system_architecture)])
-    dir = cache_dir()
-    so = Path.join(dir, id <> ".so")
 
-    if valid?(so), do: so, else: build(cc, source, dir, so)
+    cached(id, ".so", fn so ->
+      cpp = so <> ".cpp"
+
+      try do
+        File.write!(cpp, source)
+
+        case System.cmd(cc, @flags ++ ["-o", so, cpp], stderr_to_stdout: true) do
+          {_, 0} ->
+            :ok
+
+          {output, status} ->
+            raise Accel.Error,
+              reason: :build_failed,
+              message:
+                "#{cc} failed (exit status #{status}) compiling a kernel:\n#{String.slice(output, 0, 4000)}"
+        end
+      after
+        File.rm(cpp)
+      end
+    end)
+  end
+
+  @doc """
+  NVRTC's code for `source` on CUDA device `device` (a cubin for its architecture), from the disk
+  cache or compiled; remembered for the VM's life. nil where the device does not exist (the launch
+  then reports the backend unavailable, as every :cuda call does).
+  """
+  def cuda_code(key, source, device) do
+    case cuda_arch(device) do
+      nil -> nil
+      arch -> remembered({key, arch}, fn -> File.read!(cuda_built(source, arch)) end)
+    end
+  end
+
+  defp cuda_built(source, arch) do
+    version = remembered(:nvrtc, &Accel.NIF.cuda_kernel_compiler/0)
+    # the NVRTC options are fixed in c_src/backends/cuda/nvrtc.cpp: their version is part of the key
+    id = hash([source, version, "nvrtc-options-1", Integer.to_string(arch)])
+    cached(id, ".cubin", fn out -> File.write!(out, elem(Accel.NIF.cuda_kernel_code(source, arch), 0)) end)
+  end
+
+  # Compute capability "9.0" -> 90, from the device list (asked once per device).
+  defp cuda_arch(device) do
+    remembered({:arch, device}, fn ->
+      Enum.find_value(Accel.devices(), fn
+        %Accel.Device{backend: :cuda, id: ^device, capability: c} when is_binary(c) ->
+          [major, minor] = String.split(c, ".")
+          String.to_integer(major) * 10 + String.to_integer(minor)
+
+        _ ->
+          nil
+      end)
+    end)
+  end
+
+  defp remembered(what, make) do
+    case :persistent_term.get({__MODULE__, what}, :none) do
+      :none ->
+        value = make.()
+        if value != nil, do: :persistent_term.put({__MODULE__, what}, value)
+        value
+
+      value ->
+        value
+    end
   end
 
   @doc "The directory compiled kernels are cached in."
@@ -42,15 +98,23 @@ defmodule Accel.Kernel.Native do
       Path.join(:filename.basedir(:user_cache, "accel"), "kernels")
   end
 
-  defp valid?(so) do
-    with {:ok, bytes} <- File.read(so), {:ok, sum} <- File.read(so <> ".sha256") do
+  # The cached file `id <> ext`, made by `produce` (which writes the path it is given, or raises)
+  # where the cache lacks a valid one.
+  defp cached(id, ext, produce) do
+    dir = cache_dir()
+    file = Path.join(dir, id <> ext)
+    if valid?(file), do: file, else: store(dir, file, ext, produce)
+  end
+
+  defp valid?(file) do
+    with {:ok, bytes} <- File.read(file), {:ok, sum} <- File.read(file <> ".sha256") do
       hash(bytes) == String.trim(sum)
     else
       _ -> false
     end
   end
 
-  defp build(cc, source, dir, so) do
+  defp store(dir, file, ext, produce) do
     case File.mkdir_p(dir) do
       :ok ->
         :ok
@@ -64,38 +128,18 @@ defmodule Accel.Kernel.Native do
     tmp = Path.join(dir, "tmp-#{System.unique_integer([:positive])}-#{:os.getpid()}")
 
     try do
-      File.write!(tmp <> ".cpp", source)
-
-      case System.cmd(cc, @flags ++ ["-o", tmp <> ".so", tmp <> ".cpp"], stderr_to_stdout: true) do
-        {_, 0} ->
-          File.write!(tmp <> ".sha256", hash(File.read!(tmp <> ".so")))
-          File.rename!(tmp <> ".so", so)
-          File.rename!(tmp <> ".sha256", so <> ".sha256")
-          so
-
-        {output, status} ->
-          raise Accel.Error,
-            reason: :build_failed,
-            message:
-              "#{cc} failed (exit status #{status}) compiling a kernel:\n#{String.slice(output, 0, 4000)}"
-      end
+      produce.(tmp <> ext)
+      File.write!(tmp <> ".sha256", hash(File.read!(tmp <> ext)))
+      File.rename!(tmp <> ext, file)
+      File.rename!(tmp <> ".sha256", file <> ".sha256")
+      file
     after
-      Enum.each([".cpp", ".so", ".sha256"], &File.rm(tmp <> &1))
+      Enum.each([ext, ".sha256"], &File.rm(tmp <> &1))
     end
   end
 
   # The compiler: $ACCEL_CXX, $CXX, else the first of c++, g++, clang++ on the PATH; and its version.
-  defp compiler! do
-    case :persistent_term.get({__MODULE__, :compiler}, nil) do
-      nil ->
-        found = find_compiler()
-        :persistent_term.put({__MODULE__, :compiler}, found)
-        found
-
-      found ->
-        found
-    end
-  end
+  defp compiler!, do: remembered(:compiler, &find_compiler/0)
 
   defp find_compiler do
     candidates = [System.get_env("ACCEL_CXX"), System.get_env("CXX"), "c++", "g++", "clang++"]
