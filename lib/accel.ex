@@ -160,6 +160,10 @@ defmodule Accel do
   Results that do not fit the output's type (a bignum for `:s64`) raise `ArgumentError` naming the
   element, except in lists, which take them.
 
+  An expert kernel (`Accel.Kernel.opencl/3`, `Accel.Kernel.cuda/3`) takes the same inputs but
+  ranges, of the types it declares (so `type:` does not apply), runs on its own backend, and takes
+  its scalars' values in `scalars: [...]`.
+
   ## Options
 
   #{Accel.Options.docs(Accel.Kernel.Map.options())}
@@ -175,12 +179,19 @@ defmodule Accel do
       iex> Accel.map(1..3, Accel.kernel(fn x -> x * 0x4000000000000000 end), backend: :cpu)
       [4611686018427387904, 9223372036854775808, 13835058055282163712]
   """
-  @spec map(term(), Accel.Kernel.t(), keyword()) :: list() | binary() | Accel.Tensor.t()
+  @spec map(term(), Accel.Kernel.t() | Accel.Kernel.Source.t(), keyword()) ::
+          list() | binary() | Accel.Tensor.t()
   def map(input, kernel, opts \\ [])
   def map(input, %Accel.Kernel{} = kernel, opts), do: Accel.Kernel.Map.run(input, kernel, opts)
+  def map(input, %Accel.Kernel.Source{} = kernel, opts), do: Accel.Kernel.Source.run(input, kernel, opts)
 
   def map(_input, other, _opts),
-    do: raise(ArgumentError, "map/3 expects a kernel from Accel.kernel/1, got: #{inspect(other, limit: 5)}")
+    do:
+      raise(
+        ArgumentError,
+        "map/3 expects a kernel from Accel.kernel/1, Accel.Kernel.opencl/3 or Accel.Kernel.cuda/3, " <>
+          "got: #{inspect(other, limit: 5)}"
+      )
 
   # The smaller of chunk_size: and what max_bytes: (or the application's) allows for two buffers.
   defp effective_chunk_size(opts) do

@@ -360,25 +360,26 @@ defmodule Accel.KernelDifferentialTest do
     sources = [{:f32, f32} | sources]
 
     for {name, source} <- sources do
-      assert {<<0x7F, "ELF", _::binary>>, "sm_90"} = Accel.NIF.cuda_kernel_code(source, 90), "#{name}"
+      assert {<<0x7F, "ELF", _::binary>>, "sm_90"} = Accel.NIF.cuda_kernel_code(source, 90, "accel_user"),
+             "#{name}"
     end
 
     {_, two_inputs} = Enum.find(sources, &(elem(&1, 0) == :div_pair))
 
     for source <- [f32, two_inputs] do
-      assert {<<0x7F, "ELF", _::binary>>, "sm_75"} = Accel.NIF.cuda_kernel_code(source, 75)
-      assert {ptx, "compute_" <> _} = Accel.NIF.cuda_kernel_code(source, 990)
+      assert {<<0x7F, "ELF", _::binary>>, "sm_75"} = Accel.NIF.cuda_kernel_code(source, 75, "accel_user")
+      assert {ptx, "compute_" <> _} = Accel.NIF.cuda_kernel_code(source, 990, "accel_user")
       assert ptx =~ ".entry accel_user("
       assert :binary.last(ptx) == 0
     end
 
-    e = assert_raise Accel.Error, fn -> Accel.NIF.cuda_kernel_code("int x = ;", 90) end
+    e = assert_raise Accel.Error, fn -> Accel.NIF.cuda_kernel_code("int x = ;", 90, "accel_user") end
     assert e.reason == :build_failed and e.message =~ "accel_kernel.cu(1): error"
-    e = assert_raise Accel.Error, fn -> Accel.NIF.cuda_kernel_code(f32, 30) end
+    e = assert_raise Accel.Error, fn -> Accel.NIF.cuda_kernel_code(f32, 30, "accel_user") end
     assert e.reason == :build_failed and e.message =~ "none of the architectures up to sm_30"
 
     assert_raise ArgumentError, ~r/compute capability such as 90, got 9$/, fn ->
-      Accel.NIF.cuda_kernel_code(f32, 9)
+      Accel.NIF.cuda_kernel_code(f32, 9, "accel_user")
     end
   end
 

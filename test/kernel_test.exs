@@ -234,7 +234,12 @@ defmodule Accel.KernelTest do
         for {{Accel.Kernel.Map, id, [{:s64, :buffer}], []}, c} <- :persistent_term.get(), id == k.id, do: c
 
       lib = Accel.Kernel.Native.library(compiled.key, compiled.source)
-      kterm = fn types, slots -> {compiled.key, compiled.source, false, lib, types, :s64, slots} end
+
+      kterm = fn types, slots ->
+        {compiled.key, compiled.source, false, lib, types, :s64, :binary.copy(<<8>>, slots), "accel_user",
+         true}
+      end
+
       s32 = Accel.Tensor.from_list([1, 2], type: :s32, backend: :cpu)
       s64 = Accel.Tensor.from_list([1, 2], backend: :cpu)
 
@@ -262,6 +267,14 @@ defmodule Accel.KernelTest do
 
       assert_raise ArgumentError, ~r/not compiled for the CPU backend/, fn ->
         call.(put_elem(kterm.([:s64], 0), 3, nil), [s64], <<>>)
+      end
+
+      assert_raise ArgumentError, ~r/scalars are 1, 2, 4 or 8 bytes/, fn ->
+        call.(put_elem(kterm.([:s64], 0), 6, <<3>>), [s64], <<0::64>>)
+      end
+
+      assert_raise ArgumentError, ~r/name without NUL bytes/, fn ->
+        call.(put_elem(kterm.([:s64], 0), 7, "accel\0user"), [s64], <<>>)
       end
 
       assert {_, false} = call.(kterm.([:s64], 0), [s64], <<>>)

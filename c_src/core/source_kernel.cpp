@@ -21,9 +21,9 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
     throw ArgumentError("a kernel takes at most " + std::to_string(kMaxSourceInputs) + " inputs and " +
                         std::to_string(kMaxSourceScalars) + " scalars");
   // The text indexes exactly these: anything else would read past a buffer.
-  if (inputs.size() != kernel.input_types.size() || scalars.size() != kernel.scalars)
+  if (inputs.size() != kernel.input_types.size() || scalars.size() != kernel.scalar_sizes.size())
     throw ArgumentError("this kernel takes " + std::to_string(kernel.input_types.size()) + " input buffers and " +
-                        std::to_string(kernel.scalars) + " scalars, got " + std::to_string(inputs.size()) + " and " +
+                        std::to_string(kernel.scalar_sizes.size()) + " scalars, got " + std::to_string(inputs.size()) + " and " +
                         std::to_string(scalars.size()));
   if (kernel.uses_f64 && !backend.supports(DType::F64, device))
     throw ArgumentError(":" + backend.status().name + " device " + std::to_string(device) +
@@ -44,14 +44,20 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
   SourceLaunch result;
   result.out = detail::allocate_like(backend, device, kernel.out_type, n);
   if (n == 0) return result;
-  std::shared_ptr<DeviceBuffer> flag = backend.allocate(device, 8);
-  backend.zero(*flag);
-  std::vector<const DeviceBuffer*> buffers{result.out.buffer.get(), flag.get()};
+  std::shared_ptr<DeviceBuffer> flag;
+  std::vector<const DeviceBuffer*> buffers{result.out.buffer.get()};
+  if (kernel.flag) {
+    flag = backend.allocate(device, 8);
+    backend.zero(*flag);
+    buffers.push_back(flag.get());
+  }
   for (const Tensor& t : inputs) buffers.push_back(t.buffer.get());
   backend.launch_source(kernel, device, n, buffers, scalars, cancel, 0);
-  int32_t raised = 0;
-  backend.download(*flag, &raised, sizeof raised);
-  result.flagged = raised != 0;
+  if (flag) {
+    int32_t raised = 0;
+    backend.download(*flag, &raised, sizeof raised);
+    result.flagged = raised != 0;
+  }
   return result;
 }
 

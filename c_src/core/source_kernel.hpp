@@ -22,13 +22,18 @@ namespace accel {
 using HostKernelEntry = void (*)(void* const* buffers, const uint64_t* scalars, uint64_t begin, uint64_t end);
 
 struct SourceKernel {
-  std::string key;     // identifies `source` (a hash of it): what the caches file it under
+  std::string key;     // identifies `source` and `entry` (a hash): what the caches file it under
   std::string source;  // complete: the dialect's headers, then the kernel
+  std::string entry = "accel_user";  // the kernel function's name
   bool uses_f64 = false;  // computes in doubles: refused on devices without them
-  // What the text reads and writes: each input's element type, the output's, the scalar slots.
+  // Generated kernels take the exactness flag after the output (see SourceLaunch); expert kernels
+  // (Accel.Kernel.opencl/3, cuda/3) do not.
+  bool flag = true;
+  // What the text reads and writes: each input's element type, the output's, and each scalar's
+  // size in bytes (8 for generated kernels' slots; 4 for an expert kernel's float or int).
   std::vector<DType> input_types;
   DType out_type = DType::S64;
-  size_t scalars = 0;
+  std::vector<uint8_t> scalar_sizes;
   HostKernelEntry host = nullptr;   // the CPU backend's compiled entry, where it has one
   std::shared_ptr<void> library;    // keeps the shared object holding `host` loaded
   std::string device_code;          // CUDA: the text compiled by NVRTC for the device (cubin or PTX)
@@ -37,6 +42,8 @@ struct SourceKernel {
 // Entry point in every dialect: accel_user(b0, ..., n, s0, ...): b0 the output, b1 one int32 flag
 // raised (to 1) when an element could not be computed exactly (that element's output holds the
 // kernel's sentinel and is recomputed by the caller), b2... the inputs, each of `n` elements.
+// An expert kernel's entry is entry(out, in0, ..., n, s0, ...): no flag. Each scalar is passed
+// by value, its `scalar_sizes` bytes taken from the start of its 8-byte slot (little-endian).
 struct SourceLaunch {
   Tensor out;
   bool flagged = false;

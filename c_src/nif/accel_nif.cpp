@@ -412,7 +412,7 @@ ErlNifFunc nif_funcs[] = {
     {"kernel_load", 1, guarded<kernel_load>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"tensor_source_kernel", 7, guarded<tensor_source_kernel>, 0},
     {"cuda_kernel_compiler", 0, guarded<cuda_kernel_compiler>, ERL_NIF_DIRTY_JOB_IO_BOUND},
-    {"cuda_kernel_code", 2, guarded<cuda_kernel_code>, ERL_NIF_DIRTY_JOB_CPU_BOUND},
+    {"cuda_kernel_code", 3, guarded<cuda_kernel_code>, ERL_NIF_DIRTY_JOB_CPU_BOUND},
 };
 
 }  // namespace

@@ -36,12 +36,13 @@ std::string binary_text(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
   return std::string(reinterpret_cast<const char*>(bin.data), bin.size);
 }
 
-// {key, source, uses_f64, code, [input type], output type, scalar count}; code is the CPU
-// backend's loaded library resource, NVRTC's code (a binary) for :cuda, or nil for OpenCL.
+// {key, source, uses_f64, code, [input type], output type, scalar sizes, entry, flag}; code is
+// the CPU backend's loaded library resource, NVRTC's code (a binary) for :cuda, or nil for OpenCL;
+// scalar sizes a binary of one byte (1, 2, 4 or 8) per scalar.
 SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   int arity = 0;
   const ERL_NIF_TERM* fields = nullptr;
-  if (!enif_get_tuple(env, term, &arity, &fields) || arity != 7)
+  if (!enif_get_tuple(env, term, &arity, &fields) || arity != 9)
     throw ArgumentError("expected a compiled kernel, got: " + describe_term(env, term));
   SourceKernel k;
   k.key = binary_text(env, fields[0], "a kernel's key");
@@ -63,7 +64,13 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   }
   if (!enif_is_empty_list(env, tail)) throw ArgumentError("a kernel's input types must be a list");
   k.out_type = decode_type(env, fields[5]);
-  k.scalars = static_cast<size_t>(decode_count(env, fields[6], "scalars"));
+  for (char size : binary_text(env, fields[6], "a kernel's scalar sizes")) {
+    if (size != 1 && size != 2 && size != 4 && size != 8) throw ArgumentError("a kernel's scalars are 1, 2, 4 or 8 bytes");
+    k.scalar_sizes.push_back(static_cast<uint8_t>(size));
+  }
+  k.entry = binary_text(env, fields[7], "a kernel's name");
+  if (k.entry.empty() || k.entry.find('\0') != std::string::npos) throw ArgumentError("a kernel's name must be a non-empty name without NUL bytes");
+  k.flag = !enif_is_identical(fields[8], atoms.false_);
   return k;
 }
 
@@ -89,12 +96,13 @@ ERL_NIF_TERM kernel_load_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return term;
 }
 
-// (source, arch) -> {code, target}: NVRTC's code for compute capability `arch` (90 for 9.0).
+// (source, arch, entry) -> {code, target}: NVRTC's code for compute capability `arch` (90 for 9.0).
 ERL_NIF_TERM cuda_kernel_code_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const std::string source = binary_text(env, argv[0], "the kernel's source");
   const int64_t arch = decode_int64_arg(env, argv[1], "arch");
+  const std::string entry = binary_text(env, argv[2], "the kernel's name");
   if (arch < 10 || arch > 10000) throw ArgumentError("arch must be a compute capability such as 90, got " + std::to_string(arch));
-  const cuda::DeviceCode code = cuda::compile_kernel_text(source, static_cast<int>(arch));
+  const cuda::DeviceCode code = cuda::compile_kernel_text(source, static_cast<int>(arch), entry);
   ERL_NIF_TERM bytes;
   unsigned char* data = enif_make_new_binary(env, code.bytes.size(), &bytes);
   if (data == nullptr) throw std::bad_alloc();

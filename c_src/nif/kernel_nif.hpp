@@ -10,7 +10,7 @@ bool open_kernel_resources(ErlNifEnv* env);  // at load
 ERL_NIF_TERM kernel_load(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 // () -> "NVRTC 13.0", the compiler of :cuda kernels (Accel.Error :no_compiler without it).
 ERL_NIF_TERM cuda_kernel_compiler(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
-// (source, arch) -> {code, target}: a generated kernel compiled by NVRTC (dirty CPU).
+// (source, arch, entry) -> {code, target}: a generated kernel compiled by NVRTC (dirty CPU).
 ERL_NIF_TERM cuda_kernel_code(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 // (kernel, inputs, n, scalars, backend, device, ref) -> {tensor, flagged}.
 ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);

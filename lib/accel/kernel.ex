@@ -211,6 +211,46 @@ defmodule Accel.Kernel do
     Accel.Kernel.Map.compiled(kernel, types).source
   end
 
+  @doc """
+  An expert kernel written in OpenCL C, for what the Elixir subset cannot say; run it with
+  `Accel.map/3` on `:opencl` (see `Accel.Kernel.Source` for its parameters and launch).
+
+      saxpy =
+        Accel.Kernel.opencl(\"""
+        __kernel void saxpy(__global float* out, __global const float* x,
+                            __global const float* y, ulong n, float a) {
+          ulong i = get_global_id(0);
+          if (i < n) out[i] = a * x[i] + y[i];
+        }
+        \""", "saxpy", inputs: [:f32, :f32], output: :f32, scalars: [:f32])
+
+      Accel.map({xs, ys}, saxpy, scalars: [2.5])   # binaries, tensors or lists of :f32
+
+  ## Options
+
+  #{Accel.Options.docs(Accel.Kernel.Source.options())}
+  """
+  @spec opencl(String.t(), String.t(), keyword()) :: Accel.Kernel.Source.t()
+  def opencl(source, name, opts), do: Accel.Kernel.Source.new(:opencl, source, name, opts)
+
+  @doc """
+  An expert kernel written in CUDA C++, compiled by NVRTC; run it with `Accel.map/3` on `:cuda`.
+  The kernel must be `extern "C"` (its name is what Accel looks up); see `Accel.Kernel.Source`.
+
+      saxpy =
+        Accel.Kernel.cuda(\"""
+        extern "C" __global__ void saxpy(float* out, const float* x, const float* y,
+                                         unsigned long long n, float a) {
+          for (unsigned long long i = blockIdx.x * 256ULL + threadIdx.x; i < n; i += 256ULL * gridDim.x)
+            out[i] = a * x[i] + y[i];
+        }
+        \""", "saxpy", inputs: [:f32, :f32], output: :f32, scalars: [:f32])
+
+  Options as for `opencl/3`.
+  """
+  @spec cuda(String.t(), String.t(), keyword()) :: Accel.Kernel.Source.t()
+  def cuda(source, name, opts), do: Accel.Kernel.Source.new(:cuda, source, name, opts)
+
   # For Accel.Stream and Accel.Flow, which take a function of a chunk: binary chunks hold the
   # elements of the caller's `type:` option (:s64 by default).
   @doc false

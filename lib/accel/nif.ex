@@ -71,7 +71,7 @@ defmodule Accel.NIF do
   def tensor_nested_list(_binary, _type, _shape), do: :erlang.nif_error(:not_loaded)
   def kernel_load(_path), do: :erlang.nif_error(:not_loaded)
   def cuda_kernel_compiler, do: :erlang.nif_error(:not_loaded)
-  def cuda_kernel_code(_source, _arch), do: :erlang.nif_error(:not_loaded)
+  def cuda_kernel_code(_source, _arch, _entry), do: :erlang.nif_error(:not_loaded)
 
   def tensor_source_kernel(_kernel, _inputs, _n, _scalars, _backend, _device, _ref),
     do: :erlang.nif_error(:not_loaded)

@@ -122,8 +122,9 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  // A generated kernel (Accel.Kernel): its NVRTC code loaded once per device, then launched like
-  // every kernel, on `queue`, with its buffers' pointers, n and its 8-byte scalar slots by value.
+  // A generated or expert kernel (Accel.Kernel): its NVRTC code loaded once per device, then
+  // launched like every kernel, on `queue`, with its buffers' pointers, n (64 bits) and its scalars
+  // by value (each read from the start of its 8-byte slot, which is how a 4-byte scalar is passed).
   void launch_source(const SourceKernel& kernel, int device, uint64_t n, const std::vector<const DeviceBuffer*>& buffers,
                      const std::vector<uint64_t>& scalars, const Cancellation*, size_t queue) override {
     on_device(device, [&](DeviceState& d) {
@@ -133,9 +134,9 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
         cudaLibrary_t library = nullptr;
         ACCEL_CUDA(cudaLibraryLoadData(&library, kernel.device_code.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
         cudaKernel_t entry = nullptr;
-        if (const cudaError_t e = cudaLibraryGetKernel(&entry, library, "accel_user"); e != cudaSuccess) {
+        if (const cudaError_t e = cudaLibraryGetKernel(&entry, library, kernel.entry.c_str()); e != cudaSuccess) {
           cudaLibraryUnload(library);
-          check(e, "cudaLibraryGetKernel(accel_user)");
+          check(e, "cudaLibraryGetKernel");
         }
         found = d.source_kernels.emplace(kernel.key, std::make_pair(library, entry)).first;
       }

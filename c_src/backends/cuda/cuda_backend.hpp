@@ -24,9 +24,10 @@ struct DeviceCode {
 // Error("no_compiler") where libnvrtc cannot be loaded.
 std::string kernel_compiler_version();
 
-// A generated kernel's text (CUDA C++, entry point accel_user) compiled for compute capability
-// `arch` (90 for 9.0): no fused multiply-adds, IEEE division and square roots. Needs no driver.
-// Throws Error("build_failed") with NVRTC's log, Error("no_compiler") without libnvrtc.
-DeviceCode compile_kernel_text(const std::string& source, int arch);
+// A kernel's text (CUDA C++; its entry point `entry`, declared extern "C") compiled for compute
+// capability `arch` (90 for 9.0): no fused multiply-adds, IEEE division and square roots. Needs no
+// driver. Throws Error("build_failed") with NVRTC's log, Error("no_compiler") without libnvrtc,
+// ArgumentError where `entry` is missing or not extern "C".
+DeviceCode compile_kernel_text(const std::string& source, int arch, const std::string& entry);
 
 }  // namespace accel::cuda

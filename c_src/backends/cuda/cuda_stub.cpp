@@ -14,6 +14,6 @@ std::unique_ptr<Backend> make_backend() { return std::make_unique<AbsentBackend>
 
 std::string kernel_compiler_version() { throw ArgumentError(std::string("backend :cuda is ") + kWhy); }
 
-DeviceCode compile_kernel_text(const std::string&, int) { throw ArgumentError(std::string("backend :cuda is ") + kWhy); }
+DeviceCode compile_kernel_text(const std::string&, int, const std::string&) { throw ArgumentError(std::string("backend :cuda is ") + kWhy); }
 
 }  // namespace accel::cuda

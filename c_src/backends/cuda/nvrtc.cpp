@@ -31,6 +31,8 @@ struct Nvrtc {
   decltype(&nvrtcGetCUBIN) cubin = nullptr;
   decltype(&nvrtcGetPTXSize) ptx_size = nullptr;
   decltype(&nvrtcGetPTX) ptx = nullptr;
+  decltype(&nvrtcAddNameExpression) add_name = nullptr;
+  decltype(&nvrtcGetLoweredName) lowered_name = nullptr;
   std::string error;              // why it could not be loaded
   std::string version_text;       // "13.0"
   std::vector<int> supported;     // the architectures it generates machine code for (90 = sm_90)
@@ -67,6 +69,8 @@ Nvrtc load() {
   bind(handle, n.cubin, "nvrtcGetCUBIN", n.error);
   bind(handle, n.ptx_size, "nvrtcGetPTXSize", n.error);
   bind(handle, n.ptx, "nvrtcGetPTX", n.error);
+  bind(handle, n.add_name, "nvrtcAddNameExpression", n.error);
+  bind(handle, n.lowered_name, "nvrtcGetLoweredName", n.error);
   if (!n.error.empty()) return n;  // the handle stays open: a process loads the library once
   int major = 0, minor = 0, count = 0;
   if (n.version(&major, &minor) != NVRTC_SUCCESS || n.num_archs(&count) != NVRTC_SUCCESS || count <= 0) {
@@ -89,7 +93,7 @@ const Nvrtc& nvrtc() {
 
 std::string kernel_compiler_version() { return "NVRTC " + nvrtc().version_text; }
 
-DeviceCode compile_kernel_text(const std::string& source, int arch) {
+DeviceCode compile_kernel_text(const std::string& source, int arch, const std::string& entry) {
   const Nvrtc& lib = nvrtc();
   if (arch < 10 || arch > 10000) throw ArgumentError("a CUDA architecture is a compute capability such as 90, got " + std::to_string(arch));
   // Machine code for the device's own architecture where NVRTC knows it; for a newer GPU, PTX for
@@ -113,6 +117,9 @@ DeviceCode compile_kernel_text(const std::string& source, int arch) {
     // always destroyed, whatever happened: NVRTC keeps the text, the log and the code until then
     if (*p != nullptr) nvrtc().destroy(p);
   });
+  // The entry must keep its name in the code (extern "C"): that name is what the loader looks up.
+  if (nvrtcResult r = lib.add_name(program, entry.c_str()); r != NVRTC_SUCCESS)
+    throw ArgumentError("the kernel's name " + entry + " was refused by NVRTC: " + lib.error_string(r));
   const std::string gpu = std::string("--gpu-architecture=") + (native ? "sm_" : "compute_") + std::to_string(target);
   // No fused multiply-adds (Elixir rounds each operation), IEEE division and square root, denormals kept.
   const char* options[] = {gpu.c_str(), "--std=c++17", "--fmad=false", "--prec-div=true", "--prec-sqrt=true",
@@ -130,6 +137,11 @@ DeviceCode compile_kernel_text(const std::string& source, int arch) {
                 "NVRTC " + lib.version_text + " could not compile the kernel for " + gpu.substr(19) + " (" +
                     lib.error_string(built) + "):\n" + log.substr(0, 4000));
   }
+  const char* lowered = nullptr;
+  if (lib.lowered_name(program, entry.c_str(), &lowered) != NVRTC_SUCCESS || lowered == nullptr)
+    throw ArgumentError("the CUDA source has no __global__ function named " + entry);
+  if (entry != lowered)
+    throw ArgumentError("the CUDA kernel " + entry + " must be declared extern \"C\" (its compiled name is " + lowered + ")");
   DeviceCode code;
   code.machine_code = native;
   size_t size = 0;

@@ -50,9 +50,17 @@ cl::Kernel& tensor_kernel(DeviceState& d, Kernel kernel) {
 
 cl::Kernel& source_kernel(DeviceState& d, const SourceKernel& kernel) {
   auto it = d.source_kernels.find(kernel.key);
-  if (it == d.source_kernels.end())
-    it = d.source_kernels.emplace(kernel.key, cl::Kernel(program(d, "user " + kernel.key, kernel.source.c_str()), "accel_user"))
-             .first;
+  if (it == d.source_kernels.end()) {
+    cl::Program& built = program(d, "user " + kernel.key, kernel.source.c_str());
+    cl::Kernel made;
+    try {
+      made = cl::Kernel(built, kernel.entry.c_str());
+    } catch (const cl::Error& e) {
+      if (e.err() == CL_INVALID_KERNEL_NAME) throw ArgumentError("the OpenCL program has no __kernel named " + kernel.entry);
+      throw;
+    }
+    it = d.source_kernels.emplace(kernel.key, std::move(made)).first;
+  }
   return it->second;
 }
 

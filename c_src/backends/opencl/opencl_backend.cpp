@@ -82,10 +82,25 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
                      const std::vector<uint64_t>& scalars, const Cancellation*, size_t queue) override {
     on_device(device, [&](DeviceState& d) {
       cl::Kernel& k = source_kernel(d, kernel);
+      // An expert kernel's parameters are the user's: say what Accel passes where they differ.
+      const cl_uint params = k.getInfo<CL_KERNEL_NUM_ARGS>();
+      if (params != buffers.size() + 1 + scalars.size())
+        throw ArgumentError("the OpenCL kernel " + kernel.entry + " has " + std::to_string(params) +
+                            " parameters, but Accel passes " + std::to_string(buffers.size() + 1 + scalars.size()) +
+                            ": the output, each input, n (ulong) and each scalar");
       cl_uint arg = 0;
       for (const DeviceBuffer* b : buffers) k.setArg(arg++, mem(*b));
       k.setArg(arg++, static_cast<cl_ulong>(n));
-      for (uint64_t s : scalars) k.setArg(arg++, static_cast<cl_ulong>(s));
+      for (size_t s = 0; s < scalars.size(); ++s) {
+        try {
+          k.setArg(arg++, kernel.scalar_sizes[s], &scalars[s]);
+        } catch (const cl::Error& e) {
+          if (e.err() != CL_INVALID_ARG_SIZE) throw;
+          throw ArgumentError("scalar " + std::to_string(s) + " is " + std::to_string(kernel.scalar_sizes[s]) +
+                              " bytes, which parameter " + std::to_string(arg - 1) + " of the OpenCL kernel " +
+                              kernel.entry + " is not: do the kernel's scalar types match its parameters?");
+        }
+      }
       cl::CommandQueue& q = queue_at(d, queue);
       q.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global_size(n)), cl::NullRange);
       q.flush();

@@ -45,7 +45,19 @@ defmodule Accel.Kernel.Map do
 
   def run(input, %Accel.Kernel{} = kernel, opts) do
     opts = Accel.Options.validate!(opts, options(), "Accel.map/3")
-    inputs = inputs!(input, kernel, opts[:type])
+    inputs = inputs!(input, kernel, &input!(&1, &2, opts[:type]))
+
+    over_chunks(inputs, opts, fn inputs, n, as, place, offset ->
+      run_chunk(kernel, inputs, n, as, place, offset)
+    end)
+  end
+
+  @doc """
+  Runs `launch.(inputs, n, as, place, offset)` over the normalised `inputs` (inputs!/3), on the
+  place the inputs and options give, in chunks of `opts[:chunk_size]` elements where given, and
+  joins the chunks' results.
+  """
+  def over_chunks(inputs, opts, launch) do
     n = length!(inputs)
     as = opts[:as] || default_as(hd(inputs))
     place = place!(inputs, opts)
@@ -59,12 +71,12 @@ defmodule Accel.Kernel.Map do
         )
 
     if chunk == nil or n <= chunk do
-      run_chunk(kernel, inputs, n, as, place, 0)
+      launch.(inputs, n, as, place, 0)
     else
       0..div(n - 1, chunk)
       |> Enum.map(fn c ->
         len = min(chunk, n - c * chunk)
-        run_chunk(kernel, Enum.map(inputs, &slice(&1, c * chunk, len)), len, as, place, c * chunk)
+        launch.(Enum.map(inputs, &slice(&1, c * chunk, len)), len, as, place, c * chunk)
       end)
       |> join(as)
     end
@@ -72,17 +84,23 @@ defmodule Accel.Kernel.Map do
 
   # ---- inputs: %{kind: :tensor | :binary | :range, type, n, value} ----
 
-  defp inputs!(input, kernel, type) do
+  @doc "The inputs of a call (one, or several in a tuple), each made by `input!.(x, j)`."
+  def inputs!(input, %{name: name, arity: arity}, input!) do
     inputs = if is_tuple(input), do: Tuple.to_list(input), else: [input]
 
-    if length(inputs) != kernel.arity do
+    if length(inputs) != arity do
       raise ArgumentError,
-            "kernel #{kernel.name} takes #{kernel.arity} input(s), got #{length(inputs)}" <>
-              if(kernel.arity > 1, do: " (give several inputs as a tuple: {xs, ys})", else: "")
+            "kernel #{name} takes #{arity} input(s), got #{length(inputs)}" <>
+              if(arity > 1, do: " (give several inputs as a tuple: {xs, ys})", else: "")
     end
 
-    inputs |> Enum.with_index() |> Enum.map(fn {x, j} -> input!(x, j, type) end)
+    inputs |> Enum.with_index() |> Enum.map(fn {x, j} -> input!.(x, j) end)
   end
+
+  @doc "A binary input of `type` elements (or a tensor's input); anything else is nil."
+  def typed_input(%Accel.Tensor{} = t, j, _type), do: input!(t, j, nil)
+  def typed_input(bin, j, type) when is_binary(bin), do: input!(bin, j, type)
+  def typed_input(_other, _j, _type), do: nil
 
   defp input!(%Accel.Tensor{} = t, _j, _type),
     do: %{kind: :tensor, type: t.type, n: Accel.Tensor.size(t), value: t}
@@ -129,8 +147,8 @@ defmodule Accel.Kernel.Map do
         "input #{j}: expected a list, a Range, a binary or an Accel.Tensor, got: #{inspect(other, limit: 5)}"
       )
 
-  # A list decoded: a binary input whose result is a list by default.
-  defp binary_input(bin, type),
+  @doc "A decoded list's elements, as a binary input whose result is a list by default."
+  def binary_input(bin, type),
     do: %{kind: :binary, type: type, n: div(byte_size(bin), width(type)), value: bin, list: true}
 
   defp length!([first | rest]) do
@@ -223,7 +241,7 @@ defmodule Accel.Kernel.Map do
     code =
       case backend do
         :cpu -> Native.library(compiled.key, compiled.source)
-        :cuda -> Native.cuda_code(compiled.key, compiled.source, device)
+        :cuda -> Native.cuda_code(compiled.key, compiled.source, device, "accel_user")
         :opencl -> nil
       end
 
@@ -231,7 +249,7 @@ defmodule Accel.Kernel.Map do
 
     kterm =
       {compiled.key, compiled.source, compiled.uses_f64, code, Enum.map(tensors, & &1.type),
-       compiled.out_type, length(compiled.slots)}
+       compiled.out_type, :binary.copy(<<8>>, length(compiled.slots)), "accel_user", true}
 
     slots = Compiler.slots(compiled, kernel.values, Enum.map(inputs, &if(&1.kind == :range, do: &1.value)))
 
@@ -257,9 +275,10 @@ defmodule Accel.Kernel.Map do
     end
   end
 
-  defp tensor_of(%{kind: :tensor, value: t}, _backend, _device), do: t
+  @doc "An input's tensor on the place (a binary uploaded there)."
+  def tensor_of(%{kind: :tensor, value: t}, _backend, _device), do: t
 
-  defp tensor_of(%{kind: :binary, type: type, value: bin}, backend, device),
+  def tensor_of(%{kind: :binary, type: type, value: bin}, backend, device),
     do: Accel.Tensor.from_binary(bin, type, backend: backend, device: device)
 
   defp arg_spec(%{kind: :range, value: %Range{first: f, last: l}}),

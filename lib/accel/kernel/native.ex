@@ -48,22 +48,25 @@ defmodule Accel.Kernel.Native do
   end
 
   @doc """
-  NVRTC's code for `source` on CUDA device `device` (a cubin for its architecture), from the disk
+  NVRTC's code for `source` (kernel `entry`) on CUDA device `device` (a cubin for its architecture), from the disk
   cache or compiled; remembered for the VM's life. nil where the device does not exist (the launch
   then reports the backend unavailable, as every :cuda call does).
   """
-  def cuda_code(key, source, device) do
+  def cuda_code(key, source, device, entry) do
     case cuda_arch(device) do
       nil -> nil
-      arch -> remembered({key, arch}, fn -> File.read!(cuda_built(source, arch)) end)
+      arch -> remembered({key, arch}, fn -> File.read!(cuda_built(source, arch, entry)) end)
     end
   end
 
-  defp cuda_built(source, arch) do
+  defp cuda_built(source, arch, entry) do
     version = remembered(:nvrtc, &Accel.NIF.cuda_kernel_compiler/0)
     # the NVRTC options are fixed in c_src/backends/cuda/nvrtc.cpp: their version is part of the key
-    id = hash([source, version, "nvrtc-options-1", Integer.to_string(arch)])
-    cached(id, ".cubin", fn out -> File.write!(out, elem(Accel.NIF.cuda_kernel_code(source, arch), 0)) end)
+    id = hash([source, entry, version, "nvrtc-options-1", Integer.to_string(arch)])
+
+    cached(id, ".cubin", fn out ->
+      File.write!(out, elem(Accel.NIF.cuda_kernel_code(source, arch, entry), 0))
+    end)
   end
 
   # Compute capability "9.0" -> 90, from the device list (asked once per device).
