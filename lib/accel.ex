@@ -147,8 +147,19 @@ defmodule Accel do
       iex> k = Accel.kernel(fn x -> rem(22 * x * (x + 1), p) end)
       iex> Accel.map([1, 2, 3], k, backend: :cpu)
       [44, 10, 20]
+
+  ## Options
+
+    * `:precompile` - input signatures whose CPU code is compiled now, with your project, into its
+      `priv/accel_kernels` (so that a release runs them with no compiler): each a list of input
+      types (`[:s64]`, `[:f64, :f64]`), or `{types, captures}` where `captures` gives a captured
+      variable's kind when it is not an integer (`{[:f64], scale: :float}`; kinds `:integer`,
+      `:float`, `:boolean`, `:range`). Binary, list and tensor inputs of those types run the
+      precompiled code, whose captured integers may be any 64-bit value (a kernel compiled when it
+      runs is specialised to their magnitude instead); ranges and other types compile when they
+      run, as without the option. See "Precompiled kernels" in `Accel.Kernel`.
   """
-  defmacro kernel(fun), do: Accel.Kernel.__build__(fun, __CALLER__)
+  defmacro kernel(fun, opts \\ []), do: Accel.Kernel.__build__(fun, __CALLER__, opts)
 
   @doc """
   Applies `kernel` (from `kernel/1`) to every element, exactly as `Enum.map(input, fun)` would

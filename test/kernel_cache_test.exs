@@ -1,3 +1,11 @@
+defmodule Accel.KernelCacheTest.Precompiled do
+  # Kernels whose CPU code is compiled with this file, into priv/accel_kernels.
+  require Accel
+
+  def step(p), do: Accel.kernel(fn x -> rem(23 * x * (x + 1), p) end, precompile: [[:s64], [:s32]])
+  def scaled(s), do: Accel.kernel(fn x -> x * s - 1.5 end, precompile: [{[:f64], s: :float}])
+end
+
 defmodule Accel.KernelCacheTest do
   # The CPU kernel cache (Accel.Kernel.Native): checksummed files, a damaged one rebuilt, cleared
   # on request, and a clear error without a compiler. Not async: it swaps the cache directory and
@@ -69,6 +77,62 @@ defmodule Accel.KernelCacheTest do
       System.put_env("PATH", path)
       Enum.each(env, fn {v, value} -> if value, do: System.put_env(v, value) end)
       if saved, do: :persistent_term.put(key, saved), else: :persistent_term.erase(key)
+    end
+  end
+
+  # What a release sees: no compiler on the PATH. Precompiled signatures run from priv; anything
+  # else needs the compiler, and says so.
+  test "precompiled kernels run with no compiler, from the application's priv", %{dir: dir} do
+    alias Accel.KernelCacheTest.Precompiled
+    key = {Accel.Kernel.Native, :compiler}
+    saved = :persistent_term.get(key, nil)
+    path = System.get_env("PATH")
+    env = for v <- ["ACCEL_CXX", "CXX"], do: {v, System.get_env(v)}
+    priv = Path.join(:code.priv_dir(:accel), "accel_kernels")
+    assert length(Path.wildcard(Path.join(priv, "*.so"))) >= 3
+
+    try do
+      :persistent_term.erase(key)
+      System.put_env("PATH", "/nonexistent")
+      Enum.each(env, fn {v, _} -> System.delete_env(v) end)
+
+      xs = [0, 1, -7, 6_700_416, 0x7FFFFFFFFFFFFFFF, -0x8000000000000000]
+      bin = for x <- xs, into: <<>>, do: <<x::signed-native-64>>
+      expected = Enum.map(xs, &rem(23 * &1 * (&1 + 1), 6_700_417))
+      assert Accel.map(bin, Precompiled.step(6_700_417), backend: :cpu, as: :list) == expected
+      # another divisor: the same code, which takes any 64-bit capture
+      assert Accel.map(xs, Precompiled.step(-3), backend: :cpu) == Enum.map(xs, &rem(23 * &1 * (&1 + 1), -3))
+      s32 = for x <- [5, -0x80000000], into: <<>>, do: <<x::signed-native-32>>
+      want = Enum.map([5, -0x80000000], &rem(23 * &1 * (&1 + 1), 7))
+      assert Accel.map(s32, Precompiled.step(7), backend: :cpu, type: :s32, as: :list) == want
+      assert Accel.map([1.0, -2.5], Precompiled.scaled(2.0), backend: :cpu) == [0.5, -6.5]
+      # nothing compiled at run time
+      assert Path.wildcard(Path.join(dir, "*.so")) == []
+
+      # a signature not precompiled (a range input) needs the compiler
+      e = assert_raise Accel.Error, fn -> Accel.map(1..3, Precompiled.step(7), backend: :cpu) end
+      assert e.reason == :no_compiler
+    after
+      System.put_env("PATH", path)
+      Enum.each(env, fn {v, value} -> if value, do: System.put_env(v, value) end)
+      if saved, do: :persistent_term.put(key, saved), else: :persistent_term.erase(key)
+    end
+  end
+
+  test "precompile: signatures are checked when the kernel compiles" do
+    for {opts, message} <- [
+          {"precompile: [[:s64, :s64]]", "must name 1 input type(s)"},
+          {"precompile: [[:f16]]", "must name 1 input type(s) among"},
+          {"precompile: [{[:s64], q: :float}]", "captures no variable :q"},
+          {"precompile: [{[:s64], p: :complex}]", "capture p is :complex"},
+          {"precompile: :s64", "takes a list of signatures"},
+          {"precompile: [[:s64]]", "[s64: :buffer]: "},
+          {"fast: true", "takes one option, precompile:"}
+        ] do
+      # a value of two types: refused when the kernel is specialised, as it is precompiled
+      code = "require Accel\np = 3\nAccel.kernel(fn x -> if x > p, do: x, else: 2.5 end, #{opts})"
+      e = assert_raise CompileError, fn -> Code.compile_string(code, "precompile_source.ex") end
+      assert Exception.message(e) =~ message
     end
   end
 

@@ -71,6 +71,23 @@ defmodule Accel.Kernel do
   compiled. `clear_cache/0` empties it. The compiler is `$ACCEL_CXX`, `$CXX`, or the first of `c++`,
   `g++`, `clang++` found; without one, CPU kernels raise `Accel.Error` `:no_compiler`.
 
+  ## Precompiled kernels
+
+  A kernel compiled when it first runs needs a C++ compiler on the machine it runs on. For a
+  release, name the input signatures it runs with, and its CPU code is compiled with your project
+  instead, into your application's `priv/accel_kernels` (which `mix release` ships):
+
+      Accel.kernel(fn x -> rem(22 * x * (x + 1), p) end, precompile: [[:s64], [:s32]])
+
+  Each signature is a list of input types, or `{types, captures}` naming a captured variable's
+  kind where it is not an integer (`{[:f64], scale: :float}`). A call whose inputs are binaries,
+  lists or tensors of a precompiled signature runs that code, found by a hash of its text, the
+  flags and the architecture and checked against its SHA-256 sum: no compiler is asked. Its
+  captured integers may be any 64-bit value, so it keeps the overflow checks that a kernel
+  specialised, when it runs, to a captured value's magnitude can drop. Other calls (a range input,
+  another type) compile when they run, as without the option. A signature the kernel cannot be
+  specialised to is a `CompileError`, raised when your project compiles.
+
   CUDA kernels are cubins in the same directory, named by a hash of the text, NVRTC's version
   and options and the GPU's compute capability. NVRTC (`libnvrtc.so` from the CUDA toolkit) is
   loaded when the first `:cuda` kernel is compiled, and runs on a dirty CPU scheduler; without it,
@@ -80,7 +97,7 @@ defmodule Accel.Kernel do
 
   alias Accel.Kernel.Lower
 
-  defstruct [:name, :arity, :ir, :captures, :values, :fun, :id]
+  defstruct [:name, :arity, :ir, :captures, :values, :fun, :id, precompiled: [], app: nil]
 
   @type t :: %__MODULE__{
           name: String.t(),
@@ -89,38 +106,21 @@ defmodule Accel.Kernel do
           captures: [atom()],
           values: [term()],
           fun: function(),
-          id: binary()
+          id: binary(),
+          precompiled: [{list(), list()}],
+          app: atom() | nil
         }
 
   @doc false
-  def __build__({:&, _, [{:/, _, [{{:., _, [module, name]}, _, []}, arity]}]} = fun, caller) do
-    module = Macro.expand(module, caller)
-
-    kernel =
-      if Code.ensure_compiled(module) == {:module, module} and
-           function_exported?(module, :__accel_kernel__, 1),
-         do: module.__accel_kernel__({name, arity})
-
-    if kernel == nil do
-      raise CompileError,
-        file: caller.file,
-        line: caller.line,
-        description: "Accel.kernel: #{inspect(module)}.#{name}/#{arity} is not a defkernel"
+  def __build__(fun, caller, opts) do
+    if not Keyword.keyword?(opts) or Keyword.keys(opts) -- [:precompile] != [] do
+      compile_error(caller, "Accel.kernel/2 takes one option, precompile:, got: #{Macro.to_string(opts)}")
     end
 
-    {^arity, ir} = kernel
-    build(ir, arity, [], fun, "#{inspect(module)}.#{name}/#{arity}")
-  end
-
-  def __build__(fun, caller) do
-    {ir, arity, captures} = Lower.lower_fn(fun, caller)
-    line = with {:fn, meta, _} <- fun, do: meta[:line]
-    name = "fn at #{Path.relative_to_cwd(caller.file)}:#{line || caller.line}"
-    build(ir, arity, captures, fun, name)
-  end
-
-  defp build(ir, arity, captures, fun, name) do
+    {ir, arity, captures, name} = lower(fun, caller)
+    precompile = Accel.Kernel.Precompile.signatures!(opts[:precompile] || [], arity, captures, caller)
     id = :crypto.hash(:sha256, :erlang.term_to_binary({ir, arity})) |> binary_part(0, 16)
+    app = Accel.Kernel.Precompile.build!(ir, precompile, name, caller)
 
     quote do
       %Accel.Kernel{
@@ -130,10 +130,37 @@ defmodule Accel.Kernel do
         captures: unquote(Enum.map(captures, &elem(&1, 0))),
         values: unquote(Enum.map(captures, &elem(&1, 1))),
         fun: unquote(fun),
-        id: unquote(id)
+        id: unquote(id),
+        precompiled: unquote(Macro.escape(precompile)),
+        app: unquote(app)
       }
     end
   end
+
+  defp lower({:&, _, [{:/, _, [{{:., _, [module, name]}, _, []}, arity]}]}, caller) do
+    module = Macro.expand(module, caller)
+
+    kernel =
+      if Code.ensure_compiled(module) == {:module, module} and
+           function_exported?(module, :__accel_kernel__, 1),
+         do: module.__accel_kernel__({name, arity})
+
+    if kernel == nil,
+      do: compile_error(caller, "Accel.kernel: #{inspect(module)}.#{name}/#{arity} is not a defkernel")
+
+    {^arity, ir} = kernel
+    {ir, arity, [], "#{inspect(module)}.#{name}/#{arity}"}
+  end
+
+  defp lower(fun, caller) do
+    {ir, arity, captures} = Lower.lower_fn(fun, caller)
+    line = with {:fn, meta, _} <- fun, do: meta[:line]
+    {ir, arity, captures, "fn at #{Path.relative_to_cwd(caller.file)}:#{line || caller.line}"}
+  end
+
+  @doc false
+  def compile_error(caller, description),
+    do: raise(CompileError, file: caller.file, line: caller.line, description: description)
 
   @doc """
   Makes the module's `defkernel` available:

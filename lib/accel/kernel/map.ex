@@ -234,13 +234,13 @@ defmodule Accel.Kernel.Map do
   end
 
   defp run_chunk(kernel, inputs, n, as, {backend, device}, offset) do
-    caps = Enum.map(kernel.values, &cap_kind!(&1, kernel))
     args = Enum.map(inputs, &arg_spec/1)
+    caps = Accel.Kernel.Precompile.caps(kernel, args, Enum.map(kernel.values, &cap_kind!(&1, kernel)))
     compiled = specialise(kernel, args, caps)
 
     code =
       case backend do
-        :cpu -> Native.library(compiled.key, compiled.source)
+        :cpu -> Native.library(compiled.key, compiled.source, kernel.app)
         :cuda -> Native.cuda_code(compiled.key, compiled.source, device, "accel_user")
         :opencl -> nil
       end

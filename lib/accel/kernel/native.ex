@@ -17,34 +17,62 @@ defmodule Accel.Kernel.Native do
 
   @flags ~w(-x c++ -std=c++17 -O3 -fPIC -shared -fno-math-errno -fno-trapping-math -ffp-contract=off -fno-plt)
 
-  @doc "The loaded library for compiled kernel text `source`: loaded once per VM."
-  def library(key, source), do: remembered(key, fn -> Accel.NIF.kernel_load(ensure_built(source)) end)
+  @doc """
+  The loaded library for compiled kernel text `source`: loaded once per VM, from `app`'s
+  precompiled kernels (`priv/accel_kernels`, see Accel.Kernel.Precompile) where they hold it, else
+  from the cache, compiled when the cache lacks it.
+  """
+  def library(key, source, app \\ nil),
+    do: remembered(key, fn -> Accel.NIF.kernel_load(precompiled(source, app) || ensure_built(source)) end)
 
   @doc "The path of the shared object for `source`, compiling it when the cache lacks a valid one."
   def ensure_built(source) do
     {cc, version} = compiler!()
     id = hash([source, cc, version, Enum.join(@flags, " "), :erlang.system_info(:system_architecture)])
+    cached(cache_dir(), id, ".so", &compile(cc, source, &1))
+  end
 
-    cached(id, ".so", fn so ->
-      cpp = so <> ".cpp"
+  @doc """
+  Compiles `source` into `dir` (an application's priv/accel_kernels, when it compiles), named by
+  the text, the flags and the architecture only: a release finds it with no compiler to ask.
+  """
+  def precompile(source, dir) do
+    {cc, _version} = compiler!()
+    cached(dir, precompiled_id(source), ".so", &compile(cc, source, &1))
+  end
 
-      try do
-        File.write!(cpp, source)
+  defp precompiled(_source, nil), do: nil
 
-        case System.cmd(cc, @flags ++ ["-o", so, cpp], stderr_to_stdout: true) do
-          {_, 0} ->
-            :ok
+  defp precompiled(source, app) do
+    with dir when is_list(dir) <- :code.priv_dir(app),
+         file = Path.join([List.to_string(dir), "accel_kernels", precompiled_id(source) <> ".so"]),
+         true <- valid?(file),
+         do: file,
+         else: (_ -> nil)
+  end
 
-          {output, status} ->
-            raise Accel.Error,
-              reason: :build_failed,
-              message:
-                "#{cc} failed (exit status #{status}) compiling a kernel:\n#{String.slice(output, 0, 4000)}"
-        end
-      after
-        File.rm(cpp)
+  defp precompiled_id(source),
+    do: hash([source, Enum.join(@flags, " "), :erlang.system_info(:system_architecture)])
+
+  defp compile(cc, source, so) do
+    cpp = so <> ".cpp"
+
+    try do
+      File.write!(cpp, source)
+
+      case System.cmd(cc, @flags ++ ["-o", so, cpp], stderr_to_stdout: true) do
+        {_, 0} ->
+          :ok
+
+        {output, status} ->
+          raise Accel.Error,
+            reason: :build_failed,
+            message:
+              "#{cc} failed (exit status #{status}) compiling a kernel:\n#{String.slice(output, 0, 4000)}"
       end
-    end)
+    after
+      File.rm(cpp)
+    end
   end
 
   @doc """
@@ -64,7 +92,7 @@ defmodule Accel.Kernel.Native do
     # the NVRTC options are fixed in c_src/backends/cuda/nvrtc.cpp: their version is part of the key
     id = hash([source, entry, version, "nvrtc-options-1", Integer.to_string(arch)])
 
-    cached(id, ".cubin", fn out ->
+    cached(cache_dir(), id, ".cubin", fn out ->
       File.write!(out, elem(Accel.NIF.cuda_kernel_code(source, arch, entry), 0))
     end)
   end
@@ -101,10 +129,9 @@ defmodule Accel.Kernel.Native do
       Path.join(:filename.basedir(:user_cache, "accel"), "kernels")
   end
 
-  # The cached file `id <> ext`, made by `produce` (which writes the path it is given, or raises)
+  # The cached file `id <> ext` in `dir`, made by `produce` (which writes the path it is given, or raises)
   # where the cache lacks a valid one.
-  defp cached(id, ext, produce) do
-    dir = cache_dir()
+  defp cached(dir, id, ext, produce) do
     file = Path.join(dir, id <> ext)
     if valid?(file), do: file, else: store(dir, file, ext, produce)
   end
