@@ -24,9 +24,8 @@ defmodule Accel do
       rule: {:in, @backends},
       default: :auto,
       doc:
-        "`:auto`, `:cpu`, `:opencl` or `:cuda`; see `backends/0`. `:auto` is the first CUDA device, " <>
-          "else the first OpenCL GPU, else the native CPU backend (faster than OpenCL on a CPU); " <>
-          "`default_device/0` says which"
+        "`:auto`, `:cpu`, `:opencl` or `:cuda`; see `backends/0`. `:auto` is the device with the " <>
+          "least predicted time for this call, measured on this machine (`plan/3` says which, and why)"
     ],
     device: [
       rule: {:custom, __MODULE__, :device_option?, "an Accel.Device, a non-negative index or :all"},
@@ -110,31 +109,79 @@ defmodule Accel do
     as = opts[:as] || if(is_binary(input), do: :binary, else: :list)
     chunk_size = effective_chunk_size(opts)
 
-    if opts[:device] == :all do
-      logistic_map_all(input, opts, as, chunk_size || 1_000_000)
-    else
-      {backend, device} = target!(opts[:backend], opts[:device])
+    cond do
+      # too small for a device trip to pay: not worth listing the devices either
+      opts[:device] == :all and opts[:backend] in [:auto, :cpu] and Accel.Placement.small?(input) and
+          Accel.Placement.cpu?() ->
+        logistic_map_on(input, opts, as, chunk_size, {:cpu, 0})
 
-      result =
-        Accel.Job.call(
-          &Accel.NIF.logistic_map(
-            input,
-            opts[:p],
-            opts[:mu],
-            opts[:iterations],
-            as,
-            backend,
-            device,
-            chunk_size || 0,
-            &1
-          )
-        )
+      opts[:device] == :all ->
+        logistic_map_all(input, opts, as, chunk_size || 1_000_000)
 
-      # A device call returns a binary whatever `as` says: its list is built here, on a dirty CPU
-      # scheduler when large, so that the device's thread is free for the next call meanwhile.
-      if as == :list and is_binary(result), do: Accel.NIF.int64_list(result), else: result
+      opts[:backend] == :auto and opts[:device] == nil ->
+        {place, plan} = Accel.Placement.choose(input, iterations: opts[:iterations], as: as)
+        {us, result} = :timer.tc(fn -> logistic_map_on(input, opts, as, chunk_size, place) end)
+        if plan, do: Accel.Placement.observe(plan, us / 1.0e6)
+        result
+
+      true ->
+        logistic_map_on(input, opts, as, chunk_size, target!(opts[:backend], opts[:device]))
     end
   end
+
+  defp logistic_map_on(input, opts, as, chunk_size, {backend, device}) do
+    result =
+      Accel.Job.call(
+        &Accel.NIF.logistic_map(
+          input,
+          opts[:p],
+          opts[:mu],
+          opts[:iterations],
+          as,
+          backend,
+          device,
+          chunk_size || 0,
+          &1
+        )
+      )
+
+    # A device call returns a binary whatever `as` says: its list is built here, on a dirty CPU
+    # scheduler when large, so that the device's thread is free for the next call meanwhile.
+    if as == :list and is_binary(result), do: Accel.NIF.int64_list(result), else: result
+  end
+
+  @doc """
+  Where `backend: :auto` would run `Accel.logistic_map(input, opts)`, and the predictions behind
+  the choice (see `Accel.Placement`): measured on first use, kept per machine, nothing logged.
+  Options as for `logistic_map/2`, and `devices:`, a list of `Accel.Device` to choose among.
+
+      iex> plan = Accel.plan(1..10, :logistic_map)
+      iex> plan.device.backend
+      :cpu
+      iex> plan.reason
+      "10 elements are below 4096: the CPU backend, since no device trip pays for so few"
+  """
+  @spec plan(int64_input(), :logistic_map, keyword()) :: Accel.Placement.t()
+  def plan(input, what, opts \\ [])
+
+  def plan(input, :logistic_map, opts) do
+    {devices, opts} = Keyword.pop(opts, :devices)
+    opts = Accel.Options.validate!(opts, @logistic_options, "Accel.plan/3")
+    check_input!(input)
+
+    if devices != nil and
+         not (is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))),
+       do:
+         raise(
+           ArgumentError,
+           "option :devices must be a non-empty list of Accel.Device, got: #{inspect(devices, limit: 5)}"
+         )
+
+    Accel.Placement.plan(input, iterations: opts[:iterations], as: opts[:as], devices: devices)
+  end
+
+  def plan(_input, what, _opts),
+    do: raise(ArgumentError, "plan/3 plans :logistic_map calls, got: #{inspect(what, limit: 5)}")
 
   @doc """
   Makes a kernel from an anonymous function, at compile time: see `Accel.Kernel` for the

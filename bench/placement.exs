@@ -1,0 +1,83 @@
+# backend: :auto (a choice per call from Accel.Placement's measured cost model) and device: :all
+# against every fixed device, for the logistic map (10 iterations, binary in and out) at several
+# sizes; same run, rows timed round-robin (each run times every row once), results checked
+# identical. The model is calibrated first (its time reported apart), as a VM's first :auto call
+# would, then every :auto call refines it. Writes bench/results/placement.md.
+#
+#   mix run bench/placement.exs [--runs 11]
+defmodule PlacementBench do
+  def main(args) do
+    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer])
+    runs = opts[:runs] || 11
+    sizes = [10, 1_000, 100_000, 10_000_000, 0x2000000]
+    # every usable device, PoCL included: the model must tell it is slower
+    fixed = Accel.devices()
+
+    Accel.Placement.reset()
+    {calibration, _} = :timer.tc(fn -> Accel.plan(1..1_000_000, :logistic_map, devices: fixed) end)
+
+    rows =
+      Enum.map(sizes, fn n ->
+        bin = Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu)
+        plan = Accel.plan(bin, :logistic_map, devices: fixed)
+
+        calls =
+          [
+            auto: fn -> Accel.logistic_map(bin) end,
+            all: fn -> Accel.logistic_map(bin, device: :all) end
+          ] ++
+            for d <- fixed, do: {label(d), fn -> Accel.logistic_map(bin, device: d) end}
+
+        [first | rest] = Enum.map(calls, fn {_, f} -> f.() end)
+        Enum.all?(rest, &(&1 == first)) || raise "results differ at #{n} elements"
+        m = medians(calls, runs)
+        best = fixed |> Enum.map(&m[label(&1)]) |> Enum.min()
+
+        "| #{n} | #{label(plan.device)} | #{f(m[:auto])} | #{f(m[:all])} | " <>
+          Enum.map_join(fixed, " | ", &f(m[label(&1)])) <>
+          " | #{Float.round(m[:auto] / best, 2)}x | #{Float.round(m[:all] / best, 2)}x |"
+      end)
+
+    report = """
+    ## The logistic map, 10 iterations, s64 binary in and out
+
+    Median of #{runs} runs, rows timed round-robin in one run, results identical. `:auto` is
+    `backend: :auto`, choosing per call among its candidates (every usable device less OpenCL
+    devices on the host's CPU, which share the CPU backend's cores); `:all` is `device: :all`, over
+    the same devices. "plan over all" is what `Accel.plan/3` chooses when given every device, PoCL
+    included: the model must find it slower. The model's calibration over every device took
+    #{f(calibration / 1.0e6)} s, once per machine (kept on disk).
+
+    | elements | plan over all | :auto, s | :all, s | #{Enum.map_join(fixed, " | ", &"#{label(&1)}, s")} | :auto / best | :all / best |
+    |---:|---|---:|---:|#{Enum.map_join(fixed, "", fn _ -> "---:|" end)}---:|---:|
+    #{Enum.join(rows, "\n")}
+
+    Devices: #{Enum.map_join(fixed, "; ", &"#{label(&1)} = #{&1.name}")}.
+    """
+
+    IO.puts(report)
+    path = Path.expand("results/placement.md", __DIR__)
+    File.write!(path, "# Placement benchmark\n\n" <> report)
+    IO.puts("wrote #{path}")
+  end
+
+  defp label(%Accel.Device{backend: :cpu}), do: :cpu
+  defp label(%Accel.Device{backend: b, id: id}), do: :"#{b}:#{id}"
+
+  defp medians(calls, runs) do
+    times =
+      for _ <- 1..runs do
+        for {name, fun} <- calls, do: {name, fun |> :timer.tc() |> elem(0)}
+      end
+
+    for {name, _} <- calls, into: %{} do
+      sorted = times |> Enum.map(&Keyword.fetch!(&1, name)) |> Enum.sort()
+      {name, Enum.at(sorted, div(runs, 2)) / 1.0e6}
+    end
+  end
+
+  defp f(seconds) when seconds < 0.001, do: :erlang.float_to_binary(seconds, decimals: 6)
+  defp f(seconds), do: :erlang.float_to_binary(seconds, decimals: 4)
+end
+
+PlacementBench.main(System.argv())

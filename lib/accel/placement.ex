@@ -1,0 +1,390 @@
+defmodule Accel.Placement do
+  @small 4096
+
+  @moduledoc """
+  Where `backend: :auto` runs a call, and why: a cost model per device, measured on this machine.
+  `Accel.plan/3` returns the decision with the predictions behind it; `Accel.logistic_map/2` with
+  `backend: :auto` follows it.
+
+  For a call of `n` elements and `k` iterations, a device is predicted to take
+
+      latency + n * (upload + download + k * compute) * correction + host conversion
+
+  where `upload` is left out for a `Range` (devices generate it) and the host conversion (a
+  list decoded or built) is the same whatever the device. The terms are measured once per
+  device, on first use, by calls at two sizes (2^17 and 2^20 elements, binary and range input,
+  with and without iterations; about 0.1 s for a GPU, 0.3 s for PoCL on this 2-core machine), as
+  StarPU and Qilin fit a device's time to the input size: the slope between the sizes is the cost
+  per element, the rest the latency. `correction` starts at 1 and follows the ratio of
+  measured to predicted time of the calls `:auto` makes (large ones only), so a model that
+  calibration got wrong converges on what the calls show.
+
+  Calibrations are kept per machine (its devices and Accel's version) in the kernel cache
+  directory (see `Accel.Kernel`), so a new VM does not measure again; `reset/0` forgets them.
+
+  Candidates are the devices `device: :all` would use: every usable device, less OpenCL devices on
+  the host's CPU when the CPU backend is there (they share its cores and are slower). Inputs below
+  #{@small} elements run on the CPU backend without asking: no device trip pays for so little.
+  Nothing is logged.
+
+  The fields of a plan:
+
+    * `:device` - the `Accel.Device` chosen
+    * `:seconds` - its predicted time
+    * `:predictions` - for each candidate, fastest first: `%{device:, seconds:, latency:, transfer:,
+      compute:, host:}` (seconds; `host` is the list conversion, the same for every device)
+    * `:reason` - one sentence saying why
+  """
+
+  defstruct [:device, :seconds, :predictions, :reason]
+
+  @type t :: %__MODULE__{
+          device: Accel.Device.t(),
+          seconds: float(),
+          predictions: [map()],
+          reason: String.t()
+        }
+
+  @calibration_n 1_048_576
+  @calibration_k 10
+  # an observation moves the correction this far (in log space) towards what it shows
+  @learning 0.3
+  # calls below this many elements are too short to correct the model with
+  @observe_min 32_768
+
+  @doc """
+  The plan for `Accel.logistic_map(input, opts)` with `backend: :auto` (options as there; also
+  `devices:`, a list of `Accel.Device` to choose among instead of the default candidates).
+  """
+  @spec plan(Accel.int64_input(), keyword()) :: t()
+  def plan(input, opts \\ []) do
+    {candidates, opts} = Keyword.pop(opts, :devices)
+    n = count!(input)
+    k = Keyword.get(opts, :iterations, 10)
+    as = Keyword.get(opts, :as) || if(is_binary(input), do: :binary, else: :list)
+    form = form(input)
+    candidates = candidates || candidates()
+
+    cond do
+      candidates == [] ->
+        raise ArgumentError, "no usable device to plan on"
+
+      n < @small and Enum.any?(candidates, &(&1.backend == :cpu)) ->
+        cpu = Enum.find(candidates, &(&1.backend == :cpu))
+        small_plan(cpu, n)
+
+      length(candidates) == 1 ->
+        [only] = candidates
+        predictions = [predict(only, n, k, form, as)]
+        finish(predictions, "#{describe(only)} is the only candidate")
+
+      true ->
+        predictions = candidates |> Enum.map(&predict(&1, n, k, form, as)) |> Enum.sort_by(& &1.seconds)
+        [best, next | _] = predictions
+
+        finish(
+          predictions,
+          "#{describe(best.device)} is predicted fastest for #{n} elements " <>
+            "(#{fmt(best.seconds)} s against #{fmt(next.seconds)} s on #{describe(next.device)})"
+        )
+    end
+  end
+
+  @doc false
+  # The {backend, id} an :auto call runs on, and the plan to report to observe/2 when it ends (nil
+  # where there was nothing to choose: one candidate, or a small input on the CPU backend).
+  def choose(input, opts) do
+    if small?(input) and cpu?() do
+      {{:cpu, 0}, nil}
+    else
+      case candidates() do
+        [only] ->
+          {{only.backend, only.id}, nil}
+
+        _ ->
+          plan = plan(input, opts)
+          {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
+      end
+    end
+  end
+
+  @doc false
+  # Whether `input` is too small for any device trip to pay (for device: :all too).
+  def small?(input) when is_binary(input), do: byte_size(input) < @small * 8
+  def small?(%Range{} = r), do: Range.size(r) < @small
+  def small?(list), do: length(list) < @small
+
+  @doc false
+  def cpu?, do: match?({:cpu, 0}, :persistent_term.get({__MODULE__, :cpu}, nil)) or remember_cpu()
+
+  defp remember_cpu do
+    available = Enum.any?(Accel.backends(), &(&1.name == :cpu and &1.available))
+    if available, do: :persistent_term.put({__MODULE__, :cpu}, {:cpu, 0})
+    available
+  end
+
+  @doc false
+  # A call the plan chose took `seconds`: the chosen device's correction follows it.
+  def observe(%__MODULE__{device: device, predictions: [_ | _] = predictions}, seconds) do
+    case Enum.find(predictions, &(&1.device == device)) do
+      %{n: n, seconds: predicted, host: host} when n >= @observe_min and predicted > 0 ->
+        device_part = predicted - host
+        observed_part = seconds - host
+
+        if device_part > 0 and observed_part > 0 do
+          key = device_key(device)
+          model = model(device)
+          ratio = :math.pow(observed_part / device_part, @learning)
+          correction = min(max(model.correction * ratio, 0.1), 10.0)
+          put_model(key, %{model | correction: correction, observed: model.observed + 1})
+        end
+
+      _ ->
+        :ok
+    end
+
+    :ok
+  end
+
+  def observe(_plan, _seconds), do: :ok
+
+  @doc """
+  Forgets every calibration, in this VM and on disk: the next `:auto` call measures again.
+  """
+  @spec reset() :: :ok
+  def reset do
+    table()
+    :ets.delete_all_objects(__MODULE__)
+    _ = File.rm(store_path())
+    :ok
+  end
+
+  @doc """
+  The calibrations this VM holds, by device (`{backend, id, name}`) and `:host`: seconds of
+  latency, seconds per element to upload, download and compute one iteration, the correction
+  learnt from calls, and how many calls taught it.
+  """
+  @spec calibrations() :: %{optional(term()) => map()}
+  def calibrations do
+    table()
+    Map.new(:ets.tab2list(__MODULE__))
+  end
+
+  @doc false
+  def candidates, do: Accel.co_execution_devices(:auto)
+
+  # ---- predictions ----
+
+  defp small_plan(cpu, n) do
+    prediction = %{device: cpu, n: n, seconds: 0.0, latency: 0.0, transfer: 0.0, compute: 0.0, host: 0.0}
+
+    %__MODULE__{
+      device: cpu,
+      seconds: 0.0,
+      predictions: [prediction],
+      reason: "#{n} elements are below #{@small}: the CPU backend, since no device trip pays for so few"
+    }
+  end
+
+  defp finish([best | _] = predictions, reason),
+    do: %__MODULE__{device: best.device, seconds: best.seconds, predictions: predictions, reason: reason}
+
+  defp predict(device, n, k, form, as) do
+    m = model(device)
+    host = host_seconds(n, form, as)
+    transfer = n * (m.download + if(form == :range, do: 0.0, else: m.upload)) * m.correction
+    compute = n * k * m.compute * m.correction
+    latency = m.latency
+
+    %{
+      device: device,
+      n: n,
+      seconds: latency + transfer + compute + host,
+      latency: latency,
+      transfer: transfer,
+      compute: compute,
+      host: host
+    }
+  end
+
+  # Decoding a list into int64s, and building one: the same on every device.
+  defp host_seconds(n, form, as) do
+    h = host_model()
+    if(form == :list, do: n * h.decode, else: 0.0) + if(as == :list, do: n * h.encode, else: 0.0)
+  end
+
+  defp form(input) when is_binary(input), do: :binary
+  defp form(%Range{}), do: :range
+  defp form(_list), do: :list
+
+  defp count!(input) when is_binary(input), do: div(byte_size(input), 8)
+  defp count!(%Range{} = r), do: Range.size(r)
+  defp count!(list) when is_list(list), do: length(list)
+
+  # ---- models: measured once per device, kept in ETS and on disk ----
+
+  defp model(device) do
+    key = device_key(device)
+
+    case lookup(key) do
+      nil ->
+        model = calibrate(device)
+        put_model(key, model)
+        model
+
+      model ->
+        model
+    end
+  end
+
+  defp host_model do
+    case lookup(:host) do
+      nil ->
+        model = calibrate_host()
+        put_model(:host, model)
+        model
+
+      model ->
+        model
+    end
+  end
+
+  # Calls on the device at two sizes, the fastest of two runs each (a first call pays for the
+  # device's first use, which is not the model's to predict): the slopes between the sizes are the
+  # per-element costs, so that fixed costs (threads woken, buffers mapped) stay in the latency.
+  defp calibrate(device) do
+    {small, large} = {div(@calibration_n, 8), @calibration_n}
+    bin = Accel.logistic_map(1..large, iterations: 0, as: :binary, backend: :cpu)
+
+    run = fn input, k ->
+      best_of(3, fn -> Accel.logistic_map(input, device: device, iterations: k, as: :binary) end)
+    end
+
+    _warm = run.(binary_part(bin, 0, 8), @calibration_k)
+    slope = fn t_small, t_large -> max(t_large - t_small, 0.0) / (large - small) end
+    {copy_small, copy_large} = {run.(binary_part(bin, 0, small * 8), 0), run.(bin, 0)}
+    {range_small, range_large} = {run.(1..small, 0), run.(1..large, 0)}
+    transfer = slope.(copy_small, copy_large)
+    download = min(slope.(range_small, range_large), transfer)
+
+    # iterations enough that computing takes 10 ms at least, well above the machine's noise
+    {k, computing} =
+      Enum.reduce_while(Stream.iterate(@calibration_k, &(&1 * 10)), nil, fn k, _ ->
+        computing = run.(bin, k) - copy_large
+        if computing >= 0.01 or k >= 10_000, do: {:halt, {k, computing}}, else: {:cont, nil}
+      end)
+
+    %{
+      latency: max(copy_small - transfer * small, 0.0),
+      upload: transfer - download,
+      download: download,
+      compute: max(computing, 0.0) / (large * k),
+      correction: 1.0,
+      observed: 0
+    }
+  end
+
+  defp calibrate_host do
+    n = @calibration_n
+    bin = Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu)
+    list = Accel.NIF.int64_list(bin)
+    decode = best_of(2, fn -> Accel.NIF.int64_binary(list) end) / n
+    encode = best_of(2, fn -> Accel.NIF.int64_list(bin) end) / n
+    %{decode: decode, encode: encode}
+  end
+
+  defp best_of(runs, fun) do
+    1..runs
+    |> Enum.map(fn _ -> fun |> :timer.tc() |> elem(0) end)
+    |> Enum.min()
+    |> Kernel./(1.0e6)
+  end
+
+  defp device_key(%Accel.Device{backend: b, id: id, name: name}), do: {b, id, name}
+
+  defp lookup(key) do
+    table()
+
+    case :ets.lookup(__MODULE__, key) do
+      [{^key, model}] -> model
+      [] -> nil
+    end
+  end
+
+  defp put_model(key, model) do
+    :ets.insert(__MODULE__, {key, model})
+    save()
+  end
+
+  # The table lives in a process of its own, started on first use, so that it outlives callers.
+  defp table do
+    if :ets.whereis(__MODULE__) == :undefined do
+      parent = self()
+
+      {pid, ref} =
+        spawn_monitor(fn ->
+          try do
+            :ets.new(__MODULE__, [:named_table, :public, :set, read_concurrency: true])
+            load()
+            send(parent, {__MODULE__, :ready})
+            Process.sleep(:infinity)
+          rescue
+            # another process made it first
+            ArgumentError -> send(parent, {__MODULE__, :ready})
+          end
+        end)
+
+      receive do
+        {__MODULE__, :ready} -> Process.demonitor(ref, [:flush])
+        {:DOWN, ^ref, :process, ^pid, reason} -> exit(reason)
+      end
+    end
+
+    :ok
+  end
+
+  # ---- persistence: one file per machine (its devices and Accel's version) ----
+
+  defp store_path do
+    devices = Enum.map(Accel.devices(), &{&1.backend, &1.id, &1.name, &1.memory, &1.compute_units})
+    machine = {devices, :erlang.system_info(:system_architecture), Application.spec(:accel, :vsn)}
+
+    id =
+      :crypto.hash(:sha256, :erlang.term_to_binary(machine))
+      |> Base.encode16(case: :lower)
+      |> binary_part(0, 16)
+
+    Path.join(Accel.Kernel.Native.cache_dir(), "placement-#{id}.etf")
+  end
+
+  defp load do
+    with {:ok, bytes} <- File.read(store_path()),
+         {:ok, entries} when is_list(entries) <- decode(bytes) do
+      :ets.insert(__MODULE__, entries)
+    end
+  end
+
+  defp decode(bytes) do
+    {:ok, :erlang.binary_to_term(bytes, [:safe])}
+  rescue
+    ArgumentError -> :error
+  end
+
+  # Written atomically: a temporary file renamed into place.
+  defp save do
+    path = store_path()
+    tmp = path <> ".#{System.unique_integer([:positive])}"
+
+    with :ok <- File.mkdir_p(Path.dirname(path)),
+         :ok <- File.write(tmp, :erlang.term_to_binary(:ets.tab2list(__MODULE__))),
+         do: File.rename(tmp, path)
+
+    _ = File.rm(tmp)
+    :ok
+  end
+
+  defp describe(%Accel.Device{backend: :cpu}), do: ":cpu"
+  defp describe(%Accel.Device{backend: b, id: id, name: name}), do: "#{inspect(b)} device #{id} (#{name})"
+
+  defp fmt(seconds), do: :erlang.float_to_binary(seconds, decimals: 4)
+end

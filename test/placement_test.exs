@@ -1,0 +1,118 @@
+defmodule Accel.PlacementTest do
+  # Accel.plan/3 and the cost model behind backend: :auto (Accel.Placement): small inputs never
+  # leave the CPU, each device measured once and kept on disk per machine, predictions that add
+  # up, the choice between the CPU backend and PoCL (about 10x slower here), corrections learnt
+  # from calls, reset. Not async: the model is one per VM and its file one per machine.
+  use ExUnit.Case, async: false
+
+  alias Accel.Placement
+
+  setup do
+    Placement.reset()
+    on_exit(&Placement.reset/0)
+  end
+
+  defp cpu, do: Enum.find(Accel.devices(), &(&1.backend == :cpu))
+  defp pocl, do: Enum.find(Accel.devices(), &(&1.backend == :opencl and &1.type == :cpu))
+
+  defp store, do: Path.wildcard(Path.join(Accel.Kernel.Native.cache_dir(), "placement-*.etf"))
+
+  test "small inputs run on the CPU backend, with nothing measured" do
+    plan = Accel.plan(1..4095, :logistic_map)
+    assert plan.device == cpu()
+    assert plan.reason =~ "4095 elements are below 4096"
+    assert Placement.calibrations() == %{}
+  end
+
+  @tag :opencl
+  test "the CPU backend over PoCL, from predictions that add up" do
+    plan = Accel.plan(1..1_000_000, :logistic_map, devices: [pocl(), cpu()], as: :binary)
+    assert plan.device == cpu()
+    assert [%{device: first}, %{device: second}] = plan.predictions
+    assert {first, second} == {cpu(), pocl()}
+    assert plan.reason =~ ":cpu is predicted fastest for 1000000 elements"
+
+    for p <- plan.predictions do
+      assert p.seconds == p.latency + p.transfer + p.compute + p.host
+      assert p.compute > 0 and p.latency >= 0 and p.transfer >= 0
+      # binary out from a range: no list built on the host
+      assert p.host == 0.0
+    end
+
+    [fast, slow] = plan.predictions
+    assert slow.compute > 2 * fast.compute
+
+    # iterations scale compute alone; a list costs the host the same on every device
+    none = Accel.plan(1..1_000_000, :logistic_map, devices: [pocl(), cpu()], iterations: 0)
+    assert Enum.all?(none.predictions, &(&1.compute == 0.0 and &1.host > 0))
+    assert Enum.uniq(Enum.map(none.predictions, & &1.host)) |> length() == 1
+    ranged = Accel.plan(1..1_000_000, :logistic_map, devices: [pocl()], as: :binary)
+    listed = Accel.plan(Enum.to_list(1..1_000_000), :logistic_map, devices: [pocl()], as: :binary)
+    assert hd(listed.predictions).host > 0 and hd(ranged.predictions).host == 0.0
+  end
+
+  test "calibrations are kept on disk per machine and survive the VM's table" do
+    Accel.plan(1..100_000, :logistic_map, devices: [cpu()])
+    before = Placement.calibrations()
+    assert %{latency: _, compute: c, correction: 1.0} = before[{:cpu, 0, cpu().name}]
+    assert c > 0 and before[:host].decode > 0
+    assert [_file] = store()
+
+    # a new VM: the table gone, the file read back, nothing measured again (measurements differ)
+    owner = :ets.info(Placement, :owner)
+    ref = Process.monitor(owner)
+    Process.exit(owner, :kill)
+    assert_receive {:DOWN, ^ref, :process, _, :killed}
+    assert Placement.calibrations() == before
+
+    Placement.reset()
+    assert store() == []
+    assert Placement.calibrations() == %{}
+  end
+
+  test "a damaged file is ignored and measured again" do
+    Accel.plan(1..100_000, :logistic_map, devices: [cpu()])
+    [file] = store()
+    File.write!(file, "not a term")
+    owner = :ets.info(Placement, :owner)
+    ref = Process.monitor(owner)
+    Process.exit(owner, :kill)
+    assert_receive {:DOWN, ^ref, :process, _, :killed}
+    assert Placement.calibrations() == %{}
+    assert Accel.plan(1..100_000, :logistic_map, devices: [cpu()]).device == cpu()
+  end
+
+  test "calls correct the model of the device they ran on" do
+    plan = Accel.plan(1..1_000_000, :logistic_map, devices: [cpu()])
+    [p] = plan.predictions
+    key = {:cpu, 0, cpu().name}
+    Placement.observe(plan, p.host + 2 * (p.seconds - p.host))
+    slower = Placement.calibrations()[key]
+    assert slower.correction > 1.0 and slower.observed == 1
+    assert hd(Accel.plan(1..1_000_000, :logistic_map, devices: [cpu()]).predictions).seconds > p.seconds
+
+    Placement.observe(plan, p.host + (p.seconds - p.host) / 4)
+    assert Placement.calibrations()[key].correction < slower.correction
+
+    # a call too small to judge by teaches nothing
+    small = Accel.plan(1..5000, :logistic_map, devices: [cpu()])
+    Placement.observe(small, 10.0)
+    assert Placement.calibrations()[key].observed == 2
+  end
+
+  test "backend: :auto gives the result of the device it chose" do
+    input = Enum.to_list(1..50_000)
+    assert Accel.logistic_map(input) == Accel.logistic_map(input, backend: :cpu)
+  end
+
+  test "bad plans name what is wrong" do
+    assert_raise ArgumentError, ~r/plans :logistic_map calls, got: :sum/, fn -> Accel.plan(1..3, :sum) end
+
+    assert_raise ArgumentError, ~r/:devices must be a non-empty list of Accel.Device/, fn ->
+      Accel.plan(1..3, :logistic_map, devices: [])
+    end
+
+    assert_raise ArgumentError, ~r/unknown option :speed/, fn -> Accel.plan(1..3, :logistic_map, speed: 1) end
+    assert_raise ArgumentError, ~r/expected a list of integers/, fn -> Accel.plan(:x, :logistic_map) end
+  end
+end
