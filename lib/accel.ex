@@ -168,6 +168,13 @@ defmodule Accel do
     {devices, opts} = Keyword.pop(opts, :devices)
     opts = Accel.Options.validate!(opts, @logistic_options, "Accel.plan/3")
     check_input!(input)
+    # a malformed input raises here what the call would raise, naming the element
+    if Accel.Placement.count(input) == nil,
+      do:
+        if(is_list(input),
+          do: Accel.NIF.int64_binary(input),
+          else: Accel.NIF.int64_output_count(input, :binary)
+        )
 
     if devices != nil and
          not (is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))),

@@ -114,5 +114,13 @@ defmodule Accel.PlacementTest do
 
     assert_raise ArgumentError, ~r/unknown option :speed/, fn -> Accel.plan(1..3, :logistic_map, speed: 1) end
     assert_raise ArgumentError, ~r/expected a list of integers/, fn -> Accel.plan(:x, :logistic_map) end
+
+    assert_raise ArgumentError, ~r/tail after 2 elements is 3/, fn ->
+      Accel.plan([1, 2 | 3], :logistic_map)
+    end
+
+    assert_raise ArgumentError, ~r/range step must be a non-zero integer/, fn ->
+      Accel.plan(%Range{first: 1, last: 5, step: 0}, :logistic_map)
+    end
   end
 end

@@ -75,7 +75,9 @@ defmodule Accel.Kernel do
 
   A kernel compiled when it first runs needs a C++ compiler on the machine it runs on. For a
   release, name the input signatures it runs with, and its CPU code is compiled with your project
-  instead, into your application's `priv/accel_kernels` (which `mix release` ships):
+  instead, into your application's `priv/accel_kernels` (which `mix release` ships; where your
+  project has a `priv/` directory, that is where the files land: keep them out of version
+  control):
 
       Accel.kernel(fn x -> rem(22 * x * (x + 1), p) end, precompile: [[:s64], [:s32]])
 

@@ -59,7 +59,12 @@ defmodule Accel.Placement do
   @spec plan(Accel.int64_input(), keyword()) :: t()
   def plan(input, opts \\ []) do
     {candidates, opts} = Keyword.pop(opts, :devices)
-    n = count!(input)
+
+    n =
+      count(input) ||
+        raise ArgumentError,
+              "expected a proper list, a Range of integers or a binary, got: #{inspect(input, limit: 5)}"
+
     k = Keyword.get(opts, :iterations, 10)
     as = Keyword.get(opts, :as) || if(is_binary(input), do: :binary, else: :list)
     form = form(input)
@@ -94,25 +99,52 @@ defmodule Accel.Placement do
   # The {backend, id} an :auto call runs on, and the plan to report to observe/2 when it ends (nil
   # where there was nothing to choose: one candidate, or a small input on the CPU backend).
   def choose(input, opts) do
-    if small?(input) and cpu?() do
-      {{:cpu, 0}, nil}
-    else
-      case candidates() do
-        [only] ->
-          {{only.backend, only.id}, nil}
+    cond do
+      small?(input) and cpu?() ->
+        {{:cpu, 0}, nil}
 
-        _ ->
-          plan = plan(input, opts)
-          {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
-      end
+      # malformed: the call raises its documented error wherever it goes
+      count(input) == nil ->
+        {{:auto, -1}, nil}
+
+      true ->
+        case candidates() do
+          [only] ->
+            {{only.backend, only.id}, nil}
+
+          _ ->
+            plan = plan(input, opts)
+            {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
+        end
     end
   end
 
   @doc false
-  # Whether `input` is too small for any device trip to pay (for device: :all too).
+  # Whether `input` is too small for any device trip to pay (for device: :all too): never raises,
+  # and walks at most that many cells of a list.
   def small?(input) when is_binary(input), do: byte_size(input) < @small * 8
-  def small?(%Range{} = r), do: Range.size(r) < @small
-  def small?(list), do: length(list) < @small
+  def small?(input) when is_list(input), do: short_list?(input, @small - 1)
+  def small?(input), do: (n = count(input)) != nil and n < @small
+
+  defp short_list?([], _left), do: true
+  defp short_list?([_ | rest], left) when left > 0, do: short_list?(rest, left - 1)
+  defp short_list?(_, _left), do: false
+
+  @doc false
+  # The element count of a well-formed input (a proper list, a range of integers with a non-zero
+  # step, a binary), else nil: the call itself then raises the error the documentation gives.
+  def count(input) when is_binary(input), do: div(byte_size(input), 8)
+
+  def count(%Range{first: f, last: l, step: s} = r)
+      when is_integer(f) and is_integer(l) and is_integer(s) and s != 0,
+      do: Range.size(r)
+
+  def count(input) when is_list(input), do: proper_length(input, 0)
+  def count(_input), do: nil
+
+  defp proper_length([], n), do: n
+  defp proper_length([_ | rest], n), do: proper_length(rest, n + 1)
+  defp proper_length(_tail, _n), do: nil
 
   @doc false
   def cpu?, do: match?({:cpu, 0}, :persistent_term.get({__MODULE__, :cpu}, nil)) or remember_cpu()
@@ -216,10 +248,6 @@ defmodule Accel.Placement do
   defp form(input) when is_binary(input), do: :binary
   defp form(%Range{}), do: :range
   defp form(_list), do: :list
-
-  defp count!(input) when is_binary(input), do: div(byte_size(input), 8)
-  defp count!(%Range{} = r), do: Range.size(r)
-  defp count!(list) when is_list(list), do: length(list)
 
   # ---- models: measured once per device, kept in ETS and on disk ----
 
