@@ -28,13 +28,17 @@ defmodule Accel do
           "least predicted time for this call, measured on this machine (`plan/3` says which, and why)"
     ],
     device: [
-      rule: {:custom, __MODULE__, :device_option?, "an Accel.Device, a non-negative index or :all"},
+      rule:
+        {:custom, __MODULE__, :devices_option?,
+         "an Accel.Device, a non-negative index, :all or a non-empty list of Accel.Device"},
       default: nil,
       doc:
         "an `Accel.Device` from `devices/0` (selects its backend too), an index into the chosen " <>
-          "backend's devices, or `:all`: chunks spread over every usable device (see `Accel.Dispatch`; " <>
-          "`:chunk_size` defaults to 1_000_000 there), less OpenCL devices on the host's CPU when the " <>
-          "CPU backend takes part (they share its cores). A device that does not exist raises `ArgumentError`"
+          "backend's devices, `:all` (every usable device, less OpenCL devices on the host's CPU when " <>
+          "the CPU backend takes part: they share its cores), or a list of devices. Several devices " <>
+          "co-execute the call: each takes a share sized by its measured throughput " <>
+          "(`Accel.Placement`), then the last fifth goes in pieces to whichever is free. A device " <>
+          "that does not exist raises `ArgumentError`"
     ],
     chunk_size: [
       rule: {:integer, 1, nil},
@@ -115,8 +119,8 @@ defmodule Accel do
           Accel.Placement.cpu?() ->
         logistic_map_on(input, opts, as, chunk_size, {:cpu, 0})
 
-      opts[:device] == :all ->
-        logistic_map_all(input, opts, as, chunk_size || 1_000_000)
+      opts[:device] == :all or is_list(opts[:device]) ->
+        logistic_map_all(input, opts, as)
 
       opts[:backend] == :auto and opts[:device] == nil ->
         {place, plan} = Accel.Placement.choose(input, iterations: opts[:iterations], as: as)
@@ -271,9 +275,13 @@ defmodule Accel do
   # binary (a bad element or an improper tail raises naming its index in the whole list), and an
   # output that could never fit is refused. Chunks are sub-binaries or sub-ranges made when a device takes them, so only the
   # chunks in flight and the results exist at once.
-  defp logistic_map_all(input, opts, as, chunk_size) do
+  defp logistic_map_all(input, opts, as) do
     backend = opts[:backend]
-    devices = co_execution_devices(backend)
+
+    devices =
+      if is_list(opts[:device]),
+        do: devices_option!(opts[:device], backend),
+        else: co_execution_devices(backend)
 
     case devices do
       [] ->
@@ -289,21 +297,46 @@ defmodule Accel do
         )
 
       _ ->
-        logistic_map_spread(input, opts, as, chunk_size, devices)
+        logistic_map_spread(input, opts, as, devices)
     end
   end
 
-  defp logistic_map_spread(input, opts, as, chunk_size, devices) do
-    input = if is_list(input), do: Accel.NIF.int64_binary(input), else: input
-    count = Accel.NIF.int64_output_count(input, as)
-    call_opts = Keyword.take(opts, [:p, :mu, :iterations])
-    chunks = div(count + chunk_size - 1, chunk_size)
+  defp devices_option!(devices, backend) do
+    cond do
+      Enum.uniq(devices) != devices ->
+        raise ArgumentError,
+              "option :device lists a device twice: #{inspect(devices -- Enum.uniq(devices), limit: 5)}"
 
+      backend != :auto and Enum.any?(devices, &(&1.backend != backend)) ->
+        raise ArgumentError, "option :device lists a device of another backend than #{inspect(backend)}"
+
+      true ->
+        devices
+    end
+  end
+
+  # Several devices: each takes a share sized by the cost model (Accel.Placement.split/3), then
+  # the tail's pieces go to whichever is free.
+  defp logistic_map_spread(input, opts, as, devices) do
+    input = if is_list(input), do: Accel.NIF.int64_binary(input), else: input
+    _count = Accel.NIF.int64_output_count(input, as)
+    # each device's call keeps within the call's memory budget by chunking for itself
+    call_opts = Keyword.take(opts, [:p, :mu, :iterations, :chunk_size, :max_bytes])
+
+    case Accel.Placement.split(input, devices, iterations: opts[:iterations], as: as) do
+      {[device], _all} -> logistic_map(input, [device: device, as: as] ++ call_opts)
+      {devices, pieces} -> logistic_map_pieces(input, as, call_opts, devices, List.to_tuple(pieces))
+    end
+  end
+
+  defp logistic_map_pieces(input, as, call_opts, devices, pieces) do
     {results, _stats} =
       Accel.Dispatch.run(
-        {chunks, &chunk_at(input, &1 * chunk_size, min(chunk_size, count - &1 * chunk_size))},
+        {tuple_size(pieces), &(pieces |> elem(&1) |> then(fn {offset, n} -> chunk_at(input, offset, n) end))},
         devices,
-        fn chunk, device -> logistic_map(chunk, [device: device, as: as] ++ call_opts) end
+        fn chunk, device -> logistic_map(chunk, [device: device, as: as] ++ call_opts) end,
+        fn _ -> 1 end,
+        owned: true
       )
 
     if as == :binary, do: IO.iodata_to_binary(results), else: Enum.concat(results)
@@ -313,11 +346,19 @@ defmodule Accel do
   # backend for :auto), less OpenCL devices on the host's CPU when the CPU backend takes part. Those
   # run on the same cores as the CPU backend, ~10x slower (PoCL here), so they only take cores from
   # it: with them, device: :all was 2.9x slower than the CPU backend alone on this machine.
+  # Devices are discovered once per VM, so the list is kept: asking the NIF costs a dirty
+  # scheduler's round trip (13 us), 4% of a 10^5-element call.
   @doc false
   def co_execution_devices(backend) do
-    devices = Enum.filter(devices(), &(backend in [:auto, &1.backend]))
-    host = Enum.any?(devices, &(&1.backend == :cpu))
-    Enum.reject(devices, &(host and &1.backend == :opencl and &1.type == :cpu))
+    key = {__MODULE__, :co_execution_devices, backend}
+
+    with nil <- :persistent_term.get(key, nil) do
+      devices = Enum.filter(devices(), &(backend in [:auto, &1.backend]))
+      host = Enum.any?(devices, &(&1.backend == :cpu))
+      chosen = Enum.reject(devices, &(host and &1.backend == :opencl and &1.type == :cpu))
+      :persistent_term.put(key, chosen)
+      chosen
+    end
   end
 
   defp chunk_at(binary, offset, n) when is_binary(binary), do: binary_part(binary, offset * 8, n * 8)
@@ -494,4 +535,10 @@ defmodule Accel do
   @doc false
   def device_option?(device),
     do: device in [nil, :all] or (is_integer(device) and device >= 0) or is_struct(device, Accel.Device)
+
+  @doc false
+  def devices_option?(device),
+    do:
+      device_option?(device) or
+        (is_list(device) and device != [] and Enum.all?(device, &is_struct(&1, Accel.Device)))
 end

@@ -27,6 +27,64 @@ defmodule Accel.DevicesAllTest do
     assert Accel.co_execution_devices(:cpu) == Enum.filter(Accel.devices(), &(&1.backend == :cpu))
   end
 
+  # Co-execution over a list of devices, PoCL included (about 10x slower than the CPU backend
+  # here): shares sized by the measured model, then the tail's pieces pulled.
+  @tag :opencl
+  test "a list of devices co-executes a call, with the direct call's result" do
+    cpu = Enum.find(Accel.devices(), &(&1.backend == :cpu))
+    pocl = Enum.find(Accel.devices(), &(&1.backend == :opencl))
+
+    for input <- [1..0, 1..100, 1..300_000, Enum.to_list(-50_000..50_000)] do
+      assert Accel.logistic_map(input, device: [cpu, pocl], mu: -3) ==
+               Accel.logistic_map(input, backend: :cpu, mu: -3)
+    end
+
+    bin = Reference.to_binary(Enum.to_list(1..200_001))
+
+    assert Accel.logistic_map(bin, device: [pocl, cpu], max_bytes: 160_000) ==
+             Accel.logistic_map(bin, backend: :cpu)
+
+    assert_raise ArgumentError, ~r/lists a device twice/, fn ->
+      Accel.logistic_map(1..3, device: [cpu, cpu])
+    end
+
+    assert_raise ArgumentError, ~r/another backend than :opencl/, fn ->
+      Accel.logistic_map(1..3, device: [cpu, pocl], backend: :opencl)
+    end
+
+    assert_raise ArgumentError, ~r/option :device must be/, fn -> Accel.logistic_map(1..3, device: []) end
+  end
+
+  test "shares follow the devices' throughputs; the tail is cut in pieces; a device too slow to help is left out" do
+    {devices, pieces} = Accel.Placement.pieces(1_000_000, fast: 9.0, slow: 1.0, useless: 0.1)
+    assert devices == [:fast, :slow]
+    assert [{0, 720_000}, {720_000, 80_000} | tail] = pieces
+    assert length(tail) == 8 and Enum.all?(tail, fn {_, n} -> n == 25_000 end)
+    # contiguous, covering every element once
+    assert Enum.reduce(pieces, 0, fn {offset, n}, at ->
+             assert offset == at
+             at + n
+           end) == 1_000_000
+
+    # too small to share: all of it on the fastest
+    assert Accel.Placement.pieces(5_000, fast: 1.0, slow: 2.0) == {[:slow], [{0, 5_000}]}
+    assert Accel.Placement.pieces(0, fast: 1.0, slow: 2.0) == {[:slow], [{0, 0}]}
+  end
+
+  test "owned: true gives each worker its own first chunk before any is pulled" do
+    {results, stats} =
+      Accel.Dispatch.run(Enum.to_list(0..9), [:a, :b, :c], fn x, worker -> {x, worker} end, fn _ -> 1 end,
+        owned: true
+      )
+
+    assert Enum.map(results, &elem(&1, 0)) == Enum.to_list(0..9)
+    assert Enum.take(results, 3) == [{0, :a}, {1, :b}, {2, :c}]
+    assert stats.a.chunks + stats.b.chunks + stats.c.chunks == 10
+    # fewer chunks than workers: the extra workers have none
+    assert {[{0, :a}], _} =
+             Accel.Dispatch.run([0], [:a, :b], fn x, w -> {x, w} end, fn _ -> 1 end, owned: true)
+  end
+
   test "faster workers take proportionally more chunks" do
     delays = %{fast: 1, slow: 30}
 

@@ -151,7 +151,7 @@ defmodule Accel.ErrorsTest do
 
       assert message(fn -> Accel.logistic_map([1], backend: :cpu, device: -1) end) ==
                {ArgumentError,
-                "option :device must be an Accel.Device, a non-negative index or :all, got: -1"}
+                "option :device must be an Accel.Device, a non-negative index, :all or a non-empty list of Accel.Device, got: -1"}
 
       assert message(fn -> Accel.logistic_map([1], backend: :cpu, device: 1) end) ==
                {ArgumentError, "no :cpu device 1: the backend has 1 (see Accel.devices/0)"}

@@ -12,7 +12,8 @@ defmodule Accel.Dispatch do
   `%{chunks: n, elements: n, seconds: s}` (elements as counted by `size_fun`).
 
   `chunks` is a list, or `{count, chunk_at}` where `chunk_at.(index)` makes chunk `index` when a
-  worker takes it, so that only the chunks in flight exist at once. An exception raised by `fun`
+  worker takes it, so that only the chunks in flight exist at once. With `owned: true`, worker `i`
+  takes chunk `i` first (a share sized for it), and the chunks after the workers' are pulled. An exception raised by `fun`
   stops the other workers after their current chunk and is raised again in the caller.
 
       iex> {results, stats} = Accel.Dispatch.run([1, 2, 3, 4], [:a, :b], fn x, _worker -> x * 10 end)
@@ -27,34 +28,42 @@ defmodule Accel.Dispatch do
           [term()] | {non_neg_integer(), (non_neg_integer() -> term())},
           [term()],
           (term(), term() -> term()),
-          (term() -> non_neg_integer())
+          (term() -> non_neg_integer()),
+          keyword()
         ) :: {[term()], map()}
-  def run(chunks, workers, fun, size_fun \\ fn _ -> 1 end)
+  def run(chunks, workers, fun, size_fun \\ fn _ -> 1 end, opts \\ [])
 
-  def run(chunks, workers, fun, size_fun)
+  def run(chunks, workers, fun, size_fun, opts)
       when not (is_list(chunks) or
                   (is_tuple(chunks) and tuple_size(chunks) == 2 and is_integer(elem(chunks, 0)) and
                      is_function(elem(chunks, 1), 1))) or
-             not is_list(workers) or workers == [] or not is_function(fun, 2) or not is_function(size_fun, 1) do
+             not is_list(workers) or workers == [] or not is_function(fun, 2) or not is_function(size_fun, 1) or
+             not is_list(opts) do
     raise ArgumentError,
-          "run/4 expects a list of chunks or {count, chunk_at}, a non-empty list of workers, a 2-arity function and a 1-arity size function"
+          "run/5 expects a list of chunks or {count, chunk_at}, a non-empty list of workers, a 2-arity function, " <>
+            "a 1-arity size function and options"
   end
 
-  def run(chunks, workers, fun, size_fun) do
+  def run(chunks, workers, fun, size_fun, opts) do
     source =
       case chunks do
         list when is_list(list) -> tuple_source(list)
         {count, chunk_at} -> {count, chunk_at}
       end
 
+    # owned: true gives chunk i (i < length(workers)) to worker i, before any is pulled
+    owned = Keyword.get(opts, :owned, false)
     next = :atomics.new(1, [])
+    if owned, do: :atomics.put(next, 1, min(length(workers), elem(source, 0)))
     # Set by the first worker whose chunk raised: the others stop pulling.
     failed = :atomics.new(1, [])
 
     {done, stats, errors} =
       workers
-      |> Enum.map(fn worker ->
-        Task.async(fn -> {worker, pull(source, next, failed, worker, fun, size_fun, [], 0, 0, 0)} end)
+      |> Enum.with_index()
+      |> Enum.map(fn {worker, i} ->
+        first = if owned and i < elem(source, 0), do: i
+        Task.async(fn -> {worker, pull(source, next, failed, worker, fun, size_fun, [], 0, 0, 0, first)} end)
       end)
       |> Task.await_many(:infinity)
       |> Enum.reduce({[], %{}, []}, fn
@@ -76,8 +85,8 @@ defmodule Accel.Dispatch do
     {tuple_size(tuple), &elem(tuple, &1)}
   end
 
-  defp pull({count, chunk_at} = source, next, failed, worker, fun, size_fun, done, n, elements, micros) do
-    index = :atomics.add_get(next, 1, 1) - 1
+  defp pull({count, chunk_at} = source, next, failed, worker, fun, size_fun, done, n, elements, micros, first) do
+    index = first || :atomics.add_get(next, 1, 1) - 1
 
     if index >= count or :atomics.get(failed, 1) == 1 do
       {:ok, done, %{chunks: n, elements: elements, seconds: micros / 1.0e6}}
@@ -102,7 +111,8 @@ defmodule Accel.Dispatch do
             [{index, result} | done],
             n + 1,
             elements + size_fun.(chunk),
-            micros + us
+            micros + us,
+            nil
           )
       end
     end

@@ -180,6 +180,61 @@ defmodule Accel.Placement do
 
   def observe(_plan, _seconds), do: :ok
 
+  @doc false
+  # How `device: :all` (or a list of devices) splits a call of `count` elements: each device's
+  # throughput (elements per second, from the model) sets its share of the first 80%, one piece
+  # each; the rest is cut into pieces that whichever device is free takes (work stealing at the
+  # tail, so that a misprediction costs a piece, not a share). A device whose share would be
+  # below 2% is left out: it would only make the others wait. Returns {devices, pieces}: the
+  # devices kept, and [{offset, length}], the first length(devices) of them theirs.
+  def split(input, devices, opts) do
+    count = count(input)
+    k = Keyword.get(opts, :iterations, 10)
+    as = Keyword.get(opts, :as, :binary)
+
+    # throughput at this size, or at 2^20 elements for a smaller call (whose rate is all latency)
+    at = max(count, @calibration_n)
+
+    rates =
+      for d <- devices do
+        p = predict(d, at, k, form(input), as)
+        {d, at / max(p.latency + p.transfer + p.compute, 1.0e-9)}
+      end
+
+    pieces(count, rates)
+  end
+
+  @doc false
+  # The pure part of split/3: rates [{device, elements per second}].
+  def pieces(count, rates) do
+    total = rates |> Enum.map(&elem(&1, 1)) |> Enum.sum()
+    kept = Enum.filter(rates, fn {_, r} -> r >= 0.02 * total end)
+
+    if count < @small * length(kept) do
+      # too small to share: all on the fastest
+      {best, _} = Enum.max_by(kept, &elem(&1, 1))
+      {[best], [{0, count}]}
+    else
+      share(count, kept)
+    end
+  end
+
+  defp share(count, kept) do
+    kept_total = kept |> Enum.map(&elem(&1, 1)) |> Enum.sum()
+    head = div(count * 4, 5)
+
+    {owned, offset} =
+      Enum.map_reduce(kept, 0, fn {_, r}, offset ->
+        len = trunc(head * r / kept_total)
+        {{offset, len}, offset + len}
+      end)
+
+    tail = count - offset
+    piece = max(div(tail + 4 * length(kept) - 1, 4 * length(kept)), min(@small, max(tail, 1)))
+    tail_pieces = for start <- offset..(count - 1)//piece, tail > 0, do: {start, min(piece, count - start)}
+    {Enum.map(kept, &elem(&1, 0)), owned ++ tail_pieces}
+  end
+
   @doc """
   Forgets every calibration, in this VM and on disk: the next `:auto` call measures again.
   """
