@@ -41,11 +41,14 @@ defmodule PlacementBench do
           "#{Float.round(m[:every] / best, 2)}x |"
       end)
 
+    kernel_rows = kernel_rows(sizes, fixed, runs)
+
     report = """
     ## The logistic map, 10 iterations, s64 binary in and out
 
     Median of #{runs} runs (calls under 10^5 elements repeated within each, 10^5 / n times),
-    rows timed round-robin in one run, results identical. `:auto` is
+    rows timed round-robin in one run, each run starting one call further on, 50 ms apart (PoCL's
+    threads stay busy for a while after its calls), results identical. `:auto` is
     `backend: :auto`, choosing per call among its candidates (every usable device less OpenCL
     devices on the host's CPU, which share the CPU backend's cores); `:all` is `device: :all`, over
     the same devices. "every device" co-executes on all of them, PoCL included (`device: [...]`:
@@ -59,6 +62,15 @@ defmodule PlacementBench do
     #{Enum.join(rows, "\n")}
 
     Devices: #{Enum.map_join(fixed, "; ", &"#{label(&1)} = #{&1.name}")}.
+
+    ## A user kernel: `Accel.map(bin, Accel.kernel(fn x -> rem(x * x + 7, 1_000_003) end))`
+
+    Same method; "plan over all" is `Accel.plan(bin, kernel, devices: every device)`, whose model
+    of the kernel times prefixes of the input on each device (first call only).
+
+    | elements | plan over all | :auto, s | #{Enum.map_join(fixed, " | ", &"#{label(&1)}, s")} | :auto / best |
+    |---:|---|---:|#{Enum.map_join(fixed, "", fn _ -> "---:|" end)}---:|
+    #{Enum.join(kernel_rows, "\n")}
     """
 
     IO.puts(report)
@@ -67,14 +79,42 @@ defmodule PlacementBench do
     IO.puts("wrote #{path}")
   end
 
+  defp kernel_rows(sizes, fixed, runs) do
+    require Accel
+    k = Accel.kernel(fn x -> rem(x * x + 7, 1_000_003) end)
+
+    Enum.map(sizes, fn n ->
+      bin = Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu)
+      plan = Accel.plan(bin, k, devices: fixed)
+
+      calls =
+        [auto: fn -> Accel.map(bin, k) end] ++
+          for(d <- fixed, do: {label(d), fn -> Accel.map(bin, k, device: d) end})
+
+      [first | rest] = Enum.map(calls, fn {_, f} -> f.() end)
+      Enum.all?(rest, &(&1 == first)) || raise "kernel results differ at #{n} elements"
+      m = medians(calls, runs, max(1, div(100_000, n)))
+      best = fixed |> Enum.map(&m[label(&1)]) |> Enum.min()
+
+      "| #{n} | #{label(plan.device)} | #{f(m[:auto])} | " <>
+        Enum.map_join(fixed, " | ", &f(m[label(&1)])) <> " | #{Float.round(m[:auto] / best, 2)}x |"
+    end)
+  end
+
   defp label(%Accel.Device{backend: :cpu}), do: :cpu
   defp label(%Accel.Device{backend: b, id: id}), do: :"#{b}:#{id}"
 
   defp medians(calls, runs, reps) do
+    # each run starts one call further on, so that no call always follows the same other (a call
+    # after PoCL's finds the host's memory in another state)
     times =
-      for _ <- 1..runs do
-        for {name, fun} <- calls do
+      for r <- 1..runs do
+        {before, rest} = Enum.split(calls, rem(r, length(calls)))
+
+        for {name, fun} <- rest ++ before do
           {us, _} = :timer.tc(fn -> Enum.each(1..reps, fn _ -> fun.() end) end)
+          # PoCL's threads keep the cores busy for a while after its calls: let them settle
+          Process.sleep(50)
           {name, us / reps}
         end
       end

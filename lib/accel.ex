@@ -155,9 +155,10 @@ defmodule Accel do
   end
 
   @doc """
-  Where `backend: :auto` would run `Accel.logistic_map(input, opts)`, and the predictions behind
-  the choice (see `Accel.Placement`): measured on first use, kept per machine, nothing logged.
-  Options as for `logistic_map/2`, and `devices:`, a list of `Accel.Device` to choose among.
+  Where `backend: :auto` would run `Accel.logistic_map(input, opts)` (`what` is `:logistic_map`)
+  or `Accel.map(input, kernel, opts)` (`what` is the kernel), and the predictions behind the
+  choice (see `Accel.Placement`): measured on first use, kept per machine, nothing logged.
+  Options as for that call, and `devices:`, a list of `Accel.Device` to choose among.
 
       iex> plan = Accel.plan(1..10, :logistic_map)
       iex> plan.device.backend
@@ -165,7 +166,7 @@ defmodule Accel do
       iex> plan.reason
       "10 elements are below 4096: the CPU backend, since no device trip pays for so few"
   """
-  @spec plan(int64_input(), :logistic_map, keyword()) :: Accel.Placement.t()
+  @spec plan(term(), :logistic_map | Accel.Kernel.t(), keyword()) :: Accel.Placement.t()
   def plan(input, what, opts \\ [])
 
   def plan(input, :logistic_map, opts) do
@@ -191,8 +192,26 @@ defmodule Accel do
     Accel.Placement.plan(input, iterations: opts[:iterations], as: opts[:as], devices: devices)
   end
 
+  def plan(input, %Accel.Kernel{} = kernel, opts) do
+    {devices, rest} = Keyword.pop(opts, :devices)
+
+    if devices != nil and
+         not (is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))),
+       do:
+         raise(
+           ArgumentError,
+           "option :devices must be a non-empty list of Accel.Device, got: #{inspect(devices, limit: 5)}"
+         )
+
+    Accel.Kernel.Map.plan(input, kernel, [devices: devices] ++ rest)
+  end
+
   def plan(_input, what, _opts),
-    do: raise(ArgumentError, "plan/3 plans :logistic_map calls, got: #{inspect(what, limit: 5)}")
+    do:
+      raise(
+        ArgumentError,
+        "plan/3 plans :logistic_map calls and Accel.map/3 with a kernel, got: #{inspect(what, limit: 5)}"
+      )
 
   @doc """
   Makes a kernel from an anonymous function, at compile time: see `Accel.Kernel` for the

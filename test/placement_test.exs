@@ -100,13 +100,71 @@ defmodule Accel.PlacementTest do
     assert Placement.calibrations()[key].observed == 2
   end
 
+  @tag :opencl
+  test "a kernel has its own model per device, from prefixes of the call's input" do
+    require Accel
+    k = Accel.kernel(fn x -> rem(x * x + 7, 1_000_003) end)
+    plan = Accel.plan(1..500_000, k, devices: [pocl(), cpu()])
+    assert plan.device == cpu()
+    assert plan.reason =~ "predicted fastest for 500000 elements of this kernel"
+    assert [%{device: first, compute: fast}, %{device: second, compute: slow}] = plan.predictions
+    assert {first, second} == {cpu(), pocl()} and slow > fast
+
+    models =
+      for {{{:kernel, id, [:s64], []}, device}, m} <- Placement.calibrations(), id == k.id, do: {device, m}
+
+    assert length(models) == 2 and Enum.all?(models, fn {_, m} -> m.per_element > 0 end)
+
+    # measured once: a second plan predicts from the same models
+    again = Accel.plan(1..500_000, k, devices: [pocl(), cpu()])
+    assert Enum.map(again.predictions, & &1.seconds) == Enum.map(plan.predictions, & &1.seconds)
+
+    assert Accel.plan(1..100, k).reason =~ "below 4096"
+    t = Accel.Tensor.from_list([1, 2], backend: :cpu)
+    assert_raise ArgumentError, ~r/runs where its tensors are/, fn -> Accel.plan(t, k) end
+    assert Accel.map(1..10_000, k) == Enum.map(1..10_000, &rem(&1 * &1 + 7, 1_000_003))
+  end
+
+  # A host with two candidates, as a GPU host has: the list :auto chooses from, set to the CPU
+  # backend and PoCL for the test (both real devices; the list is kept per VM).
+  @tag :opencl
+  test "with two candidates, :auto runs where the plan says and learns from the call" do
+    require Accel
+    key = {Accel, :co_execution_devices, :auto}
+    saved = :persistent_term.get(key, nil)
+    :persistent_term.put(key, [pocl(), cpu()])
+
+    try do
+      assert Accel.logistic_map(1..1_000_000, as: :binary) ==
+               Accel.logistic_map(1..1_000_000, backend: :cpu, as: :binary)
+
+      cpu_model = Placement.calibrations()[{:cpu, 0, cpu().name}]
+      assert cpu_model.observed == 1 and cpu_model.correction != 1.0
+      assert Placement.calibrations()[{:opencl, pocl().id, pocl().name}].observed == 0
+
+      k = Accel.kernel(fn x -> x * 3 - 1 end)
+      assert Accel.map(1..200_000, k) == Enum.map(1..200_000, &(&1 * 3 - 1))
+
+      assert [{_, %{observed: 1}}] =
+               for(
+                 {{{:kernel, id, _, _}, {:cpu, _, _}}, m} <- Placement.calibrations(),
+                 id == k.id,
+                 do: {id, m}
+               )
+    after
+      if saved, do: :persistent_term.put(key, saved), else: :persistent_term.erase(key)
+    end
+  end
+
   test "backend: :auto gives the result of the device it chose" do
     input = Enum.to_list(1..50_000)
     assert Accel.logistic_map(input) == Accel.logistic_map(input, backend: :cpu)
   end
 
   test "bad plans name what is wrong" do
-    assert_raise ArgumentError, ~r/plans :logistic_map calls, got: :sum/, fn -> Accel.plan(1..3, :sum) end
+    assert_raise ArgumentError, ~r/plans :logistic_map calls and Accel.map\/3 with a kernel, got: :sum/, fn ->
+      Accel.plan(1..3, :sum)
+    end
 
     assert_raise ArgumentError, ~r/:devices must be a non-empty list of Accel.Device/, fn ->
       Accel.plan(1..3, :logistic_map, devices: [])

@@ -3,8 +3,8 @@ defmodule Accel.Placement do
 
   @moduledoc """
   Where `backend: :auto` runs a call, and why: a cost model per device, measured on this machine.
-  `Accel.plan/3` returns the decision with the predictions behind it; `Accel.logistic_map/2` with
-  `backend: :auto` follows it.
+  `Accel.plan/3` returns the decision with the predictions behind it; `Accel.logistic_map/2` and
+  `Accel.map/3` (host inputs) with `backend: :auto` follow it.
 
   For a call of `n` elements and `k` iterations, a device is predicted to take
 
@@ -18,6 +18,10 @@ defmodule Accel.Placement do
   per element, the rest the latency. `correction` starts at 1 and follows the ratio of
   measured to predicted time of the calls `:auto` makes (large ones only), so a model that
   calibration got wrong converges on what the calls show.
+
+  A kernel of `Accel.map/3` has its own model per device and input types: the call's first 4096
+  and first 65536 elements (or fewer) timed on each device, result downloaded, after a run that
+  compiles it there; the slope is its cost per element, transfers included.
 
   Calibrations are kept per machine (its devices and Accel's version) in the kernel cache
   directory (see `Accel.Kernel`), so a new VM does not measure again; `reset/0` forgets them.
@@ -164,8 +168,8 @@ defmodule Accel.Placement do
         observed_part = seconds - host
 
         if device_part > 0 and observed_part > 0 do
-          key = device_key(device)
-          model = model(device)
+          key = Enum.find(predictions, &(&1.device == device)).model
+          model = lookup(key)
           ratio = :math.pow(observed_part / device_part, @learning)
           correction = min(max(model.correction * ratio, 0.1), 10.0)
           put_model(key, %{model | correction: correction, observed: model.observed + 1})
@@ -179,6 +183,63 @@ defmodule Accel.Placement do
   end
 
   def observe(_plan, _seconds), do: :ok
+
+  @doc false
+  # The plan for Accel.map/3 with a kernel (Accel.Kernel.Map.plan/3): `key` names the kernel and
+  # its input types, `time.(device, len)` runs it on the call's first `len` elements on `device`
+  # and returns the seconds taken, result downloaded. Each device's model of the kernel is two such
+  # prefixes (4096 elements and up to 65536), timed on first use after a run that compiles it there.
+  def plan_kernel(key, n, candidates, time) do
+    cond do
+      n < @small and Enum.any?(candidates, &(&1.backend == :cpu)) ->
+        small_plan(Enum.find(candidates, &(&1.backend == :cpu)), n)
+
+      length(candidates) == 1 ->
+        [only] = candidates
+        finish([predict_kernel(only, key, n, time)], "#{describe(only)} is the only candidate")
+
+      true ->
+        [best, next | _] =
+          predictions =
+          candidates |> Enum.map(&predict_kernel(&1, key, n, time)) |> Enum.sort_by(& &1.seconds)
+
+        finish(
+          predictions,
+          "#{describe(best.device)} is predicted fastest for #{n} elements of this kernel " <>
+            "(#{fmt(best.seconds)} s against #{fmt(next.seconds)} s on #{describe(next.device)})"
+        )
+    end
+  end
+
+  defp predict_kernel(device, key, n, time) do
+    model_key = {key, device_key(device)}
+
+    m =
+      lookup(model_key) ||
+        tap(calibrate_kernel(min(n, 65_536), &time.(device, &1)), &put_model(model_key, &1))
+
+    compute = n * m.per_element * m.correction
+
+    %{
+      model: model_key,
+      device: device,
+      n: n,
+      seconds: m.latency + compute,
+      latency: m.latency,
+      transfer: 0.0,
+      compute: compute,
+      host: 0.0
+    }
+  end
+
+  defp calibrate_kernel(large, time) do
+    small = min(@small, large)
+    _compile = time.(small)
+    t_small = Enum.min(for _ <- 1..2, do: time.(small))
+    t_large = if large > small, do: Enum.min(for(_ <- 1..2, do: time.(large))), else: t_small
+    per = if large > small, do: max(t_large - t_small, 0.0) / (large - small), else: t_large / large
+    %{latency: max(t_small - per * small, 0.0), per_element: per, correction: 1.0, observed: 0}
+  end
 
   @doc false
   # How `device: :all` (or a list of devices) splits a call of `count` elements: each device's
@@ -263,7 +324,16 @@ defmodule Accel.Placement do
   # ---- predictions ----
 
   defp small_plan(cpu, n) do
-    prediction = %{device: cpu, n: n, seconds: 0.0, latency: 0.0, transfer: 0.0, compute: 0.0, host: 0.0}
+    prediction = %{
+      model: nil,
+      device: cpu,
+      n: n,
+      seconds: 0.0,
+      latency: 0.0,
+      transfer: 0.0,
+      compute: 0.0,
+      host: 0.0
+    }
 
     %__MODULE__{
       device: cpu,
@@ -284,6 +354,7 @@ defmodule Accel.Placement do
     latency = m.latency
 
     %{
+      model: device_key(device),
       device: device,
       n: n,
       seconds: latency + transfer + compute + host,

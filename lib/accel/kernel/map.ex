@@ -16,7 +16,9 @@ defmodule Accel.Kernel.Map do
       backend: [
         rule: {:in, [:auto, :cpu, :opencl, :cuda]},
         default: :auto,
-        doc: "`:auto`, `:cpu`, `:opencl` or `:cuda`, as for `logistic_map/2`; tensors run where they are"
+        doc:
+          "`:auto` (the device predicted fastest for this kernel and input, see `Accel.plan/3`), " <>
+            "`:cpu`, `:opencl` or `:cuda`; tensors run where they are"
       ],
       device: [
         rule: {:custom, Accel.Tensor, :device_option?, "an Accel.Device or a non-negative index"},
@@ -46,9 +48,51 @@ defmodule Accel.Kernel.Map do
   def run(input, %Accel.Kernel{} = kernel, opts) do
     opts = Accel.Options.validate!(opts, options(), "Accel.map/3")
     inputs = inputs!(input, kernel, &input!(&1, &2, opts[:type]))
+    launch = fn opts -> over_chunks(inputs, opts, &run_chunk(kernel, &1, &2, &3, &4, &5)) end
 
-    over_chunks(inputs, opts, fn inputs, n, as, place, offset ->
-      run_chunk(kernel, inputs, n, as, place, offset)
+    # backend: :auto for host inputs: the device the cost model predicts fastest for this kernel
+    with :auto <- opts[:backend],
+         nil <- opts[:device],
+         false <- Enum.any?(inputs, &(&1.kind == :tensor)) do
+      case Accel.Placement.candidates() do
+        [only] ->
+          launch.(Keyword.put(opts, :device, only))
+
+        candidates ->
+          plan = plan_inputs(kernel, inputs, candidates)
+          {us, result} = :timer.tc(fn -> launch.(Keyword.put(opts, :device, plan.device)) end)
+          Accel.Placement.observe(plan, us / 1.0e6)
+          result
+      end
+    else
+      _ -> launch.(opts)
+    end
+  end
+
+  @doc "Accel.plan/3 for a kernel: options as for Accel.map/3, and devices:."
+  def plan(input, %Accel.Kernel{} = kernel, opts) do
+    {devices, opts} = Keyword.pop(opts, :devices)
+    opts = Accel.Options.validate!(opts, options(), "Accel.plan/3")
+    inputs = inputs!(input, kernel, &input!(&1, &2, opts[:type]))
+
+    if Enum.any?(inputs, &(&1.kind == :tensor)),
+      do: raise(ArgumentError, "a kernel over tensors runs where its tensors are: there is nothing to plan")
+
+    plan_inputs(kernel, inputs, devices || Accel.Placement.candidates())
+  end
+
+  defp plan_inputs(kernel, inputs, candidates) do
+    n = length!(inputs)
+    key = {:kernel, kernel.id, Enum.map(inputs, & &1.type), kernel.values |> Enum.map(&cap_kind!(&1, kernel))}
+
+    Accel.Placement.plan_kernel(key, n, candidates, fn device, len ->
+      prefix = Enum.map(inputs, &slice(&1, 0, len))
+      place = {device.backend, device.id}
+
+      {us, _} =
+        :timer.tc(fn -> prefix |> launch(kernel, len, place) |> elem(0) |> Accel.Tensor.to_binary() end)
+
+      us / 1.0e6
     end)
   end
 
@@ -233,7 +277,19 @@ defmodule Accel.Kernel.Map do
     specialise(kernel, Enum.map(types, &{&1, :buffer}), Enum.map(kernel.values, &cap_kind!(&1, kernel)))
   end
 
-  defp run_chunk(kernel, inputs, n, as, {backend, device}, offset) do
+  defp run_chunk(kernel, inputs, n, as, place, offset) do
+    {out, flagged, compiled, tensors} = launch(inputs, kernel, n, place)
+
+    cond do
+      not flagged and as == :tensor -> out
+      not flagged -> output(Accel.Tensor.to_binary(out), compiled, as, n, [])
+      true -> recompute(kernel, compiled, inputs, tensors, out, as, n, offset)
+    end
+  end
+
+  # One launch: {the output tensor, whether an element was flagged, the compiled kernel, the
+  # inputs' tensors}.
+  defp launch(inputs, kernel, n, {backend, device}) do
     args = Enum.map(inputs, &arg_spec/1)
     caps = Accel.Kernel.Precompile.caps(kernel, args, Enum.map(kernel.values, &cap_kind!(&1, kernel)))
     compiled = specialise(kernel, args, caps)
@@ -266,13 +322,7 @@ defmodule Accel.Kernel.Map do
         )
       )
 
-    out = Accel.Tensor.wrap(term, {n}, compiled.out_type)
-
-    cond do
-      not flagged and as == :tensor -> out
-      not flagged -> output(Accel.Tensor.to_binary(out), compiled, as, n, [])
-      true -> recompute(kernel, compiled, inputs, tensors, out, as, n, offset)
-    end
+    {Accel.Tensor.wrap(term, {n}, compiled.out_type), flagged, compiled, tensors}
   end
 
   @doc "An input's tensor on the place (a binary uploaded there)."
