@@ -172,7 +172,7 @@ defmodule Accel.Placement do
           model = lookup(key)
           ratio = :math.pow(observed_part / device_part, @learning)
           correction = min(max(model.correction * ratio, 0.1), 10.0)
-          put_model(key, %{model | correction: correction, observed: model.observed + 1})
+          put_model(key, %{model | correction: correction, observed: model.observed + 1}, :throttled)
         end
 
       _ ->
@@ -315,8 +315,10 @@ defmodule Accel.Placement do
   @spec calibrations() :: %{optional(term()) => map()}
   def calibrations do
     table()
-    Map.new(:ets.tab2list(__MODULE__))
+    Map.new(models())
   end
+
+  defp models, do: Enum.reject(:ets.tab2list(__MODULE__), &match?({{:meta, _}, _}, &1))
 
   @doc false
   def candidates, do: Accel.co_execution_devices(:auto)
@@ -465,9 +467,20 @@ defmodule Accel.Placement do
     end
   end
 
-  defp put_model(key, model) do
+  # A calibration is saved at once; what calls teach, at most every 10 s (a large call each
+  # would otherwise write the file each).
+  defp put_model(key, model, save \\ :now) do
     :ets.insert(__MODULE__, {key, model})
-    save()
+    now = System.monotonic_time(:millisecond)
+
+    case :ets.lookup(__MODULE__, {:meta, :saved_at}) do
+      [{_, at}] when save == :throttled and now - at < 10_000 ->
+        :ok
+
+      _ ->
+        :ets.insert(__MODULE__, {{:meta, :saved_at}, now})
+        save()
+    end
   end
 
   # The table lives in a process of its own, started on first use, so that it outlives callers.
@@ -530,7 +543,7 @@ defmodule Accel.Placement do
     tmp = path <> ".#{System.unique_integer([:positive])}"
 
     with :ok <- File.mkdir_p(Path.dirname(path)),
-         :ok <- File.write(tmp, :erlang.term_to_binary(:ets.tab2list(__MODULE__))),
+         :ok <- File.write(tmp, :erlang.term_to_binary(models())),
          do: File.rename(tmp, path)
 
     _ = File.rm(tmp)
