@@ -170,7 +170,7 @@ defmodule Accel do
   def plan(input, what, opts \\ [])
 
   def plan(input, :logistic_map, opts) do
-    {devices, opts} = Keyword.pop(opts, :devices)
+    {devices, opts} = plan_devices!(opts)
     opts = Accel.Options.validate!(opts, @logistic_options, "Accel.plan/3")
     check_input!(input)
     # a malformed input raises here what the call would raise, naming the element
@@ -181,28 +181,11 @@ defmodule Accel do
           else: Accel.NIF.int64_output_count(input, :binary)
         )
 
-    if devices != nil and
-         not (is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))),
-       do:
-         raise(
-           ArgumentError,
-           "option :devices must be a non-empty list of Accel.Device, got: #{inspect(devices, limit: 5)}"
-         )
-
     Accel.Placement.plan(input, iterations: opts[:iterations], as: opts[:as], devices: devices)
   end
 
   def plan(input, %Accel.Kernel{} = kernel, opts) do
-    {devices, rest} = Keyword.pop(opts, :devices)
-
-    if devices != nil and
-         not (is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))),
-       do:
-         raise(
-           ArgumentError,
-           "option :devices must be a non-empty list of Accel.Device, got: #{inspect(devices, limit: 5)}"
-         )
-
+    {devices, rest} = plan_devices!(opts)
     Accel.Kernel.Map.plan(input, kernel, [devices: devices] ++ rest)
   end
 
@@ -212,6 +195,18 @@ defmodule Accel do
         ArgumentError,
         "plan/3 plans :logistic_map calls and Accel.map/3 with a kernel, got: #{inspect(what, limit: 5)}"
       )
+
+  defp plan_devices!(opts) do
+    {devices, rest} = Keyword.pop(opts, :devices)
+
+    if devices != nil and
+         not (is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))) do
+      raise ArgumentError,
+            "option :devices must be a non-empty list of Accel.Device, got: #{inspect(devices, limit: 5)}"
+    end
+
+    {devices, rest}
+  end
 
   @doc """
   Makes a kernel from an anonymous function, at compile time: see `Accel.Kernel` for the

@@ -60,7 +60,9 @@ defmodule Accel.KernelCacheTest do
     assert File.ls!(dir) == []
   end
 
-  test "without a compiler, a CPU kernel says so" do
+  # Runs `fun` as a machine without a C++ compiler would: none on the PATH, none named, none
+  # remembered.
+  defp without_compiler(fun) do
     key = {Accel.Kernel.Native, :compiler}
     saved = :persistent_term.get(key, nil)
     path = System.get_env("PATH")
@@ -70,9 +72,7 @@ defmodule Accel.KernelCacheTest do
       :persistent_term.erase(key)
       System.put_env("PATH", "/nonexistent")
       Enum.each(env, fn {v, _} -> System.delete_env(v) end)
-      e = assert_raise Accel.Error, fn -> Accel.Kernel.Native.ensure_built(source(4)) end
-      assert e.reason == :no_compiler
-      assert e.message =~ "none was found"
+      fun.()
     after
       System.put_env("PATH", path)
       Enum.each(env, fn {v, value} -> if value, do: System.put_env(v, value) end)
@@ -80,22 +80,22 @@ defmodule Accel.KernelCacheTest do
     end
   end
 
+  test "without a compiler, a CPU kernel says so" do
+    without_compiler(fn ->
+      e = assert_raise Accel.Error, fn -> Accel.Kernel.Native.ensure_built(source(4)) end
+      assert e.reason == :no_compiler
+      assert e.message =~ "none was found"
+    end)
+  end
+
   # What a release sees: no compiler on the PATH. Precompiled signatures run from priv; anything
   # else needs the compiler, and says so.
   test "precompiled kernels run with no compiler, from the application's priv", %{dir: dir} do
     alias Accel.KernelCacheTest.Precompiled
-    key = {Accel.Kernel.Native, :compiler}
-    saved = :persistent_term.get(key, nil)
-    path = System.get_env("PATH")
-    env = for v <- ["ACCEL_CXX", "CXX"], do: {v, System.get_env(v)}
     priv = Path.join(:code.priv_dir(:accel), "accel_kernels")
     assert length(Path.wildcard(Path.join(priv, "*.so"))) >= 3
 
-    try do
-      :persistent_term.erase(key)
-      System.put_env("PATH", "/nonexistent")
-      Enum.each(env, fn {v, _} -> System.delete_env(v) end)
-
+    without_compiler(fn ->
       xs = [0, 1, -7, 6_700_416, 0x7FFFFFFFFFFFFFFF, -0x8000000000000000]
       bin = for x <- xs, into: <<>>, do: <<x::signed-native-64>>
       expected = Enum.map(xs, &rem(23 * &1 * (&1 + 1), 6_700_417))
@@ -112,11 +112,7 @@ defmodule Accel.KernelCacheTest do
       # a signature not precompiled (a range input) needs the compiler
       e = assert_raise Accel.Error, fn -> Accel.map(1..3, Precompiled.step(7), backend: :cpu) end
       assert e.reason == :no_compiler
-    after
-      System.put_env("PATH", path)
-      Enum.each(env, fn {v, value} -> if value, do: System.put_env(v, value) end)
-      if saved, do: :persistent_term.put(key, saved), else: :persistent_term.erase(key)
-    end
+    end)
   end
 
   test "precompile: signatures are checked when the kernel compiles" do

@@ -13,9 +13,9 @@ defmodule Accel.Placement do
   where `upload` is left out for a `Range` (devices generate it) and the host conversion (a
   list decoded or built) is the same whatever the device. The terms are measured once per
   device, on first use, by calls at two sizes (2^17 and 2^20 elements, binary and range input,
-  with and without iterations; about 0.1 s for a GPU, 0.3 s for PoCL on this 2-core machine), as
-  StarPU and Qilin fit a device's time to the input size: the slope between the sizes is the cost
-  per element, the rest the latency. `correction` starts at 1 and follows the ratio of
+  with and without iterations; 0.2-0.6 s for the CPU backend and PoCL together on a 2-core
+  machine, not yet measured on a GPU), as StarPU and Qilin fit a device's time to the input size:
+  the slope between the sizes is the cost per element, the rest the latency. `correction` starts at 1 and follows the ratio of
   measured to predicted time of the calls `:auto` makes (large ones only), so a model that
   calibration got wrong converges on what the calls show.
 
@@ -35,8 +35,9 @@ defmodule Accel.Placement do
 
     * `:device` - the `Accel.Device` chosen
     * `:seconds` - its predicted time
-    * `:predictions` - for each candidate, fastest first: `%{device:, seconds:, latency:, transfer:,
-      compute:, host:}` (seconds; `host` is the list conversion, the same for every device)
+    * `:predictions` - for each candidate, fastest first: `%{device:, n:, seconds:, latency:,
+      transfer:, compute:, host:, model:}` (seconds; `host` is the list conversion, the same for
+      every device; `model` names the calibration the prediction came from)
     * `:reason` - one sentence saying why
   """
 
@@ -162,21 +163,15 @@ defmodule Accel.Placement do
   @doc false
   # A call the plan chose took `seconds`: the chosen device's correction follows it.
   def observe(%__MODULE__{device: device, predictions: [_ | _] = predictions}, seconds) do
-    case Enum.find(predictions, &(&1.device == device)) do
-      %{n: n, seconds: predicted, host: host} when n >= @observe_min and predicted > 0 ->
-        device_part = predicted - host
-        observed_part = seconds - host
-
-        if device_part > 0 and observed_part > 0 do
-          key = Enum.find(predictions, &(&1.device == device)).model
-          model = lookup(key)
-          ratio = :math.pow(observed_part / device_part, @learning)
-          correction = min(max(model.correction * ratio, 0.1), 10.0)
-          put_model(key, %{model | correction: correction, observed: model.observed + 1}, :throttled)
-        end
-
-      _ ->
-        :ok
+    with %{model: key, n: n, seconds: predicted, host: host} when n >= @observe_min <-
+           Enum.find(predictions, &(&1.device == device)),
+         {device_part, observed_part} when device_part > 0 and observed_part > 0 <-
+           {predicted - host, seconds - host},
+         # nil where reset/0 ran meanwhile
+         %{correction: correction, observed: observed} = model <- lookup(key) do
+      ratio = :math.pow(observed_part / device_part, @learning)
+      corrected = min(max(correction * ratio, 0.1), 10.0)
+      put_model(key, %{model | correction: corrected, observed: observed + 1}, :throttled)
     end
 
     :ok
@@ -214,9 +209,7 @@ defmodule Accel.Placement do
   defp predict_kernel(device, key, n, time) do
     model_key = {key, device_key(device)}
 
-    m =
-      lookup(model_key) ||
-        tap(calibrate_kernel(min(n, 65_536), &time.(device, &1)), &put_model(model_key, &1))
+    m = measured(model_key, fn -> calibrate_kernel(min(n, 65_536), &time.(device, &1)) end)
 
     compute = n * m.per_element * m.correction
 
@@ -379,31 +372,10 @@ defmodule Accel.Placement do
 
   # ---- models: measured once per device, kept in ETS and on disk ----
 
-  defp model(device) do
-    key = device_key(device)
+  defp model(device), do: measured(device_key(device), fn -> calibrate(device) end)
+  defp host_model, do: measured(:host, &calibrate_host/0)
 
-    case lookup(key) do
-      nil ->
-        model = calibrate(device)
-        put_model(key, model)
-        model
-
-      model ->
-        model
-    end
-  end
-
-  defp host_model do
-    case lookup(:host) do
-      nil ->
-        model = calibrate_host()
-        put_model(:host, model)
-        model
-
-      model ->
-        model
-    end
-  end
+  defp measured(key, calibrate), do: lookup(key) || tap(calibrate.(), &put_model(key, &1))
 
   # Calls on the device at two sizes, the fastest of two runs each (a first call pays for the
   # device's first use, which is not the model's to predict): the slopes between the sizes are the
