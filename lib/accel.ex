@@ -29,7 +29,7 @@ defmodule Accel do
     ],
     device: [
       rule:
-        {:custom, __MODULE__, :devices_option?,
+        {:custom, __MODULE__, :device_option?,
          "an Accel.Device, a non-negative index, :all or a non-empty list of Accel.Device"},
       default: nil,
       doc:
@@ -199,8 +199,7 @@ defmodule Accel do
   defp plan_devices!(opts) do
     {devices, rest} = Keyword.pop(opts, :devices)
 
-    if devices != nil and
-         not (is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))) do
+    if devices != nil and not device_list?(devices) do
       raise ArgumentError,
             "option :devices must be a non-empty list of Accel.Device, got: #{inspect(devices, limit: 5)}"
     end
@@ -548,11 +547,8 @@ defmodule Accel do
 
   @doc false
   def device_option?(device),
-    do: device in [nil, :all] or (is_integer(device) and device >= 0) or is_struct(device, Accel.Device)
+    do: device in [nil, :all] or Accel.Tensor.device_option?(device) or device_list?(device)
 
-  @doc false
-  def devices_option?(device),
-    do:
-      device_option?(device) or
-        (is_list(device) and device != [] and Enum.all?(device, &is_struct(&1, Accel.Device)))
+  defp device_list?(devices),
+    do: is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))
 end

@@ -73,30 +73,35 @@ defmodule Accel.Placement do
     k = Keyword.get(opts, :iterations, 10)
     as = Keyword.get(opts, :as) || if(is_binary(input), do: :binary, else: :list)
     form = form(input)
-    candidates = candidates || candidates()
+    decide(n, candidates || candidates(), "", &predict(&1, n, k, form, as))
+  end
+
+  # The plan among `candidates` for n elements: small inputs on the CPU backend without measuring,
+  # else the device of least predicted time (`predict.(device)`), `what` naming the work.
+  defp decide(n, candidates, what, predict) do
+    cpu = Enum.find(candidates, &(&1.backend == :cpu))
 
     cond do
       candidates == [] ->
         raise ArgumentError, "no usable device to plan on"
 
-      n < @small and Enum.any?(candidates, &(&1.backend == :cpu)) ->
-        cpu = Enum.find(candidates, &(&1.backend == :cpu))
+      n < @small and cpu != nil ->
         small_plan(cpu, n)
 
-      length(candidates) == 1 ->
-        [only] = candidates
-        predictions = [predict(only, n, k, form, as)]
-        finish(predictions, "#{describe(only)} is the only candidate")
-
       true ->
-        predictions = candidates |> Enum.map(&predict(&1, n, k, form, as)) |> Enum.sort_by(& &1.seconds)
-        [best, next | _] = predictions
+        [best | rest] = predictions = candidates |> Enum.map(predict) |> Enum.sort_by(& &1.seconds)
 
-        finish(
-          predictions,
-          "#{describe(best.device)} is predicted fastest for #{n} elements " <>
-            "(#{fmt(best.seconds)} s against #{fmt(next.seconds)} s on #{describe(next.device)})"
-        )
+        reason =
+          case rest do
+            [] ->
+              "#{describe(best.device)} is the only candidate"
+
+            [next | _] ->
+              "#{describe(best.device)} is predicted fastest for #{n} elements#{what} " <>
+                "(#{fmt(best.seconds)} s against #{fmt(next.seconds)} s on #{describe(next.device)})"
+          end
+
+        %__MODULE__{device: best.device, seconds: best.seconds, predictions: predictions, reason: reason}
     end
   end
 
@@ -104,23 +109,23 @@ defmodule Accel.Placement do
   # The {backend, id} an :auto call runs on, and the plan to report to observe/2 when it ends (nil
   # where there was nothing to choose: one candidate, or a small input on the CPU backend).
   def choose(input, opts) do
+    candidates = candidates()
+
     cond do
       small?(input) and cpu?() ->
         {{:cpu, 0}, nil}
+
+      match?([_], candidates) ->
+        [only] = candidates
+        {{only.backend, only.id}, nil}
 
       # malformed: the call raises its documented error wherever it goes
       count(input) == nil ->
         {{:auto, -1}, nil}
 
       true ->
-        case candidates() do
-          [only] ->
-            {{only.backend, only.id}, nil}
-
-          _ ->
-            plan = plan(input, opts)
-            {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
-        end
+        plan = plan(input, opts)
+        {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
     end
   end
 
@@ -152,13 +157,8 @@ defmodule Accel.Placement do
   defp proper_length(_tail, _n), do: nil
 
   @doc false
-  def cpu?, do: match?({:cpu, 0}, :persistent_term.get({__MODULE__, :cpu}, nil)) or remember_cpu()
-
-  defp remember_cpu do
-    available = Enum.any?(Accel.backends(), &(&1.name == :cpu and &1.available))
-    if available, do: :persistent_term.put({__MODULE__, :cpu}, {:cpu, 0})
-    available
-  end
+  # Whether the CPU backend is usable: it is a candidate wherever it is.
+  def cpu?, do: Enum.any?(candidates(), &(&1.backend == :cpu))
 
   @doc false
   # A call the plan chose took `seconds`: the chosen device's correction follows it.
@@ -184,27 +184,8 @@ defmodule Accel.Placement do
   # its input types, `time.(device, len)` runs it on the call's first `len` elements on `device`
   # and returns the seconds taken, result downloaded. Each device's model of the kernel is two such
   # prefixes (4096 elements and up to 65536), timed on first use after a run that compiles it there.
-  def plan_kernel(key, n, candidates, time) do
-    cond do
-      n < @small and Enum.any?(candidates, &(&1.backend == :cpu)) ->
-        small_plan(Enum.find(candidates, &(&1.backend == :cpu)), n)
-
-      length(candidates) == 1 ->
-        [only] = candidates
-        finish([predict_kernel(only, key, n, time)], "#{describe(only)} is the only candidate")
-
-      true ->
-        [best, next | _] =
-          predictions =
-          candidates |> Enum.map(&predict_kernel(&1, key, n, time)) |> Enum.sort_by(& &1.seconds)
-
-        finish(
-          predictions,
-          "#{describe(best.device)} is predicted fastest for #{n} elements of this kernel " <>
-            "(#{fmt(best.seconds)} s against #{fmt(next.seconds)} s on #{describe(next.device)})"
-        )
-    end
-  end
+  def plan_kernel(key, n, candidates, time),
+    do: decide(n, candidates, " of this kernel", &predict_kernel(&1, key, n, time))
 
   defp predict_kernel(device, key, n, time) do
     model_key = {key, device_key(device)}
@@ -337,9 +318,6 @@ defmodule Accel.Placement do
       reason: "#{n} elements are below #{@small}: the CPU backend, since no device trip pays for so few"
     }
   end
-
-  defp finish([best | _] = predictions, reason),
-    do: %__MODULE__{device: best.device, seconds: best.seconds, predictions: predictions, reason: reason}
 
   defp predict(device, n, k, form, as) do
     m = model(device)

@@ -243,10 +243,8 @@ defmodule Accel.Kernel.Map do
         place
 
       nil ->
+        # backend: :auto with no device never arrives here: Map.run and Source.run resolve it
         case {opts[:backend], opts[:device]} do
-          {:auto, nil} ->
-            with %Accel.Device{backend: b, id: id} <- Accel.default_device(), do: {b, id}
-
           {:auto, %Accel.Device{backend: b, id: id}} ->
             {b, id}
 
@@ -475,7 +473,11 @@ defmodule Accel.Kernel.Map do
     IO.iodata_to_binary(Enum.reverse([binary_part(bin, pos, byte_size(bin) - pos) | parts]))
   end
 
-  defp width(:u8), do: 1
-  defp width(t) when t in [:s32, :f32], do: 4
-  defp width(_), do: 8
+  @doc "The element types kernels read and write."
+  def types, do: @types
+
+  @doc "Bytes per element of `type`."
+  def width(:u8), do: 1
+  def width(t) when t in [:s32, :f32], do: 4
+  def width(_), do: 8
 end

@@ -20,7 +20,7 @@ defmodule Accel.Kernel.Source do
   builds on).
   """
 
-  @types [:s64, :f64, :f32, :s32, :u8]
+  @types Accel.Kernel.Map.types()
 
   defstruct [:backend, :source, :name, :arity, :inputs, :output, :scalars, :key]
 
@@ -170,7 +170,7 @@ defmodule Accel.Kernel.Source do
       if backend == :cuda, do: Accel.Kernel.Native.cuda_code(kernel.key, kernel.source, device, kernel.name)
 
     tensors = Enum.map(inputs, &Accel.Kernel.Map.tensor_of(&1, backend, device))
-    sizes = for type <- kernel.scalars, into: <<>>, do: <<width(type)>>
+    sizes = for type <- kernel.scalars, into: <<>>, do: <<Accel.Kernel.Map.width(type)>>
     uses_f64 = :f64 in [kernel.output | kernel.inputs ++ kernel.scalars]
 
     kterm =
@@ -224,10 +224,6 @@ defmodule Accel.Kernel.Source do
   defp scalar(:f32, v) when is_number(v) and abs(v) <= 3.4028234663852886e38, do: <<v * 1.0::float-native-32>>
 
   defp scalar(_type, _v), do: nil
-
-  defp width(:u8), do: 1
-  defp width(t) when t in [:s32, :f32], do: 4
-  defp width(_), do: 8
 
   defp language(:opencl), do: "OpenCL C"
   defp language(:cuda), do: "CUDA C++"
