@@ -19,8 +19,8 @@ defmodule Accel.Placement do
   measured to predicted time of the calls `:auto` makes (large ones only), so a model that
   calibration got wrong converges on what the calls show.
 
-  A kernel of `Accel.map/3` has its own model per device and input types: the call's first 4096
-  and first 65536 elements (or fewer) timed on each device, result downloaded, after a run that
+  A kernel of `Accel.map/3` has its own model per device and input types: the call's first 2^17
+  and first 2^20 elements (or fewer) timed on each device, result downloaded, after a run that
   compiles it there; the slope is its cost per element, transfers included.
 
   Calibrations are kept per machine (its devices and Accel's version) in the kernel cache
@@ -183,14 +183,14 @@ defmodule Accel.Placement do
   # The plan for Accel.map/3 with a kernel (Accel.Kernel.Map.plan/3): `key` names the kernel and
   # its input types, `time.(device, len)` runs it on the call's first `len` elements on `device`
   # and returns the seconds taken, result downloaded. Each device's model of the kernel is two such
-  # prefixes (4096 elements and up to 65536), timed on first use after a run that compiles it there.
+  # prefixes (2^17 elements and up to 2^20), timed on first use after a run that compiles it there.
   def plan_kernel(key, n, candidates, time),
     do: decide(n, candidates, " of this kernel", &predict_kernel(&1, key, n, time))
 
   defp predict_kernel(device, key, n, time) do
     model_key = {key, device_key(device)}
 
-    m = measured(model_key, fn -> calibrate_kernel(min(n, 65_536), &time.(device, &1)) end)
+    m = measured(model_key, fn -> calibrate_kernel(min(n, @calibration_n), &time.(device, &1)) end)
 
     compute = n * m.per_element * m.correction
 
@@ -206,12 +206,18 @@ defmodule Accel.Placement do
     }
   end
 
+  # Prefixes of 2^17 and 2^20 elements, as for the logistic map: below that, a CPU call's time is
+  # mostly waking threads and mapping fresh pages, and the slope said PoCL was as fast as the CPU
+  # backend on a kernel where it is 10x slower.
   defp calibrate_kernel(large, time) do
-    small = min(@small, large)
-    _compile = time.(small)
-    t_small = Enum.min(for _ <- 1..2, do: time.(small))
-    t_large = if large > small, do: Enum.min(for(_ <- 1..2, do: time.(large))), else: t_small
-    per = if large > small, do: max(t_large - t_small, 0.0) / (large - small), else: t_large / large
+    small = min(div(@calibration_n, 8), large)
+    _compile = time.(min(@small, large))
+    t_small = Enum.min(for _ <- 1..3, do: time.(small))
+    t_large = if large > small, do: Enum.min(for(_ <- 1..3, do: time.(large))), else: t_small
+    slope = if large > small, do: (t_large - t_small) / (large - small), else: 0.0
+    # no slope to see (the larger call as fast as the smaller: buffers of 2 MiB and more are reused,
+    # smaller ones mapped afresh): at most the larger call's time per element
+    per = if slope > 0, do: slope, else: t_large / large
     %{latency: max(t_small - per * small, 0.0), per_element: per, correction: 1.0, observed: 0}
   end
 
