@@ -6,14 +6,14 @@
 #   * the first call's cost: lowering is done at compile time, so it is specialisation plus the
 #     device compile (g++ into an empty cache on :cpu, the OpenCL build), and the first call in a
 #     second VM, which finds the CPU kernel in the disk cache.
-# Writes bench/results/kernels.md (kernels_N.md for another --elements N).
+# Writes bench/results/kernels.md (kernels_N.md for another --elements N, kernels_TAG.md with --tag).
 #
-#   mix run bench/kernels.exs [--runs 5] [--elements N]
+#   mix run bench/kernels.exs [--runs 5] [--elements N] [--tag TAG]
 require Accel
 
 defmodule KernelBench do
   def main(args) do
-    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, elements: :integer])
+    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, elements: :integer, tag: :string])
     n = opts[:elements] || 0x2000000
     runs = opts[:runs] || 5
     backends = for %{name: b, available: true} <- Accel.backends(), b in [:cpu, :opencl, :cuda], do: b
@@ -53,7 +53,13 @@ defmodule KernelBench do
     """
 
     IO.puts(report)
-    name = if n == 0x2000000, do: "kernels.md", else: "kernels_#{n}.md"
+    name =
+      cond do
+        opts[:tag] -> "kernels_#{opts[:tag]}.md"
+        n == 0x2000000 -> "kernels.md"
+        true -> "kernels_#{n}.md"
+      end
+
     path = Path.expand("results/" <> name, __DIR__)
     File.write!(path, "# Accel.Kernel benchmark\n\n" <> report)
     IO.puts("wrote #{path}")

@@ -2,12 +2,13 @@
 # against every fixed device, for the logistic map (10 iterations, binary in and out) at several
 # sizes; same run, rows timed round-robin (each run times every row once), results checked
 # identical. The model is calibrated first (its time reported apart), as a VM's first :auto call
-# would, then every :auto call refines it. Writes bench/results/placement.md.
+# would, then every :auto call refines it. Writes bench/results/placement.md (placement_TAG.md with
+# --tag).
 #
-#   mix run bench/placement.exs [--runs 11]
+#   mix run bench/placement.exs [--runs 11] [--tag TAG]
 defmodule PlacementBench do
   def main(args) do
-    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer])
+    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, tag: :string])
     runs = opts[:runs] || 11
     sizes = [10, 1_000, 100_000, 10_000_000, 0x2000000]
     # every usable device, PoCL included: the model must tell it is slower
@@ -74,7 +75,8 @@ defmodule PlacementBench do
     """
 
     IO.puts(report)
-    path = Path.expand("results/placement.md", __DIR__)
+    name = if opts[:tag], do: "placement_#{opts[:tag]}.md", else: "placement.md"
+    path = Path.expand("results/" <> name, __DIR__)
     File.write!(path, "# Placement benchmark\n\n" <> report)
     IO.puts("wrote #{path}")
   end
