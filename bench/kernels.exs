@@ -53,6 +53,7 @@ defmodule KernelBench do
     """
 
     IO.puts(report)
+
     name =
       cond do
         opts[:tag] -> "kernels_#{opts[:tag]}.md"

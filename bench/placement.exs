@@ -17,7 +17,7 @@ defmodule PlacementBench do
     Accel.Placement.reset()
     {calibration, _} = :timer.tc(fn -> Accel.plan(1..1_000_000, :logistic_map, devices: fixed) end)
 
-    rows =
+    {rows, predicted} =
       Enum.map(sizes, fn n ->
         bin = Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu)
         plan = Accel.plan(bin, :logistic_map, devices: fixed)
@@ -36,11 +36,15 @@ defmodule PlacementBench do
         m = medians(calls, runs, max(1, div(100_000, n)))
         best = fixed |> Enum.map(&m[label(&1)]) |> Enum.min()
 
-        "| #{n} | #{label(plan.device)} | #{f(m[:auto])} | #{f(m[:all])} | #{f(m[:every])} | " <>
-          Enum.map_join(fixed, " | ", &f(m[label(&1)])) <>
-          " | #{Float.round(m[:auto] / best, 2)}x | #{Float.round(m[:all] / best, 2)}x | " <>
-          "#{Float.round(m[:every] / best, 2)}x |"
+        row =
+          "| #{n} | #{label(plan.device)} | #{f(m[:auto])} | #{f(m[:all])} | #{f(m[:every])} | " <>
+            Enum.map_join(fixed, " | ", &f(m[label(&1)])) <>
+            " | #{Float.round(m[:auto] / best, 2)}x | #{Float.round(m[:all] / best, 2)}x | " <>
+            "#{Float.round(m[:every] / best, 2)}x |"
+
+        {row, "| #{n} | " <> Enum.map_join(fixed, " | ", &predicted(plan, &1, m[label(&1)])) <> " |"}
       end)
+      |> Enum.unzip()
 
     kernel_rows = kernel_rows(sizes, fixed, runs)
 
@@ -63,6 +67,13 @@ defmodule PlacementBench do
     #{Enum.join(rows, "\n")}
 
     Devices: #{Enum.map_join(fixed, "; ", &"#{label(&1)} = #{&1.name}")}.
+
+    What the plan over all devices predicted for each, against the median measured above
+    (predicted / measured; below 4096 elements the plan predicts nothing: the CPU backend):
+
+    | elements | #{Enum.map_join(fixed, " | ", &"#{label(&1)}, predicted s (ratio)")} |
+    |---:|#{Enum.map_join(fixed, "", fn _ -> "---:|" end)}
+    #{Enum.join(predicted, "\n")}
 
     ## A user kernel: `Accel.map(bin, Accel.kernel(fn x -> rem(x * x + 7, 1_000_003) end))`
 
@@ -101,6 +112,13 @@ defmodule PlacementBench do
       "| #{n} | #{label(plan.device)} | #{f(m[:auto])} | " <>
         Enum.map_join(fixed, " | ", &f(m[label(&1)])) <> " | #{Float.round(m[:auto] / best, 2)}x |"
     end)
+  end
+
+  defp predicted(plan, device, measured) do
+    case Enum.find(plan.predictions, &(&1.device == device)) do
+      %{seconds: s} when s > 0 -> "#{f(s)} (#{Float.round(s / measured, 2)}x)"
+      _ -> "-"
+    end
   end
 
   defp label(%Accel.Device{backend: :cpu}), do: :cpu

@@ -329,7 +329,8 @@ defmodule Accel do
   end
 
   # Several devices: each takes a share sized by the cost model (Accel.Placement.split/3), then
-  # the tail's pieces go to whichever is free.
+  # the tail's pieces go to whichever is free; or the best of them alone, where the model (and
+  # what earlier shared calls showed) says sharing would not pay.
   defp logistic_map_spread(input, opts, as, devices) do
     input = if is_list(input), do: Accel.NIF.int64_binary(input), else: input
     _count = Accel.NIF.int64_output_count(input, as)
@@ -337,8 +338,16 @@ defmodule Accel do
     call_opts = Keyword.take(opts, [:p, :mu, :iterations, :chunk_size, :max_bytes])
 
     case Accel.Placement.split(input, devices, iterations: opts[:iterations], as: as) do
-      {[device], _all} -> logistic_map(input, [device: device, as: as] ++ call_opts)
-      {devices, pieces} -> logistic_map_pieces(input, as, call_opts, devices, List.to_tuple(pieces))
+      {[device], _all, nil} ->
+        logistic_map(input, [device: device, as: as] ++ call_opts)
+
+      # the shared call's time corrects the model of sharing among these devices
+      {devices, pieces, plan} ->
+        {us, result} =
+          :timer.tc(fn -> logistic_map_pieces(input, as, call_opts, devices, List.to_tuple(pieces)) end)
+
+        Accel.Placement.observe(plan, us / 1.0e6)
+        result
     end
   end
 
@@ -358,7 +367,9 @@ defmodule Accel do
   # The devices `device: :all` spreads a call over: every usable device of `backend` (or of every
   # backend for :auto), less OpenCL devices on the host's CPU when the CPU backend takes part. Those
   # run on the same cores as the CPU backend, ~10x slower (PoCL here), so they only take cores from
-  # it: with them, device: :all was 2.9x slower than the CPU backend alone on this machine.
+  # it: with them, device: :all was 2.9x slower than the CPU backend alone on this machine. Also
+  # less an OpenCL device named as a CUDA device is: NVIDIA's OpenCL driver shows the GPUs CUDA
+  # drives, and one GPU taken twice only contends with itself.
   # Devices are discovered once per VM, so the list is kept: asking the NIF costs a dirty
   # scheduler's round trip (13 us), 4% of a 10^5-element call.
   @doc false
@@ -368,7 +379,14 @@ defmodule Accel do
     with nil <- :persistent_term.get(key, nil) do
       devices = Enum.filter(devices(), &(backend in [:auto, &1.backend]))
       host = Enum.any?(devices, &(&1.backend == :cpu))
-      chosen = Enum.reject(devices, &(host and &1.backend == :opencl and &1.type == :cpu))
+      cuda_gpus = for %{backend: :cuda, name: name} <- devices, do: name
+
+      chosen =
+        Enum.reject(devices, fn d ->
+          # PoCL on the CPU backend's cores; NVIDIA's OpenCL view of a GPU that CUDA drives
+          d.backend == :opencl and ((host and d.type == :cpu) or d.name in cuda_gpus)
+        end)
+
       :persistent_term.put(key, chosen)
       chosen
     end

@@ -24,7 +24,8 @@ defmodule Accel.PlacementTest do
     assert Placement.calibrations() == %{}
   end
 
-  @tag :opencl
+  # PoCL: an OpenCL device on the CPU backend's own cores, ~10x slower (a GPU host has none)
+  @tag :pocl
   test "the CPU backend over PoCL, from predictions that add up" do
     plan = Accel.plan(1..1_000_000, :logistic_map, devices: [pocl(), cpu()], as: :binary)
     assert plan.device == cpu()
@@ -100,7 +101,7 @@ defmodule Accel.PlacementTest do
     assert Placement.calibrations()[key].observed == 2
   end
 
-  @tag :opencl
+  @tag :pocl
   test "a kernel has its own model per device, from prefixes of the call's input" do
     require Accel
     k = Accel.kernel(fn x -> rem(x * x + 7, 1_000_003) end)
@@ -125,14 +126,50 @@ defmodule Accel.PlacementTest do
     assert Accel.map(1..10_000, k) == Enum.map(1..10_000, &rem(&1 * &1 + 7, 1_000_003))
   end
 
+  # Sharing a call between devices has its own correction, per set of devices, learnt from the
+  # calls that shared: the shared call's time against its prediction.
+  @tag :pocl
+  test "a device list shares a call only while the calls that shared show that it pays" do
+    devices = [cpu(), pocl()]
+    huge = 1..100_000_000
+    # predicted from the devices' models alone: at 10^8 elements PoCL's share pays for itself
+    assert {^devices, pieces, %Placement{predictions: [p]} = plan} = Placement.split(huge, devices, as: :binary)
+    assert length(pieces) > 2 and p.seconds > 0
+    assert Placement.calibrations()[p.model] == %{correction: 1.0, observed: 0}
+
+    # a shared call far faster than predicted: a smaller call shares too, and teaches the model
+    Placement.observe(plan, p.host + (p.seconds - p.host) / 1000)
+    want = Accel.logistic_map(1..1_000_000, backend: :cpu, as: :binary)
+    assert Accel.logistic_map(1..1_000_000, device: devices, as: :binary) == want
+    assert Placement.calibrations()[p.model].observed == 2
+
+    # shared calls far slower than predicted: the best device alone, the whole call its one piece
+    alone =
+      Enum.find_value(1..6, fn _ ->
+        case Placement.split(huge, devices, as: :binary) do
+          {_, _, nil} = alone ->
+            alone
+
+          {_, _, %Placement{predictions: [q]} = shared} ->
+            Placement.observe(shared, q.host + 100 * (q.seconds - q.host))
+            nil
+        end
+      end)
+
+    assert alone == {[cpu()], [{0, 100_000_000}], nil}
+    assert Accel.logistic_map(1..1_000_000, device: devices, as: :binary) == want
+  end
+
   # A host with two candidates, as a GPU host has: the list :auto chooses from, set to the CPU
-  # backend and PoCL for the test (both real devices; the list is kept per VM).
+  # backend and another device (PoCL where there is one; both real devices; the list is kept per
+  # VM).
   @tag :opencl
   test "with two candidates, :auto runs where the plan says and learns from the call" do
     require Accel
     key = {Accel, :co_execution_devices, :auto}
     saved = :persistent_term.get(key, nil)
-    :persistent_term.put(key, [pocl(), cpu()])
+    other = pocl() || Enum.find(Accel.devices(), &(&1.backend == :opencl))
+    :persistent_term.put(key, [other, cpu()])
 
     try do
       # the plan the call will make (the models are measured here, so it is the same)

@@ -17,7 +17,16 @@ no_nvrtc =
       [:nvrtc]
   end
 
-ExUnit.start(exclude: unavailable ++ no_nvrtc)
+# Tests that compare the CPU backend with PoCL (an OpenCL device on the same cores, much slower).
+no_pocl =
+  if Enum.any?(Accel.devices(), &(&1.backend == :opencl and &1.type == :cpu)) do
+    []
+  else
+    IO.puts("Excluding tests tagged :pocl: no OpenCL device on the host's CPU")
+    [:pocl]
+  end
+
+ExUnit.start(exclude: unavailable ++ no_nvrtc ++ no_pocl)
 
 # Compiled CPU kernels (Accel.Kernel) go to a cache inside the build, not the user's cache.
 Application.put_env(:accel, :kernel_cache, Path.join(Mix.Project.build_path(), "kernel_cache"))

@@ -12,10 +12,12 @@ defmodule Accel.Placement do
 
   where `upload` is left out for a `Range` (devices generate it) and the host conversion (a
   list decoded or built) is the same whatever the device. The terms are measured once per
-  device, on first use, by calls at two sizes (2^17 and 2^20 elements, binary and range input,
-  with and without iterations; 0.2-0.6 s for the CPU backend and PoCL together on a 2-core
-  machine, not yet measured on a GPU), as StarPU and Qilin fit a device's time to the input size:
-  the slope between the sizes is the cost per element, the rest the latency. `correction` starts at 1 and follows the ratio of
+  device, on first use, by calls at two sizes (2^17 and 2^23 elements, binary and range input,
+  with and without iterations), as StarPU and Qilin fit a device's time to the input size: the
+  slope between the sizes is the cost per element, the rest the latency. The larger size is
+  large on purpose: at 2^20 elements (8 MB) data still fits a server's caches and a GPU's
+  pageable copies run faster than they do at scale, and on a 16-core H100 host that model put
+  CUDA ahead of the CPU backend for calls where it is 2x slower. `correction` starts at 1 and follows the ratio of
   measured to predicted time of the calls `:auto` makes (large ones only), so a model that
   calibration got wrong converges on what the calls show.
 
@@ -50,7 +52,12 @@ defmodule Accel.Placement do
           reason: String.t()
         }
 
-  @calibration_n 1_048_576
+  # the logistic map's calibration sizes: one for latency, one for the bulk rate
+  @latency_n 131_072
+  @bulk_n 8_388_608
+  # a kernel's model times prefixes of the call's input up to this many elements, and the host's
+  # list conversion is timed at this size
+  @prefix_n 1_048_576
   @calibration_k 10
   # an observation moves the correction this far (in log space) towards what it shows
   @learning 0.3
@@ -190,7 +197,7 @@ defmodule Accel.Placement do
   defp predict_kernel(device, key, n, time) do
     model_key = {key, device_key(device)}
 
-    m = measured(model_key, fn -> calibrate_kernel(min(n, @calibration_n), &time.(device, &1)) end)
+    m = measured(model_key, fn -> calibrate_kernel(min(n, @prefix_n), &time.(device, &1)) end)
 
     compute = n * m.per_element * m.correction
 
@@ -210,7 +217,7 @@ defmodule Accel.Placement do
   # mostly waking threads and mapping fresh pages, and the slope said PoCL was as fast as the CPU
   # backend on a kernel where it is 10x slower.
   defp calibrate_kernel(large, time) do
-    small = min(div(@calibration_n, 8), large)
+    small = min(@latency_n, large)
     _compile = time.(min(@small, large))
     t_small = Enum.min(for _ <- 1..3, do: time.(small))
     t_large = if large > small, do: Enum.min(for(_ <- 1..3, do: time.(large))), else: t_small
@@ -226,24 +233,57 @@ defmodule Accel.Placement do
   # throughput (elements per second, from the model) sets its share of the first 80%, one piece
   # each; the rest is cut into pieces that whichever device is free takes (work stealing at the
   # tail, so that a misprediction costs a piece, not a share). A device whose share would be
-  # below 2% is left out: it would only make the others wait. Returns {devices, pieces}: the
-  # devices kept, and [{offset, length}], the first length(devices) of them theirs.
+  # below 2% is left out: it would only make the others wait.
+  #
+  # Sharing must also pay: the devices contend for the host's memory and cores (a GPU's pageable
+  # copies are the host's memcpy), which the per-device models do not see. So the time of the
+  # shared call (the slowest device's share) has a correction of its own, per set of devices,
+  # learnt from the calls that shared (observe/2 with the plan returned); where the corrected
+  # time is no better than the best device's alone, the call runs on that device alone.
+  #
+  # Returns {devices, pieces, plan}: the devices kept, [{offset, length}] (the first
+  # length(devices) of them theirs), and the plan to observe the shared call with (nil for one
+  # device).
   def split(input, devices, opts) do
     count = count(input)
-    k = Keyword.get(opts, :iterations, 10)
+    {k, form} = {Keyword.get(opts, :iterations, 10), form(input)}
     as = Keyword.get(opts, :as, :binary)
+    device_time = fn d, n -> predict(d, n, k, form, as) |> then(&(&1.seconds - &1.host)) end
 
     # throughput at this size, or at 2^20 elements for a smaller call (whose rate is all latency)
-    at = max(count, @calibration_n)
+    at = max(count, @prefix_n)
+    rates = for d <- devices, do: {d, at / max(device_time.(d, at), 1.0e-9)}
 
-    rates =
-      for d <- devices do
-        p = predict(d, at, k, form(input), as)
-        {d, at / max(p.latency + p.transfer + p.compute, 1.0e-9)}
-      end
+    case pieces(count, rates) do
+      {[_], _pieces} = one ->
+        Tuple.append(one, nil)
 
-    pieces(count, rates)
+      {kept, pieces} ->
+        {best, alone} = kept |> Enum.map(&{&1, device_time.(&1, count)}) |> Enum.min_by(&elem(&1, 1))
+        key = {:co_execution, kept |> Enum.map(&device_key/1) |> Enum.sort()}
+        m = measured(key, fn -> %{correction: 1.0, observed: 0} end)
+        total = kept |> Enum.map(&rate_of(rates, &1)) |> Enum.sum()
+        # each device's share of the whole, at its own latency and rate
+        shared = kept |> Enum.map(&device_time.(&1, count * rate_of(rates, &1) / total)) |> Enum.max()
+        host = host_seconds(count, form, as)
+
+        if shared * m.correction < alone do
+          prediction = %{
+            model: key,
+            device: kept,
+            n: count,
+            seconds: host + shared * m.correction,
+            host: host
+          }
+
+          {kept, pieces, %__MODULE__{device: kept, seconds: prediction.seconds, predictions: [prediction]}}
+        else
+          {[best], [{0, count}], nil}
+        end
+    end
   end
+
+  defp rate_of(rates, device), do: rates |> List.keyfind(device, 0) |> elem(1)
 
   @doc false
   # The pure part of split/3: rates [{device, elements per second}].
@@ -365,7 +405,7 @@ defmodule Accel.Placement do
   # device's first use, which is not the model's to predict): the slopes between the sizes are the
   # per-element costs, so that fixed costs (threads woken, buffers mapped) stay in the latency.
   defp calibrate(device) do
-    {small, large} = {div(@calibration_n, 8), @calibration_n}
+    {small, large} = {@latency_n, @bulk_n}
     bin = Accel.logistic_map(1..large, iterations: 0, as: :binary, backend: :cpu)
 
     run = fn input, k ->
@@ -397,7 +437,7 @@ defmodule Accel.Placement do
   end
 
   defp calibrate_host do
-    n = @calibration_n
+    n = @prefix_n
     bin = Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu)
     list = Accel.NIF.int64_list(bin)
     decode = best_of(2, fn -> Accel.NIF.int64_binary(list) end) / n
