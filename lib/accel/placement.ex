@@ -16,20 +16,35 @@ defmodule Accel.Placement do
   with and without iterations), as StarPU and Qilin fit a device's time to the input size: the
   slope between the sizes is the cost per element, the rest the latency. The larger size is
   large on purpose: at 2^20 elements (8 MB) data still fits a server's caches and a GPU's
-  pageable copies run faster than they do at scale, and on a 16-core H100 host that model put
-  CUDA ahead of the CPU backend for calls where it is 2x slower. `correction` starts at 1 and follows the ratio of
-  measured to predicted time of the calls `:auto` makes (large ones only), so a model that
-  calibration got wrong converges on what the calls show.
+  pageable copies run faster than they do at scale. Each device's first calls at the larger
+  size run untimed (a device's first calls at a size map fresh memory and ran 3x slower on a
+  16-core host), and each device is timed 50 ms after the last one's calls (an OpenCL runtime's
+  threads stay busy a while). Calibrating the CPU backend and one CUDA GPU took 0.8 s on an H100
+  host.
+
+  `correction` starts at 1 and follows the ratio of measured to predicted time of the calls
+  `:auto` makes (large ones only), so a model that calibration got wrong converges on what the
+  calls show. A device that is never chosen would never be corrected, so one planned call in 32
+  runs on the runner-up where it is predicted within 4x of the best (at most 3/32 of a call's
+  time in 32, where the prediction was right): its `:reason` says so.
 
   A kernel of `Accel.map/3` has its own model per device and input types: the call's first 2^17
-  and first 2^20 elements (or fewer) timed on each device, result downloaded, after a run that
-  compiles it there; the slope is its cost per element, transfers included.
+  and first 2^20 elements (or fewer) timed on each device, result downloaded, after runs that
+  compile it there; the slope is its cost per element, transfers included.
+
+  `device: :all`, and a list of devices, share a call in proportion to the devices'
+  predicted throughput while sharing is predicted to beat the best of them alone. Devices sharing
+  a call contend for the host's memory and cores (a GPU's pageable copies are the host's memcpy),
+  which no single device's model sees, so a set of devices has a correction of its own, learnt
+  from its shared calls as above; once it says sharing does not pay, the call runs on the best
+  device alone.
 
   Calibrations are kept per machine (its devices and Accel's version) in the kernel cache
   directory (see `Accel.Kernel`), so a new VM does not measure again; `reset/0` forgets them.
 
   Candidates are the devices `device: :all` would use: every usable device, less OpenCL devices on
-  the host's CPU when the CPU backend is there (they share its cores and are slower). Inputs below
+  the host's CPU when the CPU backend is there (they share its cores and are slower) and less
+  NVIDIA's OpenCL view of a GPU that CUDA drives (the same GPU twice). Inputs below
   #{@small} elements run on the CPU backend without asking: no device trip pays for so little.
   Nothing is logged.
 
@@ -61,6 +76,11 @@ defmodule Accel.Placement do
   @calibration_k 10
   # an observation moves the correction this far (in log space) towards what it shows
   @learning 0.3
+  # one planned call in this many runs on the runner-up instead, where it is predicted within
+  # @explore_within of the best, so that a device's model is corrected by calls even when a bad
+  # calibration made it look slower than it is (the cost: at most 3/32 of a call in 32)
+  @explore_every 32
+  @explore_within 4.0
   # calls below this many elements are too short to correct the model with
   @observe_min 32_768
 
@@ -131,10 +151,31 @@ defmodule Accel.Placement do
         {{:auto, -1}, nil}
 
       true ->
-        plan = plan(input, opts)
+        plan = input |> plan(opts) |> explore()
         {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
     end
   end
+
+  @doc false
+  # The plan a call follows: now and then the runner-up's (see @explore_every). Only calls the
+  # model learns from (observe/2) explore.
+  def explore(%__MODULE__{predictions: [best, next | _]} = plan)
+      when best.n >= @observe_min and next.seconds < @explore_within * best.seconds do
+    table()
+
+    if rem(:ets.update_counter(__MODULE__, {:meta, :planned}, 1, {{:meta, :planned}, 0}), @explore_every) == 0 do
+      %{
+        plan
+        | device: next.device,
+          seconds: next.seconds,
+          reason: "exploring: #{describe(next.device)}, the runner-up, takes one call in #{@explore_every}"
+      }
+    else
+      plan
+    end
+  end
+
+  def explore(plan), do: plan
 
   @doc false
   # Whether `input` is too small for any device trip to pay (for device: :all too): never raises,
@@ -219,6 +260,10 @@ defmodule Accel.Placement do
   defp calibrate_kernel(large, time) do
     small = min(@latency_n, large)
     _compile = time.(min(@small, large))
+    # untimed: a device's first calls at a size run slower (fresh memory mapped for the output;
+    # a 16-core host's first 10^7-element calls took 3x the later ones)
+    Enum.each(1..2, fn _ -> time.(large) end)
+    settle()
     t_small = Enum.min(for _ <- 1..3, do: time.(small))
     t_large = if large > small, do: Enum.min(for(_ <- 1..3, do: time.(large))), else: t_small
     slope = if large > small, do: (t_large - t_small) / (large - small), else: 0.0
@@ -330,7 +375,8 @@ defmodule Accel.Placement do
   @doc """
   The calibrations this VM holds, by device (`{backend, id, name}`) and `:host`: seconds of
   latency, seconds per element to upload, download and compute one iteration, the correction
-  learnt from calls, and how many calls taught it.
+  learnt from calls, and how many calls taught it; also each kernel's models, by kernel and
+  device, and the sharing corrections, by `{:co_execution, devices}`.
   """
   @spec calibrations() :: %{optional(term()) => map()}
   def calibrations do
@@ -413,6 +459,9 @@ defmodule Accel.Placement do
     end
 
     _warm = run.(binary_part(bin, 0, 8), @calibration_k)
+    # untimed, as for a kernel's model: the first calls at a size run slower
+    Enum.each(1..2, fn _ -> Accel.logistic_map(bin, device: device, iterations: 0, as: :binary) end)
+    settle()
     slope = fn t_small, t_large -> max(t_large - t_small, 0.0) / (large - small) end
     {copy_small, copy_large} = {run.(binary_part(bin, 0, small * 8), 0), run.(bin, 0)}
     {range_small, range_large} = {run.(1..small, 0), run.(1..large, 0)}
@@ -444,6 +493,11 @@ defmodule Accel.Placement do
     encode = best_of(2, fn -> Accel.NIF.int64_list(bin) end) / n
     %{decode: decode, encode: encode}
   end
+
+  # An OpenCL runtime's threads (PoCL's here) stay busy for tens of milliseconds after its calls,
+  # and would slow the next device's measurements: the CPU backend's compute cost came out half
+  # PoCL's, not a tenth, in one calibration of twelve.
+  defp settle, do: Process.sleep(50)
 
   defp best_of(runs, fun) do
     1..runs

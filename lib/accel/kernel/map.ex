@@ -59,7 +59,7 @@ defmodule Accel.Kernel.Map do
           launch.(Keyword.put(opts, :device, only))
 
         candidates ->
-          plan = plan_inputs(kernel, inputs, candidates)
+          plan = kernel |> plan_inputs(inputs, candidates) |> Accel.Placement.explore()
           {us, result} = :timer.tc(fn -> launch.(Keyword.put(opts, :device, plan.device)) end)
           Accel.Placement.observe(plan, us / 1.0e6)
           result
