@@ -200,7 +200,10 @@ defmodule LogisticMapBench do
 
         receive do
           {:sample, seconds, :ok} ->
-            Process.demonitor(ref, [:flush])
+            # the sample's process gone, its binaries released, before the next one starts: else
+            # the next sample's buffers race its release and some map fresh memory (on the
+            # 16-core host, binary -> binary samples of 29 or 60-80 ms, the C++ one's 27)
+            receive do: ({:DOWN, ^ref, :process, ^pid, _} -> :ok)
             IO.write(" #{Report.f(seconds)}")
             seconds
 
