@@ -35,10 +35,10 @@ defmodule Accel do
       doc:
         "an `Accel.Device` from `devices/0` (selects its backend too), an index into the chosen " <>
           "backend's devices, `:all` (every usable device, less OpenCL devices on the host's CPU when " <>
-          "the CPU backend takes part: they share its cores), or a list of devices. Several devices " <>
-          "co-execute the call: each takes a share sized by its measured throughput " <>
-          "(`Accel.Placement`), then the last fifth goes in pieces to whichever is free. A device " <>
-          "that does not exist raises `ArgumentError`"
+          "the CPU backend takes part, which share its cores, and less NVIDIA's OpenCL view of a GPU " <>
+          "that CUDA drives), or a list of devices. " <>
+          Accel.Placement.sharing_doc() <>
+          " A device that does not exist raises `ArgumentError`"
     ],
     chunk_size: [
       rule: {:integer, 1, nil},
@@ -289,18 +289,7 @@ defmodule Accel do
   # output that could never fit is refused. Chunks are sub-binaries or sub-ranges made when a device takes them, so only the
   # chunks in flight and the results exist at once.
   defp logistic_map_all(input, opts, as) do
-    backend = opts[:backend]
-
-    devices =
-      if is_list(opts[:device]),
-        do: devices_option!(opts[:device], backend),
-        else: co_execution_devices(backend)
-
-    case devices do
-      [] ->
-        %{detail: detail} = Enum.find(backends(), &(&1.name == backend))
-        raise ArgumentError, "backend #{inspect(backend)} is unavailable: #{detail}"
-
+    case sharing_devices!(opts[:device], opts[:backend]) do
       # One device: the direct call, which chunks for itself where it must, without the
       # dispatcher's per-chunk calls and the copy that joins their results.
       [device] ->
@@ -309,9 +298,23 @@ defmodule Accel do
           [device: device, as: as] ++ Keyword.take(opts, [:p, :mu, :iterations, :chunk_size, :max_bytes])
         )
 
-      _ ->
+      devices ->
         logistic_map_spread(input, opts, as, devices)
     end
+  end
+
+  @doc false
+  # The devices `device: :all` (co_execution_devices/1) or a list of devices names, of `backend`
+  # (:auto for any); raises where there is none.
+  def sharing_devices!(device, backend) do
+    devices = if is_list(device), do: devices_option!(device, backend), else: co_execution_devices(backend)
+
+    if devices == [] do
+      %{detail: detail} = Enum.find(backends(), &(&1.name == backend))
+      raise ArgumentError, "backend #{inspect(backend)} is unavailable: #{detail}"
+    end
+
+    devices
   end
 
   defp devices_option!(devices, backend) do

@@ -183,6 +183,62 @@ defmodule Accel.PlacementTest do
     assert Accel.logistic_map(1..1_000_000, device: devices, as: :binary) == want
   end
 
+  # Accel.map/3 over a device list: the kernel's own models size the shares; each piece runs as a
+  # chunk does, so flagged elements are recomputed on the BEAM and named by their index in the call.
+  @tag :pocl
+  test "Accel.map shares a call over a device list, with Enum.map's result" do
+    require Accel
+    devices = [cpu(), pocl()]
+    k = Accel.kernel(fn x -> x * x * x end)
+    # cubes past 2^63 at both ends: bignums in the list, recomputed on the BEAM
+    input = Enum.to_list(-3_000_000..3_000_000//3)
+    want = Enum.map(input, &(&1 * &1 * &1))
+    assert Accel.map(input, k, device: devices) == want
+
+    # sharing made to pay, whatever the models and the first call said (the kernel's models time
+    # the devices, not the BEAM's recomputing of bignums): the next call shares, and is observed
+    key = {:co_execution, devices |> Enum.map(&{&1.backend, &1.id, &1.name}) |> Enum.sort()}
+    assert %{observed: taught} = Placement.calibrations()[key]
+    prediction = %{model: key, device: devices, n: 1_000_000, seconds: 1.0, host: 0.0}
+
+    shares = fn call ->
+      for _ <- 1..3, do: Placement.observe(%Placement{device: devices, predictions: [prediction]}, 0.001)
+      assert Placement.calibrations()[key].correction == 0.1
+      before = Placement.calibrations()[key].observed
+      result = call.()
+      # the shared call was observed: it did share
+      assert Placement.calibrations()[key].observed == before + 1
+      result
+    end
+
+    assert shares.(fn -> Accel.map(input, k, device: devices) end) == want
+    assert Placement.calibrations()[key].observed == taught + 4
+
+    small = Enum.to_list(-1_000_000..999_999)
+    small_bin = for x <- small, into: <<>>, do: <<x::signed-native-64>>
+    cubes = for x <- small, into: <<>>, do: <<x * x * x::signed-native-64>>
+    assert shares.(fn -> Accel.map(small_bin, k, device: devices) end) == cubes
+
+    # a binary result must fit :s64: an element that does not is named by its index in the call,
+    # wherever the piece that holds it starts (here in the tail, past the owned shares)
+    big =
+      binary_part(small_bin, 0, 1_990_000 * 8) <>
+        <<3_000_000::signed-native-64>> <> binary_part(small_bin, 1_990_001 * 8, 9_999 * 8)
+
+    for _ <- 1..3, do: Placement.observe(%Placement{device: devices, predictions: [prediction]}, 0.001)
+
+    assert_raise ArgumentError, ~r/^element 1990000: kernel .* gives 27000000000000000000,/, fn ->
+      Accel.map(big, k, device: devices)
+    end
+
+    assert_raise ArgumentError, ~r/as: :tensor needs one device/, fn ->
+      Accel.map(input, k, device: devices, as: :tensor)
+    end
+
+    t = Accel.Tensor.from_list([1, 2], backend: :cpu)
+    assert_raise ArgumentError, ~r/applies to host inputs/, fn -> Accel.map(t, k, device: :all) end
+  end
+
   # A host with two candidates, as a GPU host has: the list :auto chooses from, set to the CPU
   # backend and another device (PoCL where there is one; both real devices; the list is kept per
   # VM).

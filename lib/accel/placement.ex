@@ -294,7 +294,30 @@ defmodule Accel.Placement do
     {k, form} = {Keyword.get(opts, :iterations, 10), form(input)}
     as = Keyword.get(opts, :as, :binary)
     device_time = fn d, n -> predict(d, n, k, form, as) |> then(&(&1.seconds - &1.host)) end
+    sharing(count, devices, device_time, host_seconds(count, form, as))
+  end
 
+  @doc false
+  # How several devices share a call, for the :device option's docs.
+  def sharing_doc,
+    do:
+      "Several devices co-execute the call while that is predicted to beat the best of them alone: " <>
+        "each takes a share sized by its measured throughput (`Accel.Placement`), then the last fifth " <>
+        "goes in pieces to whichever is free; where sharing does not pay, as the calls that shared " <>
+        "show, the best device runs it alone."
+
+  @doc false
+  # split/3 for a kernel of Accel.map/3 over `count` elements (`key` and `time` as for
+  # plan_kernel/4): the kernel's own models give the devices' times.
+  def split_kernel(key, count, devices, time) do
+    # each model measured on this call's input (its prefixes), before other sizes are asked
+    Enum.each(devices, &predict_kernel(&1, key, count, time))
+    sharing(count, devices, fn d, n -> predict_kernel(d, key, n, time).seconds end, 0.0)
+  end
+
+  # `device_time.(device, n)`: a device's predicted seconds for n elements, less the host's part
+  # (`host`, the same for every device).
+  defp sharing(count, devices, device_time, host) do
     # throughput at this size, or at 2^20 elements for a smaller call (whose rate is all latency)
     at = max(count, @prefix_n)
     rates = for d <- devices, do: {d, at / max(device_time.(d, at), 1.0e-9)}
@@ -310,7 +333,6 @@ defmodule Accel.Placement do
         total = kept |> Enum.map(&rate_of(rates, &1)) |> Enum.sum()
         # each device's share of the whole, at its own latency and rate
         shared = kept |> Enum.map(&device_time.(&1, count * rate_of(rates, &1) / total)) |> Enum.max()
-        host = host_seconds(count, form, as)
 
         if shared * m.correction < alone do
           prediction = %{

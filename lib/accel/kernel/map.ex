@@ -21,9 +21,14 @@ defmodule Accel.Kernel.Map do
             "`:cpu`, `:opencl` or `:cuda`; tensors run where they are"
       ],
       device: [
-        rule: {:custom, Accel.Tensor, :device_option?, "an Accel.Device or a non-negative index"},
+        rule:
+          {:custom, Accel, :device_option?,
+           "an Accel.Device, a non-negative index, :all or a non-empty list of Accel.Device"},
         default: nil,
-        doc: "an `Accel.Device` from `devices/0`, or an index into the backend's devices"
+        doc:
+          "an `Accel.Device` from `devices/0`, an index into the backend's devices, or for host " <>
+            "inputs `:all` or a list of devices, as for `Accel.logistic_map/2`. " <>
+            Accel.Placement.sharing_doc()
       ],
       type: [
         rule: {:in, @types},
@@ -48,10 +53,12 @@ defmodule Accel.Kernel.Map do
   def run(input, %Accel.Kernel{} = kernel, opts) do
     opts = Accel.Options.validate!(opts, options(), "Accel.map/3")
     inputs = inputs!(input, kernel, &input!(&1, &2, opts[:type]))
-    launch = fn opts -> over_chunks(inputs, opts, &run_chunk(kernel, &1, &2, &3, &4, &5)) end
+    chunk = &run_chunk(kernel, &1, &2, &3, &4, &5)
+    launch = fn opts -> over_chunks(inputs, opts, chunk) end
 
     # backend: :auto for host inputs: the device the cost model predicts fastest for this kernel
-    with :auto <- opts[:backend],
+    with false <- shared?(opts[:device]),
+         :auto <- opts[:backend],
          nil <- opts[:device],
          false <- Enum.any?(inputs, &(&1.kind == :tensor)) do
       case Accel.Placement.candidates() do
@@ -65,7 +72,66 @@ defmodule Accel.Kernel.Map do
           result
       end
     else
-      _ -> launch.(opts)
+      _ -> if shared?(opts[:device]), do: shared(inputs, kernel, opts, chunk), else: launch.(opts)
+    end
+  end
+
+  defp shared?(device), do: device == :all or is_list(device)
+
+  # device: :all or a list of devices: the call's elements in pieces over the devices, shares sized
+  # by the kernel's models (Accel.Placement.split_kernel/4), each piece run as a chunk is.
+  defp shared(inputs, kernel, opts, chunk) do
+    if Enum.any?(inputs, &(&1.kind == :tensor)),
+      do:
+        raise(
+          ArgumentError,
+          "option :device #{inspect(opts[:device], limit: 3)} applies to host inputs: a kernel over tensors runs where its tensors are"
+        )
+
+    if opts[:as] == :tensor,
+      do:
+        raise(
+          ArgumentError,
+          "as: :tensor needs one device: option :device is #{inspect(opts[:device], limit: 3)}"
+        )
+
+    devices = Accel.sharing_devices!(opts[:device], opts[:backend])
+    # every piece's result in the call's form
+    as = opts[:as] || default_as(hd(inputs))
+
+    on = fn piece, device, offset ->
+      over_chunks(piece, Keyword.merge(opts, device: device, backend: :auto, as: as), chunk, offset)
+    end
+
+    case devices do
+      [device] ->
+        on.(inputs, device, 0)
+
+      _ ->
+        n = length!(inputs)
+        {key, time} = kernel_model(kernel, inputs)
+
+        case Accel.Placement.split_kernel(key, n, devices, time) do
+          {[device], _pieces, nil} ->
+            on.(inputs, device, 0)
+
+          {devices, pieces, plan} ->
+            pieces = List.to_tuple(pieces)
+
+            run_piece = fn {offset, len}, device ->
+              on.(Enum.map(inputs, &slice(&1, offset, len)), device, offset)
+            end
+
+            {us, {results, _stats}} =
+              :timer.tc(fn ->
+                Accel.Dispatch.run({tuple_size(pieces), &elem(pieces, &1)}, devices, run_piece, fn _ -> 1 end,
+                  owned: true
+                )
+              end)
+
+            Accel.Placement.observe(plan, us / 1.0e6)
+            join(results, as)
+        end
     end
   end
 
@@ -82,10 +148,16 @@ defmodule Accel.Kernel.Map do
   end
 
   defp plan_inputs(kernel, inputs, candidates) do
-    n = length!(inputs)
+    {key, time} = kernel_model(kernel, inputs)
+    Accel.Placement.plan_kernel(key, length!(inputs), candidates, time)
+  end
+
+  # The key of the kernel's models (kernel, input types, kinds of captures), and how a model times
+  # a device: the inputs' first `len` elements run there, the result downloaded.
+  defp kernel_model(kernel, inputs) do
     key = {:kernel, kernel.id, Enum.map(inputs, & &1.type), kernel.values |> Enum.map(&cap_kind!(&1, kernel))}
 
-    Accel.Placement.plan_kernel(key, n, candidates, fn device, len ->
+    time = fn device, len ->
       prefix = Enum.map(inputs, &slice(&1, 0, len))
       place = {device.backend, device.id}
 
@@ -93,7 +165,9 @@ defmodule Accel.Kernel.Map do
         :timer.tc(fn -> prefix |> launch(kernel, len, place) |> elem(0) |> Accel.Tensor.to_binary() end)
 
       us / 1.0e6
-    end)
+    end
+
+    {key, time}
   end
 
   @doc """
@@ -101,7 +175,7 @@ defmodule Accel.Kernel.Map do
   place the inputs and options give, in chunks of `opts[:chunk_size]` elements where given, and
   joins the chunks' results.
   """
-  def over_chunks(inputs, opts, launch) do
+  def over_chunks(inputs, opts, launch, base \\ 0) do
     n = length!(inputs)
     as = opts[:as] || default_as(hd(inputs))
     place = place!(inputs, opts)
@@ -115,12 +189,12 @@ defmodule Accel.Kernel.Map do
         )
 
     if chunk == nil or n <= chunk do
-      launch.(inputs, n, as, place, 0)
+      launch.(inputs, n, as, place, base)
     else
       0..div(n - 1, chunk)
       |> Enum.map(fn c ->
         len = min(chunk, n - c * chunk)
-        launch.(Enum.map(inputs, &slice(&1, c * chunk, len)), len, as, place, c * chunk)
+        launch.(Enum.map(inputs, &slice(&1, c * chunk, len)), len, as, place, base + c * chunk)
       end)
       |> join(as)
     end
