@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -23,16 +24,26 @@ constexpr size_t kHugePage = size_t{2} << 20;
   throw Error("out_of_memory", "could not allocate " + std::to_string(bytes) + " bytes of host memory");
 }
 
-// Released mappings, oldest first. Never destroyed (a static destructor could run while a dirty
-// scheduler is still inside a call at VM exit); the NIF's unload trims it.
+// Released mappings, oldest first, and every mapping that exists (live or cached) by address, with
+// whether it is pinned. Never destroyed (a static destructor could run while a dirty scheduler is
+// still inside a call at VM exit); the NIF's unload trims it.
 struct MappingCache {
   struct Entry {
     void* data;
     size_t mapped;
   };
+  enum class Pin { no, pinning, yes, failed };
+  struct Mapping {
+    size_t mapped;
+    Pin pin;
+  };
   std::mutex mutex;
   std::vector<Entry> entries;
   size_t bytes = 0;
+  std::map<uintptr_t, Mapping> mappings;
+  HostBuffer::PinFn pin = nullptr;
+  HostBuffer::UnpinFn unpin = nullptr;
+  size_t pinned = 0;
 };
 MappingCache& cache() {
   static MappingCache* c = new MappingCache();
@@ -55,24 +66,55 @@ void* take_cached(size_t rounded, size_t* mapped) {
   return nullptr;
 }
 
-void put_cached(void* data, size_t mapped) {
-  if (mapped > HostBuffer::kCacheCapacity) {
-    munmap(data, mapped);
-    return;
+// A mapping leaves the registry (under the lock): returns whether it must be unpinned first.
+bool forget(MappingCache& c, void* data) {
+  const auto found = c.mappings.find(reinterpret_cast<uintptr_t>(data));
+  if (found == c.mappings.end()) return false;
+  const bool pinned = found->second.pin == MappingCache::Pin::yes;
+  if (pinned) c.pinned -= found->second.mapped;
+  c.mappings.erase(found);
+  return pinned && c.unpin != nullptr;
+}
+
+// Unmaps mappings that have left the registry (outside the lock), unpinning those that were.
+void unmap(MappingCache& c, const std::vector<std::pair<MappingCache::Entry, bool>>& gone) {
+  for (const auto& [e, pinned] : gone) {
+    if (pinned) c.unpin(e.data);
+    munmap(e.data, e.mapped);
   }
+}
+
+void put_cached(void* data, size_t mapped) {
   MappingCache& c = cache();
-  std::vector<MappingCache::Entry> evicted;
+  std::vector<std::pair<MappingCache::Entry, bool>> gone;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    while (c.bytes + mapped > HostBuffer::kCacheCapacity) {
-      evicted.push_back(c.entries.front());
-      c.bytes -= c.entries.front().mapped;
-      c.entries.erase(c.entries.begin());
+    if (mapped > HostBuffer::kCacheCapacity) {
+      gone.push_back({{data, mapped}, forget(c, data)});
+    } else {
+      while (c.bytes + mapped > HostBuffer::kCacheCapacity) {
+        const MappingCache::Entry oldest = c.entries.front();
+        gone.push_back({oldest, forget(c, oldest.data)});
+        c.bytes -= oldest.mapped;
+        c.entries.erase(c.entries.begin());
+      }
+      c.entries.push_back({data, mapped});
+      c.bytes += mapped;
     }
-    c.entries.push_back({data, mapped});
-    c.bytes += mapped;
   }
-  for (const auto& e : evicted) munmap(e.data, e.mapped);
+  unmap(c, gone);
+}
+
+void* map_new(size_t rounded) {
+  void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+#ifdef MADV_HUGEPAGE
+  madvise(p, rounded, MADV_HUGEPAGE);  // advisory: ignored where THP is off
+#endif
+  MappingCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.mappings[reinterpret_cast<uintptr_t>(p)] = {rounded, MappingCache::Pin::no};
+  return p;
 }
 }  // namespace
 
@@ -92,13 +134,57 @@ int64_t HostBuffer::cached_bytes() {
 
 void HostBuffer::trim_cache() {
   MappingCache& c = cache();
-  std::vector<MappingCache::Entry> entries;
+  std::vector<std::pair<MappingCache::Entry, bool>> gone;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    entries.swap(c.entries);
+    for (const auto& e : c.entries) gone.push_back({e, forget(c, e.data)});
+    c.entries.clear();
     c.bytes = 0;
   }
-  for (const auto& e : entries) munmap(e.data, e.mapped);
+  unmap(c, gone);
+}
+
+void HostBuffer::set_pinning(PinFn pin, UnpinFn unpin) {
+  MappingCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.pin = pin;
+  c.unpin = unpin;
+}
+
+bool HostBuffer::ensure_pinned(const void* p, size_t bytes) {
+  MappingCache& c = cache();
+  uintptr_t start;
+  size_t mapped;
+  PinFn pin;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    auto found = c.mappings.upper_bound(at);
+    if (found == c.mappings.begin()) return false;
+    --found;
+    MappingCache::Mapping& m = found->second;
+    // within one mapping of Accel's, or not ours
+    if (at - found->first > m.mapped || bytes > m.mapped - (at - found->first)) return false;
+    if (m.pin != MappingCache::Pin::no || c.pin == nullptr) return m.pin == MappingCache::Pin::yes;
+    m.pin = MappingCache::Pin::pinning;  // another caller meanwhile copies the pageable way
+    start = found->first;
+    mapped = m.mapped;
+    pin = c.pin;
+  }
+  // Outside the lock: pinning takes milliseconds, and releases on the VM's schedulers take the
+  // lock. The mapping cannot go meanwhile: the caller's buffer is in it.
+  const bool pinned = pin(reinterpret_cast<void*>(start), mapped);
+  std::lock_guard<std::mutex> lock(c.mutex);
+  const auto found = c.mappings.find(start);  // still there: see above
+  found->second.pin = pinned ? MappingCache::Pin::yes : MappingCache::Pin::failed;
+  if (pinned) c.pinned += mapped;
+  return pinned;
+}
+
+int64_t HostBuffer::pinned_bytes() {
+  MappingCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return static_cast<int64_t>(c.pinned);
 }
 
 HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
@@ -111,11 +197,8 @@ HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
     const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
     void* p = take_cached(rounded, &mapped_);
     if (p == nullptr) {
-      p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) out_of_memory(bytes);
-#ifdef MADV_HUGEPAGE
-      madvise(p, rounded, MADV_HUGEPAGE);  // advisory: ignored where THP is off
-#endif
+      p = map_new(rounded);
+      if (p == nullptr) out_of_memory(bytes);
       mapped_ = rounded;
     }
     data_ = static_cast<unsigned char*>(p);

