@@ -139,8 +139,8 @@ defmodule LogisticMapBench do
                fn _ -> Accel.logistic_map(1..n, backend: backend, as: :binary) end, :binary},
               {"binary -> binary", int64s, &Accel.logistic_map(&1, backend: backend), :binary},
               # a binary the VM allocated, not Accel: transfers from it cannot be pinned
-              {"VM binary -> binary", fn -> :binary.copy(int64s.()) end, &Accel.logistic_map(&1, backend: backend),
-               :binary}
+              {"VM binary -> binary", fn -> :binary.copy(int64s.()) end,
+               &Accel.logistic_map(&1, backend: backend), :binary}
             ],
             fn {form, setup, fun, check} -> row({label, form, :default, setup, fun}, runs, check) end
           )

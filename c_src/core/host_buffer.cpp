@@ -66,27 +66,29 @@ void* take_cached(size_t rounded, size_t* mapped) {
   return nullptr;
 }
 
-// A mapping leaves the registry (under the lock): returns whether it must be unpinned first.
-bool forget(MappingCache& c, void* data) {
+// A mapping leaves the registry (under the lock): returns how to unpin it first, or nullptr.
+HostBuffer::UnpinFn forget(MappingCache& c, void* data) {
   const auto found = c.mappings.find(reinterpret_cast<uintptr_t>(data));
-  if (found == c.mappings.end()) return false;
+  if (found == c.mappings.end()) return nullptr;
   const bool pinned = found->second.pin == MappingCache::Pin::yes;
   if (pinned) c.pinned -= found->second.mapped;
   c.mappings.erase(found);
-  return pinned && c.unpin != nullptr;
+  return pinned ? c.unpin : nullptr;
 }
 
+using Gone = std::vector<std::pair<MappingCache::Entry, HostBuffer::UnpinFn>>;
+
 // Unmaps mappings that have left the registry (outside the lock), unpinning those that were.
-void unmap(MappingCache& c, const std::vector<std::pair<MappingCache::Entry, bool>>& gone) {
-  for (const auto& [e, pinned] : gone) {
-    if (pinned) c.unpin(e.data);
+void unmap(const Gone& gone) {
+  for (const auto& [e, unpin] : gone) {
+    if (unpin != nullptr) unpin(e.data);
     munmap(e.data, e.mapped);
   }
 }
 
 void put_cached(void* data, size_t mapped) {
   MappingCache& c = cache();
-  std::vector<std::pair<MappingCache::Entry, bool>> gone;
+  Gone gone;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     if (mapped > HostBuffer::kCacheCapacity) {
@@ -102,7 +104,7 @@ void put_cached(void* data, size_t mapped) {
       c.bytes += mapped;
     }
   }
-  unmap(c, gone);
+  unmap(gone);
 }
 
 void* map_new(size_t rounded) {
@@ -134,14 +136,14 @@ int64_t HostBuffer::cached_bytes() {
 
 void HostBuffer::trim_cache() {
   MappingCache& c = cache();
-  std::vector<std::pair<MappingCache::Entry, bool>> gone;
+  Gone gone;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     for (const auto& e : c.entries) gone.push_back({e, forget(c, e.data)});
     c.entries.clear();
     c.bytes = 0;
   }
-  unmap(c, gone);
+  unmap(gone);
 }
 
 void HostBuffer::set_pinning(PinFn pin, UnpinFn unpin) {

@@ -25,8 +25,8 @@ defmodule Accel.Placement do
   `correction` starts at 1 and follows the ratio of measured to predicted time of the calls
   `:auto` makes (large ones only), so a model that calibration got wrong converges on what the
   calls show. A device that is never chosen would never be corrected, so one planned call in 32
-  runs on the runner-up where it is predicted within 4x of the best (at most 3/32 of a call's
-  time in 32, where the prediction was right): its `:reason` says so.
+  runs on the runner-up where it is predicted within 2x of the best: where the prediction was
+  right, that costs at most 1/32 (3%) of the calls' time. Such a call's `:reason` says so.
 
   A kernel of `Accel.map/3` has its own model per device and input types: the call's first 2^17
   and first 2^20 elements (or fewer) timed on each device, result downloaded, after runs that
@@ -78,9 +78,10 @@ defmodule Accel.Placement do
   @learning 0.3
   # one planned call in this many runs on the runner-up instead, where it is predicted within
   # @explore_within of the best, so that a device's model is corrected by calls even when a bad
-  # calibration made it look slower than it is (the cost: at most 3/32 of a call in 32)
+  # calibration made it look slower than it is (the cost, where the prediction was right: at most
+  # (@explore_within - 1) / @explore_every of the calls' time, 3%)
   @explore_every 32
-  @explore_within 4.0
+  @explore_within 2.0
   # calls below this many elements are too short to correct the model with
   @observe_min 32_768
 
