@@ -272,6 +272,8 @@ defmodule Accel.HostileTest do
        ~r/improper list/},
       {"int64 NIF: output count of a list", fn -> nif.int64_output_count([1], :list) end, ArgumentError,
        ~r/expected a binary or a Range/},
+      {"host_owned NIF with an atom", fn -> nif.host_owned(:x) end, ArgumentError,
+       ~r/expected a binary, got: :x/},
       {"int64 NIF: output count, bad as", fn -> nif.int64_output_count(1..3, :foo) end, ArgumentError,
        ~r/as must be :list or :binary, got: :foo/},
       {"tensor NIF: pid as operand",

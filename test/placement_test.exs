@@ -52,6 +52,21 @@ defmodule Accel.PlacementTest do
     assert hd(listed.predictions).host > 0 and hd(ranged.predictions).host == 0.0
   end
 
+  # A GPU pins the binaries Accel made (its own host memory), not the VM's: their uploads differ.
+  test "a binary the VM made is predicted with its own upload cost" do
+    owned = Accel.logistic_map(1..1_000_000, iterations: 0, as: :binary, backend: :cpu)
+    vm = :binary.copy(owned)
+    assert Accel.NIF.host_owned(owned) and Accel.NIF.host_owned(binary_part(owned, 8, 800))
+    refute Accel.NIF.host_owned(vm) or Accel.NIF.host_owned(<<1::64>>)
+
+    [from_owned] = Accel.plan(owned, :logistic_map, devices: [cpu()]).predictions
+    [from_vm] = Accel.plan(vm, :logistic_map, devices: [cpu()]).predictions
+    m = Placement.calibrations()[{:cpu, 0, cpu().name}]
+    assert is_float(m.upload_vm) and m.upload_vm >= 0
+    assert_in_delta from_owned.transfer, 1_000_000 * (m.upload + m.download) * m.correction, 1.0e-12
+    assert_in_delta from_vm.transfer, 1_000_000 * (m.upload_vm + m.download) * m.correction, 1.0e-12
+  end
+
   test "calibrations are kept on disk per machine and survive the VM's table" do
     Accel.plan(1..100_000, :logistic_map, devices: [cpu()])
     before = Placement.calibrations()

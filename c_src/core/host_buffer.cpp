@@ -153,6 +153,25 @@ void HostBuffer::set_pinning(PinFn pin, UnpinFn unpin) {
   c.unpin = unpin;
 }
 
+namespace {
+// The mapping of Accel's that holds [p, p + bytes), or the registry's end (under the lock).
+std::map<uintptr_t, MappingCache::Mapping>::iterator mapping_of(MappingCache& c, const void* p, size_t bytes) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  auto found = c.mappings.upper_bound(at);
+  if (found == c.mappings.begin()) return c.mappings.end();
+  --found;
+  const size_t mapped = found->second.mapped;
+  if (at - found->first > mapped || bytes > mapped - (at - found->first)) return c.mappings.end();
+  return found;
+}
+}  // namespace
+
+bool HostBuffer::owns(const void* p, size_t bytes) {
+  MappingCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return mapping_of(c, p, bytes) != c.mappings.end();
+}
+
 bool HostBuffer::ensure_pinned(const void* p, size_t bytes) {
   MappingCache& c = cache();
   uintptr_t start;
@@ -160,13 +179,9 @@ bool HostBuffer::ensure_pinned(const void* p, size_t bytes) {
   PinFn pin;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    const auto at = reinterpret_cast<uintptr_t>(p);
-    auto found = c.mappings.upper_bound(at);
-    if (found == c.mappings.begin()) return false;
-    --found;
+    const auto found = mapping_of(c, p, bytes);
+    if (found == c.mappings.end()) return false;  // not ours
     MappingCache::Mapping& m = found->second;
-    // within one mapping of Accel's, or not ours
-    if (at - found->first > m.mapped || bytes > m.mapped - (at - found->first)) return false;
     if (m.pin != MappingCache::Pin::no || c.pin == nullptr) return m.pin == MappingCache::Pin::yes;
     m.pin = MappingCache::Pin::pinning;  // another caller meanwhile copies the pageable way
     start = found->first;

@@ -44,6 +44,8 @@ class HostBuffer {
   using UnpinFn = void (*)(void* data);
   static void set_pinning(PinFn pin, UnpinFn unpin);
   static bool ensure_pinned(const void* p, size_t bytes);
+  // Whether [p, p + bytes) lies in one of Accel's mappings: memory a transfer may pin.
+  static bool owns(const void* p, size_t bytes);
   static int64_t pinned_bytes();
 
  private:

@@ -244,6 +244,14 @@ ERL_NIF_TERM int64_output_count(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
   return enif_make_uint64(env, in.source.count);
 }
 
+// binary -> whether it lies in one of Accel's host mappings, which GPU transfers pin (the binaries
+// Accel makes of 2 MiB and more): for the placement model, whose upload cost differs.
+ERL_NIF_TERM host_owned(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  ErlNifBinary bin;
+  if (!enif_inspect_binary(env, argv[0], &bin)) throw ArgumentError("expected a binary, got: " + describe_term(env, argv[0]));
+  return enif_make_atom(env, bin.size > 0 && HostBuffer::owns(bin.data, bin.size) ? "true" : "false");
+}
+
 template <NifFn Run>
 ERL_NIF_TERM sized_by_input(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   const size_t n = count_int64_input(env, argv[0], kInlineListElements);
@@ -375,6 +383,7 @@ ErlNifFunc nif_funcs[] = {
     {"int64_list", 1, guarded<sized_by_input<int64_list_run>>, 0},
     {"int64_binary", 1, guarded<sized_by_input<int64_binary_run>>, 0},
     {"int64_output_count", 2, guarded<int64_output_count>, 0},
+    {"host_owned", 1, guarded<host_owned>, 0},
     {"backends", 0, guarded<backends>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"devices", 0, guarded<devices>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"auto_device", 0, guarded<auto_device>, ERL_NIF_DIRTY_JOB_IO_BOUND},

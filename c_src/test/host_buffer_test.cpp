@@ -90,6 +90,8 @@ TEST(HostBuffer, MappingsArePinnedOnceOnTheirFirstTransferAndUnpinnedBeforeTheyA
   {
     accel::HostBuffer a(size_t{6} << 20);
     first = a.data();
+    EXPECT_TRUE(accel::HostBuffer::owns(a.data() + 4096, 1 << 20));
+    EXPECT_FALSE(accel::HostBuffer::owns(a.data() + 4096, size_t{6} << 20));
     // a range inside the mapping pins the whole of it, once
     EXPECT_TRUE(accel::HostBuffer::ensure_pinned(a.data() + 4096, 1 << 20));
     EXPECT_TRUE(accel::HostBuffer::ensure_pinned(a.data(), a.size()));
@@ -100,6 +102,7 @@ TEST(HostBuffer, MappingsArePinnedOnceOnTheirFirstTransferAndUnpinnedBeforeTheyA
     EXPECT_FALSE(accel::HostBuffer::ensure_pinned(a.data() + 4096, size_t{6} << 20));
     int on_stack = 0;
     EXPECT_FALSE(accel::HostBuffer::ensure_pinned(&on_stack, sizeof on_stack));
+    EXPECT_FALSE(accel::HostBuffer::owns(&on_stack, sizeof on_stack));
     accel::HostBuffer small(1000);
     EXPECT_FALSE(accel::HostBuffer::ensure_pinned(small.data(), small.size()));
     EXPECT_EQ(FakePinning::pinned.size(), 1u);

@@ -34,6 +34,7 @@ defmodule Accel.NIF do
   def int64_list(_binary), do: :erlang.nif_error(:not_loaded)
   def int64_binary(_list), do: :erlang.nif_error(:not_loaded)
   def int64_output_count(_input, _as), do: :erlang.nif_error(:not_loaded)
+  def host_owned(_binary), do: :erlang.nif_error(:not_loaded)
   def backends, do: :erlang.nif_error(:not_loaded)
   def devices, do: :erlang.nif_error(:not_loaded)
   def auto_device, do: :erlang.nif_error(:not_loaded)

@@ -11,7 +11,11 @@ defmodule Accel.Placement do
       latency + n * (upload + download + k * compute) * correction + host conversion
 
   where `upload` is left out for a `Range` (devices generate it) and the host conversion (a
-  list decoded or built) is the same whatever the device. The terms are measured once per
+  list decoded or built) is the same whatever the device. A binary Accel made (2 MiB and more)
+  lives in Accel's own host memory, which a CUDA device pins and copies at the bus's speed; one
+  the VM made (read from a file, built in Elixir) is copied the pageable way, 5x slower on an
+  H100 host. So `upload` is measured for both, and a binary's prediction takes the one that
+  applies (`upload_vm` for the VM's). The terms are measured once per
   device, on first use, by calls at two sizes (2^17 and 2^23 elements, binary and range input,
   with and without iterations), as StarPU and Qilin fit a device's time to the input size: the
   slope between the sizes is the cost per element, the rest the latency. The larger size is
@@ -403,7 +407,8 @@ defmodule Accel.Placement do
 
   @doc """
   The calibrations this VM holds, by device (`{backend, id, name}`) and `:host`: seconds of
-  latency, seconds per element to upload, download and compute one iteration, the correction
+  latency, seconds per element to upload (from Accel's memory, and `upload_vm` from a binary the
+  VM made), download and compute one iteration, the correction
   learnt from calls, and how many calls taught it; also each kernel's models, by kernel and
   device, and the sharing corrections, by `{:co_execution, devices}`.
   """
@@ -443,7 +448,16 @@ defmodule Accel.Placement do
   defp predict(device, n, k, form, as) do
     m = model(device)
     host = host_seconds(n, form, as)
-    transfer = n * (m.download + if(form == :range, do: 0.0, else: m.upload)) * m.correction
+
+    upload =
+      case form do
+        :range -> 0.0
+        # a model kept on disk before upload_vm was measured
+        :vm_binary -> Map.get(m, :upload_vm, m.upload)
+        _ -> m.upload
+      end
+
+    transfer = n * (m.download + upload) * m.correction
     compute = n * k * m.compute * m.correction
     latency = m.latency
 
@@ -465,7 +479,10 @@ defmodule Accel.Placement do
     if(form == :list, do: n * h.decode, else: 0.0) + if(as == :list, do: n * h.encode, else: 0.0)
   end
 
-  defp form(input) when is_binary(input), do: :binary
+  # :binary for one in Accel's host memory (which a GPU's transfers pin), :vm_binary otherwise
+  defp form(input) when is_binary(input),
+    do: if(Accel.NIF.host_owned(input), do: :binary, else: :vm_binary)
+
   defp form(%Range{}), do: :range
   defp form(_list), do: :list
 
@@ -496,6 +513,8 @@ defmodule Accel.Placement do
     {range_small, range_large} = {run.(1..small, 0), run.(1..large, 0)}
     transfer = slope.(copy_small, copy_large)
     download = min(slope.(range_small, range_large), transfer)
+    # the same copy from a binary the VM made: what that costs more (or less) is its upload's part
+    copy_vm = run.(:binary.copy(bin), 0)
 
     # iterations enough that computing takes 10 ms at least, well above the machine's noise
     {k, computing} =
@@ -507,6 +526,7 @@ defmodule Accel.Placement do
     %{
       latency: max(copy_small - transfer * small, 0.0),
       upload: transfer - download,
+      upload_vm: max(transfer - download + (copy_vm - copy_large) / large, 0.0),
       download: download,
       compute: max(computing, 0.0) / (large * k),
       correction: 1.0,
