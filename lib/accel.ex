@@ -119,14 +119,12 @@ defmodule Accel do
           Accel.Placement.cpu?() ->
         logistic_map_on(input, opts, as, chunk_size, {:cpu, 0})
 
-      opts[:device] == :all or is_list(opts[:device]) ->
+      sharing?(opts[:device]) ->
         logistic_map_all(input, opts, as)
 
       opts[:backend] == :auto and opts[:device] == nil ->
         {place, plan} = Accel.Placement.choose(input, iterations: opts[:iterations], as: as)
-        {us, result} = :timer.tc(fn -> logistic_map_on(input, opts, as, chunk_size, place) end)
-        if plan, do: Accel.Placement.observe(plan, us / 1.0e6)
-        result
+        Accel.Placement.follow(plan, fn -> logistic_map_on(input, opts, as, chunk_size, place) end)
 
       true ->
         logistic_map_on(input, opts, as, chunk_size, target!(opts[:backend], opts[:device]))
@@ -346,23 +344,15 @@ defmodule Accel do
 
       # the shared call's time corrects the model of sharing among these devices
       {devices, pieces, plan} ->
-        {us, result} =
-          :timer.tc(fn -> logistic_map_pieces(input, as, call_opts, devices, List.to_tuple(pieces)) end)
-
-        Accel.Placement.observe(plan, us / 1.0e6)
-        result
+        Accel.Placement.follow(plan, fn -> logistic_map_pieces(input, as, call_opts, devices, pieces) end)
     end
   end
 
   defp logistic_map_pieces(input, as, call_opts, devices, pieces) do
-    {results, _stats} =
-      Accel.Dispatch.run(
-        {tuple_size(pieces), &(pieces |> elem(&1) |> then(fn {offset, n} -> chunk_at(input, offset, n) end))},
-        devices,
-        fn chunk, device -> logistic_map(chunk, [device: device, as: as] ++ call_opts) end,
-        fn _ -> 1 end,
-        owned: true
-      )
+    results =
+      Accel.Placement.run_pieces(pieces, devices, fn {offset, n}, device ->
+        logistic_map(chunk_at(input, offset, n), [device: device, as: as] ++ call_opts)
+      end)
 
     if as == :binary, do: IO.iodata_to_binary(results), else: Enum.concat(results)
   end
@@ -565,6 +555,10 @@ defmodule Accel do
     raise ArgumentError,
           "expected a list of integers, a Range or a binary of signed 64-bit integers, got: #{inspect(input, limit: 5)}"
   end
+
+  @doc false
+  # Whether the :device option asks for several devices to share a call.
+  def sharing?(device), do: device == :all or is_list(device)
 
   @doc false
   def device_option?(device),

@@ -234,6 +234,28 @@ defmodule Accel.Placement do
   def observe(_plan, _seconds), do: :ok
 
   @doc false
+  # Runs `fun`, the call `plan` chose, and teaches the model what it took (observe/2; a nil plan
+  # teaches nothing).
+  def follow(plan, fun) do
+    {us, result} = :timer.tc(fun)
+    observe(plan, us / 1.0e6)
+    result
+  end
+
+  @doc false
+  # Runs a split's pieces (split/3, split_kernel/4) over its devices: each device its own piece
+  # first, then the tail's pieces to whichever is free; `run.({offset, length}, device)` makes a
+  # piece's result. The results, in the pieces' order.
+  def run_pieces(pieces, devices, run) do
+    pieces = List.to_tuple(pieces)
+
+    {results, _stats} =
+      Accel.Dispatch.run({tuple_size(pieces), &elem(pieces, &1)}, devices, run, fn _ -> 1 end, owned: true)
+
+    results
+  end
+
+  @doc false
   # The plan for Accel.map/3 with a kernel (Accel.Kernel.Map.plan/3): `key` names the kernel and
   # its input types, `time.(device, len)` runs it on the call's first `len` elements on `device`
   # and returns the seconds taken, result downloaded. Each device's model of the kernel is two such

@@ -56,27 +56,25 @@ defmodule Accel.Kernel.Map do
     chunk = &run_chunk(kernel, &1, &2, &3, &4, &5)
     launch = fn opts -> over_chunks(inputs, opts, chunk) end
 
-    # backend: :auto for host inputs: the device the cost model predicts fastest for this kernel
-    with false <- shared?(opts[:device]),
-         :auto <- opts[:backend],
-         nil <- opts[:device],
-         false <- Enum.any?(inputs, &(&1.kind == :tensor)) do
-      case Accel.Placement.candidates() do
-        [only] ->
-          launch.(Keyword.put(opts, :device, only))
+    cond do
+      Accel.sharing?(opts[:device]) ->
+        shared(inputs, kernel, opts, chunk)
 
-        candidates ->
-          plan = kernel |> plan_inputs(inputs, candidates) |> Accel.Placement.explore()
-          {us, result} = :timer.tc(fn -> launch.(Keyword.put(opts, :device, plan.device)) end)
-          Accel.Placement.observe(plan, us / 1.0e6)
-          result
-      end
-    else
-      _ -> if shared?(opts[:device]), do: shared(inputs, kernel, opts, chunk), else: launch.(opts)
+      # backend: :auto for host inputs: the device the cost model predicts fastest for this kernel
+      opts[:backend] == :auto and opts[:device] == nil and not Enum.any?(inputs, &(&1.kind == :tensor)) ->
+        case Accel.Placement.candidates() do
+          [only] ->
+            launch.(Keyword.put(opts, :device, only))
+
+          candidates ->
+            plan = kernel |> plan_inputs(inputs, candidates) |> Accel.Placement.explore()
+            Accel.Placement.follow(plan, fn -> launch.(Keyword.put(opts, :device, plan.device)) end)
+        end
+
+      true ->
+        launch.(opts)
     end
   end
-
-  defp shared?(device), do: device == :all or is_list(device)
 
   # device: :all or a list of devices: the call's elements in pieces over the devices, shares sized
   # by the kernel's models (Accel.Placement.split_kernel/4), each piece run as a chunk is.
@@ -116,21 +114,13 @@ defmodule Accel.Kernel.Map do
             on.(inputs, device, 0)
 
           {devices, pieces, plan} ->
-            pieces = List.to_tuple(pieces)
-
             run_piece = fn {offset, len}, device ->
               on.(Enum.map(inputs, &slice(&1, offset, len)), device, offset)
             end
 
-            {us, {results, _stats}} =
-              :timer.tc(fn ->
-                Accel.Dispatch.run({tuple_size(pieces), &elem(pieces, &1)}, devices, run_piece, fn _ -> 1 end,
-                  owned: true
-                )
-              end)
-
-            Accel.Placement.observe(plan, us / 1.0e6)
-            join(results, as)
+            plan
+            |> Accel.Placement.follow(fn -> Accel.Placement.run_pieces(pieces, devices, run_piece) end)
+            |> join(as)
         end
     end
   end
