@@ -92,6 +92,13 @@ defmodule Accel.KernelSourceTest do
       assert_raise ArgumentError, ~r/scalar 0 is :f32, got: :a/, fn -> Accel.map(one, k, scalars: [:a]) end
       assert_raise ArgumentError, ~r/takes 2 input\(s\), got 1/, fn -> Accel.map([1.0], k, scalars: [1]) end
 
+      # an expert kernel runs on one device of its backend: it is not shared
+      for d <- [:all, Accel.devices()] do
+        assert_raise ArgumentError, ~r/option :device must be an Accel.Device or a non-negative index/, fn ->
+          Accel.map(one, k, scalars: [1.0], device: d)
+        end
+      end
+
       assert_raise ArgumentError, ~r/is OpenCL C: it runs on :opencl, not :cpu/, fn ->
         Accel.map(one, k, scalars: [1], backend: :cpu)
       end

@@ -109,8 +109,14 @@ defmodule Accel.Kernel.Source do
 
   @doc false
   def map_options do
-    Keyword.drop(Accel.Kernel.Map.options(), [:type]) ++
+    Keyword.drop(Accel.Kernel.Map.options(), [:type, :device]) ++
       [
+        # one device: an expert kernel is not shared between devices
+        device: [
+          rule: {:custom, Accel.Tensor, :device_option?, "an Accel.Device or a non-negative index"},
+          default: nil,
+          doc: "an `Accel.Device` of the kernel's backend, or an index into its devices"
+        ],
         scalars: [
           rule: {:custom, __MODULE__, :list?, "a list"},
           default: [],
