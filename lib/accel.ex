@@ -154,8 +154,8 @@ defmodule Accel do
 
   @doc """
   Where `backend: :auto` would run `Accel.logistic_map(input, opts)` (`what` is `:logistic_map`)
-  or `Accel.map(input, kernel, opts)` (`what` is the kernel), and the predictions behind the
-  choice (see `Accel.Placement`): measured on first use, kept per machine, nothing logged.
+  or `Accel.map(input, kernel, opts)` (`what` is the kernel, or an operation's name), and the
+  predictions behind the choice (see `Accel.Placement`): measured on first use, kept per machine, nothing logged.
   Options as for that call, and `devices:`, a list of `Accel.Device` to choose among.
 
       iex> plan = Accel.plan(1..10, :logistic_map)
@@ -164,7 +164,7 @@ defmodule Accel do
       iex> plan.reason
       "10 elements are below 4096: the CPU backend, since no device trip pays for so few"
   """
-  @spec plan(term(), :logistic_map | Accel.Kernel.t(), keyword()) :: Accel.Placement.t()
+  @spec plan(term(), :logistic_map | Accel.Kernel.t() | atom(), keyword()) :: Accel.Placement.t()
   def plan(input, what, opts \\ [])
 
   def plan(input, :logistic_map, opts) do
@@ -187,12 +187,18 @@ defmodule Accel do
     Accel.Kernel.Map.plan(input, kernel, [devices: devices] ++ rest)
   end
 
-  def plan(_input, what, _opts),
-    do:
-      raise(
-        ArgumentError,
-        "plan/3 plans :logistic_map calls and Accel.map/3 with a kernel, got: #{inspect(what, limit: 5)}"
-      )
+  def plan(input, what, opts) do
+    if Accel.Tensor.Offload.op(what) == nil,
+      do:
+        raise(
+          ArgumentError,
+          "plan/3 plans :logistic_map calls and Accel.map/3 with a kernel or an operation's name " <>
+            "(#{operation_names()}), got: #{inspect(what, limit: 5)}"
+        )
+
+    {devices, rest} = plan_devices!(opts)
+    Accel.Tensor.Offload.plan(input, what, [devices: devices] ++ rest)
+  end
 
   defp plan_devices!(opts) do
     {devices, rest} = Keyword.pop(opts, :devices)
@@ -240,6 +246,12 @@ defmodule Accel do
   Results that do not fit the output's type (a bignum for `:s64`) raise `ArgumentError` naming the
   element, except in lists, which take them.
 
+  `kernel` may also be the name of an elementwise operation of `Accel.Tensor` (`:add`, `:tanh`,
+  ...: one per line of its registry). The call then has that function's semantics (types promote as
+  in Nx, integers wrap, comparisons give 0 or 1), a number among the inputs is a scalar operand,
+  and the inputs become tensors on the device that runs it (a range generated there); placement,
+  sharing and chunks are as for a kernel, with models of the operation's own.
+
   An expert kernel (`Accel.Kernel.opencl/3`, `Accel.Kernel.cuda/3`) takes the same inputs but
   ranges, of the types it declares (so `type:` does not apply), runs on its own backend, and takes
   its scalars' values in `scalars: [...]`.
@@ -258,20 +270,33 @@ defmodule Accel do
       iex> require Accel
       iex> Accel.map(1..3, Accel.kernel(fn x -> x * 0x4000000000000000 end), backend: :cpu)
       [4611686018427387904, 9223372036854775808, 13835058055282163712]
+
+      iex> Accel.map({1..3, 0x4000000000000000}, :multiply, backend: :cpu)
+      [4611686018427387904, -9223372036854775808, -4611686018427387904]
+
+      iex> Accel.map({<<1.5::float-32-native, 2.0::float-32-native>>, 2}, :pow, type: :f32, as: :list)
+      [2.25, 4.0]
   """
-  @spec map(term(), Accel.Kernel.t() | Accel.Kernel.Source.t(), keyword()) ::
+  @spec map(term(), Accel.Kernel.t() | Accel.Kernel.Source.t() | atom(), keyword()) ::
           list() | binary() | Accel.Tensor.t()
   def map(input, kernel, opts \\ [])
   def map(input, %Accel.Kernel{} = kernel, opts), do: Accel.Kernel.Map.run(input, kernel, opts)
   def map(input, %Accel.Kernel.Source{} = kernel, opts), do: Accel.Kernel.Source.run(input, kernel, opts)
 
-  def map(_input, other, _opts),
-    do:
-      raise(
-        ArgumentError,
-        "map/3 expects a kernel from Accel.kernel/1, Accel.Kernel.opencl/3 or Accel.Kernel.cuda/3, " <>
-          "got: #{inspect(other, limit: 5)}"
-      )
+  def map(input, op, opts) do
+    if Accel.Tensor.Offload.op(op) == nil,
+      do:
+        raise(
+          ArgumentError,
+          "map/3 expects a kernel from Accel.kernel/1, Accel.Kernel.opencl/3 or Accel.Kernel.cuda/3, " <>
+            "or the name of an elementwise operation of Accel.Tensor (#{operation_names()}), " <>
+            "got: #{inspect(op, limit: 5)}"
+        )
+
+    Accel.Tensor.Offload.run(input, op, opts)
+  end
+
+  defp operation_names, do: Enum.map_join(Accel.Tensor.Registry.ops(), ", ", &inspect(&1.name))
 
   # The smaller of chunk_size: and what max_bytes: (or the application's) allows for two buffers.
   defp effective_chunk_size(opts) do

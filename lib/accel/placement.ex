@@ -32,9 +32,10 @@ defmodule Accel.Placement do
   runs on the runner-up where it is predicted within 2x of the best: where the prediction was
   right, that costs at most 1/32 (3%) of the calls' time. Such a call's `:reason` says so.
 
-  A kernel of `Accel.map/3` has its own model per device and input types: the call's first 2^17
-  and first 2^20 elements (or fewer) timed on each device, result downloaded, after runs that
-  compile it there; the slope is its cost per element, transfers included.
+  A kernel of `Accel.map/3`, and an operation of `Accel.Tensor` given to it by name, has its own
+  model per device and input types: the call's first 2^17 and first 2^20 elements (or fewer) timed
+  on each device, result downloaded, after runs that compile it there; the slope is its cost per
+  element, transfers included.
 
   `device: :all`, and a list of devices, share a call in proportion to the devices'
   predicted throughput while sharing is predicted to beat the best of them alone. Devices sharing
@@ -256,12 +257,15 @@ defmodule Accel.Placement do
   end
 
   @doc false
-  # The plan for Accel.map/3 with a kernel (Accel.Kernel.Map.plan/3): `key` names the kernel and
-  # its input types, `time.(device, len)` runs it on the call's first `len` elements on `device`
+  # The plan for Accel.map/3 with a kernel or an operation's name (Accel.Kernel.Map.plan_host/3):
+  # `key` names the kernel (or operation) and its input types, `time.(device, len)` runs it on the call's first `len` elements on `device`
   # and returns the seconds taken, result downloaded. Each device's model of the kernel is two such
   # prefixes (2^17 elements and up to 2^20), timed on first use after a run that compiles it there.
   def plan_kernel(key, n, candidates, time),
-    do: decide(n, candidates, " of this kernel", &predict_kernel(&1, key, n, time))
+    do: decide(n, candidates, work_name(key), &predict_kernel(&1, key, n, time))
+
+  defp work_name({:operation, op, _types}), do: " of #{op}"
+  defp work_name(_kernel), do: " of this kernel"
 
   defp predict_kernel(device, key, n, time) do
     model_key = {key, device_key(device)}

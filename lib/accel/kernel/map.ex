@@ -53,21 +53,30 @@ defmodule Accel.Kernel.Map do
   def run(input, %Accel.Kernel{} = kernel, opts) do
     opts = Accel.Options.validate!(opts, options(), "Accel.map/3")
     inputs = inputs!(input, kernel, &input!(&1, &2, opts[:type]))
-    chunk = &run_chunk(kernel, &1, &2, &3, &4, &5)
+    place_and_run(inputs, opts, &run_chunk(kernel, &1, &2, &3, &4, &5), &kernel_model(kernel, &1))
+  end
+
+  @doc """
+  Runs a call of Accel.map/3 over the normalised `inputs` where the options say: on one device; on
+  the device the cost model predicts fastest (`backend: :auto`, host inputs); or shared by several
+  (`device: :all`, a list). `chunk.(inputs, n, as, place, offset)` makes one launch's result;
+  `model.(inputs)` gives `{key, time}` for the placement models (see kernel_model/2).
+  """
+  def place_and_run(inputs, opts, chunk, model) do
     launch = fn opts -> over_chunks(inputs, opts, chunk) end
 
     cond do
       Accel.sharing?(opts[:device]) ->
-        shared(inputs, kernel, opts, chunk)
+        shared(inputs, opts, chunk, model)
 
-      # backend: :auto for host inputs: the device the cost model predicts fastest for this kernel
+      # backend: :auto for host inputs: the device the cost model predicts fastest for this work
       opts[:backend] == :auto and opts[:device] == nil and not Enum.any?(inputs, &(&1.kind == :tensor)) ->
         case Accel.Placement.candidates() do
           [only] ->
             launch.(Keyword.put(opts, :device, only))
 
           candidates ->
-            plan = kernel |> plan_inputs(inputs, candidates) |> Accel.Placement.explore()
+            plan = inputs |> plan_inputs(model, candidates) |> Accel.Placement.explore()
             Accel.Placement.follow(plan, fn -> launch.(Keyword.put(opts, :device, plan.device)) end)
         end
 
@@ -78,7 +87,7 @@ defmodule Accel.Kernel.Map do
 
   # device: :all or a list of devices: the call's elements in pieces over the devices, shares sized
   # by the kernel's models (Accel.Placement.split_kernel/4), each piece run as a chunk is.
-  defp shared(inputs, kernel, opts, chunk) do
+  defp shared(inputs, opts, chunk, model) do
     if Enum.any?(inputs, &(&1.kind == :tensor)),
       do:
         raise(
@@ -107,7 +116,7 @@ defmodule Accel.Kernel.Map do
 
       _ ->
         n = length!(inputs)
-        {key, time} = kernel_model(kernel, inputs)
+        {key, time} = model.(inputs)
 
         case Accel.Placement.split_kernel(key, n, devices, time) do
           {[device], _pieces, nil} ->
@@ -130,15 +139,19 @@ defmodule Accel.Kernel.Map do
     {devices, opts} = Keyword.pop(opts, :devices)
     opts = Accel.Options.validate!(opts, options(), "Accel.plan/3")
     inputs = inputs!(input, kernel, &input!(&1, &2, opts[:type]))
-
-    if Enum.any?(inputs, &(&1.kind == :tensor)),
-      do: raise(ArgumentError, "a kernel over tensors runs where its tensors are: there is nothing to plan")
-
-    plan_inputs(kernel, inputs, devices || Accel.Placement.candidates())
+    plan_host(inputs, &kernel_model(kernel, &1), devices)
   end
 
-  defp plan_inputs(kernel, inputs, candidates) do
-    {key, time} = kernel_model(kernel, inputs)
+  @doc "The plan for normalised host `inputs` among `devices` (default: the candidates)."
+  def plan_host(inputs, model, devices) do
+    if Enum.any?(inputs, &(&1.kind == :tensor)),
+      do: raise(ArgumentError, "work on tensors runs where its tensors are: there is nothing to plan")
+
+    plan_inputs(inputs, model, devices || Accel.Placement.candidates())
+  end
+
+  defp plan_inputs(inputs, model, candidates) do
+    {key, time} = model.(inputs)
     Accel.Placement.plan_kernel(key, length!(inputs), candidates, time)
   end
 
@@ -193,12 +206,12 @@ defmodule Accel.Kernel.Map do
   # ---- inputs: %{kind: :tensor | :binary | :range, type, n, value} ----
 
   @doc "The inputs of a call (one, or several in a tuple), each made by `input!.(x, j)`."
-  def inputs!(input, %{name: name, arity: arity}, input!) do
+  def inputs!(input, %{name: name, arity: arity} = work, input!) do
     inputs = if is_tuple(input), do: Tuple.to_list(input), else: [input]
 
     if length(inputs) != arity do
       raise ArgumentError,
-            "kernel #{name} takes #{arity} input(s), got #{length(inputs)}" <>
+            "#{Map.get(work, :what, "kernel")} #{name} takes #{arity} input(s), got #{length(inputs)}" <>
               if(arity > 1, do: " (give several inputs as a tuple: {xs, ys})", else: "")
     end
 
@@ -210,12 +223,13 @@ defmodule Accel.Kernel.Map do
   def typed_input(bin, j, type) when is_binary(bin), do: input!(bin, j, type)
   def typed_input(_other, _j, _type), do: nil
 
-  defp input!(%Accel.Tensor{} = t, _j, _type),
+  @doc "One input of a call, normalised: `%{kind: :tensor | :binary | :range, type, n, value}`."
+  def input!(%Accel.Tensor{} = t, _j, _type),
     do: %{kind: :tensor, type: t.type, n: Accel.Tensor.size(t), value: t}
 
-  defp input!(%Range{} = r, _j, _type), do: %{kind: :range, type: :s64, n: Range.size(r), value: r}
+  def input!(%Range{} = r, _j, _type), do: %{kind: :range, type: :s64, n: Range.size(r), value: r}
 
-  defp input!(bin, j, type) when is_binary(bin) do
+  def input!(bin, j, type) when is_binary(bin) do
     width = width(type)
 
     if rem(byte_size(bin), width) != 0 do
@@ -227,11 +241,11 @@ defmodule Accel.Kernel.Map do
     %{kind: :binary, type: type, n: div(byte_size(bin), width), value: bin}
   end
 
-  defp input!([], _j, _type), do: binary_input(<<>>, :s64)
+  def input!([], _j, _type), do: binary_input(<<>>, :s64)
 
   # A list of integers becomes an :s64 binary, a list of floats an :f64 one: every element must be
   # of the first one's kind (a kernel sees 1 and 1.0 differently, as Elixir does).
-  defp input!([first | _] = list, j, _type) when is_float(first) do
+  def input!([first | _] = list, j, _type) when is_float(first) do
     case Enum.find_index(list, &(not is_float(&1))) do
       nil ->
         binary_input(for(x <- list, into: <<>>, do: <<x::float-native-64>>), :f64)
@@ -242,13 +256,13 @@ defmodule Accel.Kernel.Map do
     end
   end
 
-  defp input!(list, j, _type) when is_list(list) do
+  def input!(list, j, _type) when is_list(list) do
     binary_input(Accel.NIF.int64_binary(list), :s64)
   rescue
     e in ArgumentError -> reraise ArgumentError, "input #{j}: " <> Exception.message(e), __STACKTRACE__
   end
 
-  defp input!(other, j, _type),
+  def input!(other, j, _type),
     do:
       raise(
         ArgumentError,
@@ -259,7 +273,8 @@ defmodule Accel.Kernel.Map do
   def binary_input(bin, type),
     do: %{kind: :binary, type: type, n: div(byte_size(bin), width(type)), value: bin, list: true}
 
-  defp length!([first | rest]) do
+  @doc "The inputs' one length (they must agree)."
+  def length!([first | rest]) do
     case Enum.find_index(rest, &(&1.n != first.n)) do
       nil ->
         first.n
@@ -275,10 +290,11 @@ defmodule Accel.Kernel.Map do
   defp default_as(%{kind: :binary}), do: :binary
   defp default_as(_), do: :list
 
-  defp slice(%{kind: :binary, type: type, value: bin} = x, offset, len),
+  @doc "Elements `offset` to `offset + len - 1` of a host input."
+  def slice(%{kind: :binary, type: type, value: bin} = x, offset, len),
     do: %{x | n: len, value: binary_part(bin, offset * width(type), len * width(type))}
 
-  defp slice(%{kind: :range, value: %Range{first: f, step: s}} = x, offset, len),
+  def slice(%{kind: :range, value: %Range{first: f, step: s}} = x, offset, len),
     do: %{x | n: len, value: Range.new(f + offset * s, f + (offset + len - 1) * s, s)}
 
   defp join(parts, :list), do: Enum.concat(parts)
