@@ -155,8 +155,12 @@ defmodule Accel do
   @doc """
   Where `backend: :auto` would run `Accel.logistic_map(input, opts)` (`what` is `:logistic_map`)
   or `Accel.map(input, kernel, opts)` (`what` is the kernel, or an operation's name), and the
-  predictions behind the choice (see `Accel.Placement`): measured on first use, kept per machine, nothing logged.
-  Options as for that call, and `devices:`, a list of `Accel.Device` to choose among.
+  predictions behind the choice (see `Accel.Placement`): measured on first use, kept per machine,
+  nothing logged. Options as for that call, and `devices:`, a list of `Accel.Device` to choose
+  among (`backend: :cpu` and the like name where a call runs: there is nothing to plan). With
+  `device: :all` or a list of devices, the plan is the sharing decision that call makes: whether
+  the devices share it (`:device` is then the list), each one's share (`:shares`), or why the best
+  of them runs it alone.
 
       iex> plan = Accel.plan(1..10, :logistic_map)
       iex> plan.device.backend
@@ -179,7 +183,20 @@ defmodule Accel do
           else: Accel.NIF.int64_output_count(input, :binary)
         )
 
-    Accel.Placement.plan(input, iterations: opts[:iterations], as: opts[:as], devices: devices)
+    # the call's output form, fixed before a shared call decodes a list
+    shape = [iterations: opts[:iterations], as: opts[:as] || if(is_binary(input), do: :binary, else: :list)]
+
+    case plan_scope!(devices, opts) do
+      # as the call does, device: :all too small to share runs on the CPU backend
+      {:share, devices} ->
+        if opts[:device] == :all and opts[:backend] in [:auto, :cpu] and Accel.Placement.small?(input) and
+             Accel.Placement.cpu?(),
+           do: Accel.Placement.plan(input, [devices: [cpu_device()]] ++ shape),
+           else: Accel.Placement.plan_split(host_binary(input), devices, shape)
+
+      {:choose, devices} ->
+        Accel.Placement.plan(input, [devices: devices] ++ shape)
+    end
   end
 
   def plan(input, %Accel.Kernel{} = kernel, opts) do
@@ -209,6 +226,37 @@ defmodule Accel do
     end
 
     {devices, rest}
+  end
+
+  # A shared call decodes a list once, before it is split (logistic_map_spread/4).
+  defp host_binary(input) when is_list(input), do: Accel.NIF.int64_binary(input)
+  defp host_binary(input), do: input
+
+  defp cpu_device, do: Enum.find(co_execution_devices(:cpu), &(&1.backend == :cpu))
+
+  @doc false
+  # What Accel.plan/3 plans, from the call's validated options and `devices:`: {:share, devices}
+  # for device: :all or a list (the sharing decision the call would make), else {:choose,
+  # devices} among which backend: :auto chooses (nil: the default candidates).
+  def plan_scope!(devices, opts) do
+    case {devices, opts[:backend], opts[:device]} do
+      {nil, backend, device} when device == :all or is_list(device) ->
+        {:share, sharing_devices!(device, backend)}
+
+      {nil, _backend, %Accel.Device{} = device} ->
+        {:choose, [device]}
+
+      {devices, :auto, nil} ->
+        {:choose, devices}
+
+      {nil, backend, device} ->
+        raise ArgumentError,
+              "backend: #{inspect(backend)}, device: #{inspect(device)} names where the call runs: " <>
+                "Accel.plan/3 plans backend: :auto, device: :all and lists of devices"
+
+      _ ->
+        raise ArgumentError, "give option :devices (to choose among) or :device, not both"
+    end
   end
 
   @doc """

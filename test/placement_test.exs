@@ -198,6 +198,76 @@ defmodule Accel.PlacementTest do
     assert Accel.logistic_map(1..1_000_000, device: devices, as: :binary) == want
   end
 
+  # Accel.plan/3 with device: :all or a list explains the sharing decision the call then makes.
+  @tag :pocl
+  test "plans of shared calls say whether the devices share, in what shares, and why" do
+    devices = [cpu(), pocl()]
+    bin = Accel.logistic_map(1..2_000_000, iterations: 0, as: :binary, backend: :cpu)
+    key = {:co_execution, devices |> Enum.map(&{&1.backend, &1.id, &1.name}) |> Enum.sort()}
+
+    teach = fn seconds ->
+      prediction = %{model: key, device: devices, n: 2_000_000, seconds: 1.0, host: 0.0}
+      for _ <- 1..4, do: Placement.observe(%Placement{device: devices, predictions: [prediction]}, seconds)
+    end
+
+    # shared calls 1000x slower than predicted (PoCL on the same cores): sharing does not pay (the
+    # sharing model is made by the first plan that weighs sharing)
+    _ = Accel.plan(bin, :logistic_map, device: devices)
+    teach.(1000.0)
+    alone = Accel.plan(bin, :logistic_map, device: devices)
+    assert alone.device == cpu() and alone.shares == nil
+
+    assert alone.reason =~
+             ~r/^:cpu alone: sharing with :opencl device 0 .* is predicted [0-9.]+ s against [0-9.]+ s alone/
+
+    assert Enum.map(alone.predictions, & &1.device) == [cpu(), pocl()]
+
+    # shared calls 1000x faster than predicted: now it pays, and the plan says how it is cut
+    teach.(0.001)
+
+    shared = Accel.plan(bin, :logistic_map, device: devices)
+    assert shared.device == devices
+    assert [%{device: ^devices, model: ^key, seconds: seconds} | singles] = shared.predictions
+    assert seconds == shared.seconds and length(singles) == 2
+    assert [%{device: c, elements: a}, %{device: o, elements: b}] = shared.shares
+    # four fifths in the owned shares (each rounded down), the rest in pieces
+    assert {c, o} == {cpu(), pocl()} and a > b and b > 0 and (a + b) in 1_599_998..1_600_000
+
+    assert shared.reason =~
+             ~r/^2000000 elements shared: :cpu takes #{a}, :opencl device 0 .* takes #{b}, and \d+ pieces/
+
+    assert shared.reason =~ "learnt from 8 shared calls"
+
+    # the call does what the plan said: it shares, and the shared call is observed
+    assert Accel.logistic_map(bin, device: devices) == Accel.logistic_map(bin, backend: :cpu)
+    assert Placement.calibrations()[key].observed == 9
+
+    # a kernel's and an operation's plans name the work (the call taught the set of devices what
+    # sharing really costs: taught again to pay)
+    teach.(0.001)
+    require Accel
+    k = Accel.kernel(fn x -> rem(x * x + 7, 1_000_003) end)
+    assert Accel.plan(bin, k, device: devices).reason =~ "2000000 elements of this kernel shared"
+    f32 = binary_part(bin, 0, 8_000_000)
+    assert Accel.plan(f32, :tanh, type: :f32, device: devices).reason =~ "2000000 elements of tanh shared"
+
+    assert Accel.plan(Enum.to_list(1..5_000), :logistic_map, device: devices).reason ==
+             ":cpu alone: 5000 elements are too few to share"
+  end
+
+  test "plans follow the call's own :device and :backend" do
+    assert Accel.plan(1..100, :logistic_map, device: :all).reason =~ "100 elements are below 4096"
+    assert Accel.plan(1..100_000, :logistic_map, device: cpu()).reason == ":cpu is the only candidate"
+
+    assert_raise ArgumentError, ~r/backend: :cpu, device: nil names where the call runs/, fn ->
+      Accel.plan(1..100_000, :logistic_map, backend: :cpu)
+    end
+
+    assert_raise ArgumentError, ~r/give option :devices \(to choose among\) or :device, not both/, fn ->
+      Accel.plan(1..100_000, :logistic_map, device: :all, devices: [cpu()])
+    end
+  end
+
   # Accel.map/3 over a device list: the kernel's own models size the shares; each piece runs as a
   # chunk does, so flagged elements are recomputed on the BEAM and named by their index in the call.
   @tag :pocl

@@ -55,21 +55,28 @@ defmodule Accel.Placement do
 
   The fields of a plan:
 
-    * `:device` - the `Accel.Device` chosen
+    * `:device` - the `Accel.Device` chosen (for a shared call, the list of devices sharing it)
     * `:seconds` - its predicted time
     * `:predictions` - for each candidate, fastest first: `%{device:, n:, seconds:, latency:,
       transfer:, compute:, host:, model:}` (seconds; `host` is the list conversion, the same for
-      every device; `model` names the calibration the prediction came from)
+      every device; `model` names the calibration the prediction came from); a shared call's own
+      prediction comes first, `%{device: [devices], n:, seconds:, host:, model: {:co_execution, _}}`
     * `:reason` - one sentence saying why
+    * `:shares` - for a shared call, each device's own share, `%{device:, elements:}`, in the
+      order of the input (the rest goes in pieces to whichever device is free); else nil
+
+  `Accel.plan/3` with `device: :all` or a list of devices explains the sharing decision: whether
+  the devices share the call, in what shares, and the predictions it rests on.
   """
 
-  defstruct [:device, :seconds, :predictions, :reason]
+  defstruct [:device, :seconds, :predictions, :reason, shares: nil]
 
   @type t :: %__MODULE__{
-          device: Accel.Device.t(),
+          device: Accel.Device.t() | [Accel.Device.t()],
           seconds: float(),
           predictions: [map()],
-          reason: String.t()
+          reason: String.t(),
+          shares: [%{device: Accel.Device.t(), elements: non_neg_integer()}] | nil
         }
 
   # the logistic map's calibration sizes: one for latency, one for the bulk rate
@@ -98,15 +105,19 @@ defmodule Accel.Placement do
   def plan(input, opts \\ []) do
     {candidates, opts} = Keyword.pop(opts, :devices)
 
+    {n, k, form, as} = call_shape(input, opts)
+    decide(n, candidates || candidates(), "", &predict(&1, n, k, form, as))
+  end
+
+  # What a logistic-map call's prediction depends on: its size, iterations, input and output forms.
+  defp call_shape(input, opts) do
     n =
       count(input) ||
         raise ArgumentError,
               "expected a proper list, a Range of integers or a binary, got: #{inspect(input, limit: 5)}"
 
-    k = Keyword.get(opts, :iterations, 10)
     as = Keyword.get(opts, :as) || if(is_binary(input), do: :binary, else: :list)
-    form = form(input)
-    decide(n, candidates || candidates(), "", &predict(&1, n, k, form, as))
+    {n, Keyword.get(opts, :iterations, 10), form(input), as}
   end
 
   # The plan among `candidates` for n elements: small inputs on the CPU backend without measuring,
@@ -322,9 +333,7 @@ defmodule Accel.Placement do
   # length(devices) of them theirs), and the plan to observe the shared call with (nil for one
   # device).
   def split(input, devices, opts) do
-    count = count(input)
-    {k, form} = {Keyword.get(opts, :iterations, 10), form(input)}
-    as = Keyword.get(opts, :as, :binary)
+    {count, k, form, as} = call_shape(input, opts)
     device_time = fn d, n -> predict(d, n, k, form, as) |> then(&(&1.seconds - &1.host)) end
     sharing(count, devices, device_time, host_seconds(count, form, as))
   end
@@ -350,13 +359,28 @@ defmodule Accel.Placement do
   # `device_time.(device, n)`: a device's predicted seconds for n elements, less the host's part
   # (`host`, the same for every device).
   defp sharing(count, devices, device_time, host) do
+    case sharing_decision(count, devices, device_time) do
+      %{share?: true} = d ->
+        prediction = %{model: d.key, device: d.devices, n: count, seconds: host + d.shared, host: host}
+        plan = %__MODULE__{device: d.devices, seconds: prediction.seconds, predictions: [prediction]}
+        {d.devices, d.pieces, plan}
+
+      d ->
+        {[d.best], [{0, count}], nil}
+    end
+  end
+
+  # Whether `devices` share a call of `count` elements, and what that rests on: the devices kept
+  # and their pieces (pieces/2), the best of them and its time alone, and the shared call's time
+  # with its correction (the slowest device's share, times what shared calls showed).
+  defp sharing_decision(count, devices, device_time) do
     # throughput at this size, or at 2^20 elements for a smaller call (whose rate is all latency)
     at = max(count, @prefix_n)
     rates = for d <- devices, do: {d, at / max(device_time.(d, at), 1.0e-9)}
 
     case pieces(count, rates) do
-      {[_], _pieces} = one ->
-        Tuple.append(one, nil)
+      {[best], pieces} ->
+        %{share?: false, devices: [best], pieces: pieces, best: best, rates: rates}
 
       {kept, pieces} ->
         {best, alone} = kept |> Enum.map(&{&1, device_time.(&1, count)}) |> Enum.min_by(&elem(&1, 1))
@@ -366,21 +390,101 @@ defmodule Accel.Placement do
         # each device's share of the whole, at its own latency and rate
         shared = kept |> Enum.map(&device_time.(&1, count * rate_of(rates, &1) / total)) |> Enum.max()
 
-        if shared * m.correction < alone do
-          prediction = %{
-            model: key,
-            device: kept,
-            n: count,
-            seconds: host + shared * m.correction,
-            host: host
-          }
-
-          {kept, pieces, %__MODULE__{device: kept, seconds: prediction.seconds, predictions: [prediction]}}
-        else
-          {[best], [{0, count}], nil}
-        end
+        %{
+          share?: shared * m.correction < alone,
+          devices: kept,
+          pieces: pieces,
+          best: best,
+          alone: alone,
+          shared: shared * m.correction,
+          key: key,
+          model: m,
+          rates: rates
+        }
     end
   end
+
+  @doc false
+  # Accel.plan/3 with device: :all or a list: the sharing decision split/3 would make, explained.
+  def plan_split(input, devices, opts) do
+    {count, k, form, as} = call_shape(input, opts)
+    host = host_seconds(count, form, as)
+    device_time = fn d, n -> predict(d, n, k, form, as) |> then(&(&1.seconds - &1.host)) end
+    explain_sharing(count, devices, device_time, host, &predict(&1, count, k, form, as), "")
+  end
+
+  @doc false
+  # plan_split/3 for a kernel of Accel.map/3 or an operation (`key` and `time` as for plan_kernel/4).
+  def plan_split_kernel(key, count, devices, time) do
+    devices |> measure_order() |> Enum.each(&predict_kernel(&1, key, count, time))
+    device_time = fn d, n -> predict_kernel(d, key, n, time).seconds end
+    explain_sharing(count, devices, device_time, 0.0, &predict_kernel(&1, key, count, time), work_name(key))
+  end
+
+  defp explain_sharing(count, devices, device_time, host, predict, what) do
+    d = sharing_decision(count, devices, device_time)
+    predictions = devices |> Enum.map(predict) |> Enum.sort_by(& &1.seconds)
+    alone = Enum.find(predictions, &(&1.device == d.best))
+    others = Enum.map_join(devices -- [d.best], " and ", &describe/1)
+
+    cond do
+      d.share? ->
+        {owned, tail} = Enum.split(d.pieces, length(d.devices))
+
+        shares = Enum.zip_with(d.devices, owned, fn device, {_, len} -> %{device: device, elements: len} end)
+
+        shared = %{model: d.key, device: d.devices, n: count, seconds: host + d.shared, host: host}
+
+        %__MODULE__{
+          device: d.devices,
+          seconds: shared.seconds,
+          predictions: [shared | predictions],
+          shares: shares,
+          reason:
+            "#{count} elements#{what} shared: " <>
+              Enum.map_join(shares, ", ", &"#{describe(&1.device)} takes #{&1.elements}") <>
+              ", and #{length(tail)} pieces of the rest go to whichever is free; predicted " <>
+              "#{fmt(shared.seconds)} s against #{fmt(alone.seconds)} s on #{describe(d.best)} alone" <>
+              learnt(d.model)
+        }
+
+      Map.has_key?(d, :shared) ->
+        %__MODULE__{
+          device: d.best,
+          seconds: alone.seconds,
+          predictions: predictions,
+          reason:
+            "#{describe(d.best)} alone: sharing with #{others} is predicted #{fmt(host + d.shared)} s " <>
+              "against #{fmt(alone.seconds)} s alone for #{count} elements#{what}" <> learnt(d.model)
+        }
+
+      length(devices) == 1 ->
+        %__MODULE__{
+          device: d.best,
+          seconds: alone.seconds,
+          predictions: predictions,
+          reason: "#{describe(d.best)} is the only device"
+        }
+
+      true ->
+        why =
+          if count < @small * length(devices),
+            do: "#{count} elements are too few to share",
+            else: "#{others} would take under 2% of the work"
+
+        %__MODULE__{
+          device: d.best,
+          seconds: alone.seconds,
+          predictions: predictions,
+          reason: "#{describe(d.best)} alone: #{why}"
+        }
+    end
+  end
+
+  defp learnt(%{observed: 0}), do: ""
+
+  defp learnt(%{observed: n, correction: c}),
+    do: " (the shared time corrected by #{Float.round(c, 2)}x, learnt from #{n} shared calls)"
 
   # The CPU backend is measured first: an OpenCL runtime's threads stay busy after its calls (PoCL's,
   # and NVIDIA's: on the H100 host the CPU backend measured after NVIDIA's OpenCL came out 2.8x

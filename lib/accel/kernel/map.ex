@@ -139,15 +139,25 @@ defmodule Accel.Kernel.Map do
     {devices, opts} = Keyword.pop(opts, :devices)
     opts = Accel.Options.validate!(opts, options(), "Accel.plan/3")
     inputs = inputs!(input, kernel, &input!(&1, &2, opts[:type]))
-    plan_host(inputs, &kernel_model(kernel, &1), devices)
+    plan_host(inputs, &kernel_model(kernel, &1), Accel.plan_scope!(devices, opts))
   end
 
-  @doc "The plan for normalised host `inputs` among `devices` (default: the candidates)."
-  def plan_host(inputs, model, devices) do
+  @doc """
+  The plan for normalised host `inputs`: `{:choose, devices}` the device `:auto` would choose
+  among them (nil: the candidates), `{:share, devices}` how they would share the call.
+  """
+  def plan_host(inputs, model, scope) do
     if Enum.any?(inputs, &(&1.kind == :tensor)),
       do: raise(ArgumentError, "work on tensors runs where its tensors are: there is nothing to plan")
 
-    plan_inputs(inputs, model, devices || Accel.Placement.candidates())
+    case scope do
+      {:choose, devices} ->
+        plan_inputs(inputs, model, devices || Accel.Placement.candidates())
+
+      {:share, devices} ->
+        {key, time} = model.(inputs)
+        Accel.Placement.plan_split_kernel(key, length!(inputs), devices, time)
+    end
   end
 
   defp plan_inputs(inputs, model, candidates) do

@@ -23,7 +23,7 @@ defmodule Accel.Tensor.Offload do
     {devices, opts} = Keyword.pop(opts, :devices)
     opts = Accel.Options.validate!(opts, KMap.options(), "Accel.plan/3")
     {inputs, template} = operands!(input, op, opts[:type])
-    KMap.plan_host(inputs, &model(op, template, &1), devices)
+    KMap.plan_host(inputs, &model(op, template, &1), Accel.plan_scope!(devices, opts))
   end
 
   # The call's array inputs (normalised as Accel.map's) and its operands' template: `:input` where
