@@ -205,14 +205,7 @@ defmodule Accel do
   end
 
   def plan(input, what, opts) do
-    if Accel.Tensor.Offload.op(what) == nil,
-      do:
-        raise(
-          ArgumentError,
-          "plan/3 plans :logistic_map calls and Accel.map/3 with a kernel or an operation's name " <>
-            "(#{operation_names()}), got: #{inspect(what, limit: 5)}"
-        )
-
+    operation!(what, "plan/3 plans :logistic_map calls and Accel.map/3 with a kernel or an operation's name")
     {devices, rest} = plan_devices!(opts)
     Accel.Tensor.Offload.plan(input, what, [devices: devices] ++ rest)
   end
@@ -332,19 +325,22 @@ defmodule Accel do
   def map(input, %Accel.Kernel.Source{} = kernel, opts), do: Accel.Kernel.Source.run(input, kernel, opts)
 
   def map(input, op, opts) do
-    if Accel.Tensor.Offload.op(op) == nil,
-      do:
-        raise(
-          ArgumentError,
-          "map/3 expects a kernel from Accel.kernel/1, Accel.Kernel.opencl/3 or Accel.Kernel.cuda/3, " <>
-            "or the name of an elementwise operation of Accel.Tensor (#{operation_names()}), " <>
-            "got: #{inspect(op, limit: 5)}"
-        )
+    operation!(
+      op,
+      "map/3 expects a kernel from Accel.kernel/1, Accel.Kernel.opencl/3 or Accel.Kernel.cuda/3, " <>
+        "or the name of an elementwise operation of Accel.Tensor"
+    )
 
     Accel.Tensor.Offload.run(input, op, opts)
   end
 
-  defp operation_names, do: Enum.map_join(Accel.Tensor.Registry.ops(), ", ", &inspect(&1.name))
+  # `op` names an operation of Accel.Tensor's registry, else ArgumentError: `expects`, the names.
+  defp operation!(op, expects) do
+    if Accel.Tensor.Offload.op(op) == nil do
+      names = Enum.map_join(Accel.Tensor.Registry.ops(), ", ", &inspect(&1.name))
+      raise ArgumentError, "#{expects} (#{names}), got: #{inspect(op, limit: 5)}"
+    end
+  end
 
   # The smaller of chunk_size: and what max_bytes: (or the application's) allows for two buffers.
   defp effective_chunk_size(opts) do

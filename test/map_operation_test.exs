@@ -6,6 +6,7 @@ defmodule Accel.MapOperationTest do
   # models; errors that name what is wrong. Not async: the placement model is one per VM.
   use ExUnit.Case, async: false
 
+  import Accel.Test.Devices
   alias Accel.Placement
   alias Accel.Tensor, as: T
 
@@ -13,9 +14,6 @@ defmodule Accel.MapOperationTest do
     Placement.reset()
     on_exit(&Placement.reset/0)
   end
-
-  defp cpu, do: Enum.find(Accel.devices(), &(&1.backend == :cpu))
-  defp pocl, do: Enum.find(Accel.devices(), &(&1.backend == :opencl and &1.type == :cpu))
 
   # Operands every operation takes: no zero divisor, exponents and shifts from 1 to 7, logarithms
   # and roots of positive numbers.

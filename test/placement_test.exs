@@ -5,15 +5,13 @@ defmodule Accel.PlacementTest do
   # from calls, reset. Not async: the model is one per VM and its file one per machine.
   use ExUnit.Case, async: false
 
+  import Accel.Test.Devices
   alias Accel.Placement
 
   setup do
     Placement.reset()
     on_exit(&Placement.reset/0)
   end
-
-  defp cpu, do: Enum.find(Accel.devices(), &(&1.backend == :cpu))
-  defp pocl, do: Enum.find(Accel.devices(), &(&1.backend == :opencl and &1.type == :cpu))
 
   defp store, do: Path.wildcard(Path.join(Accel.Kernel.Native.cache_dir(), "placement-*.etf"))
 
