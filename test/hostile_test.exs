@@ -4,6 +4,7 @@ defmodule Accel.HostileTest do
   # (BEAM floats cannot be NaN or infinite, so those cannot reach Accel.)
   use ExUnit.Case, async: false
   import Bitwise
+  require Accel
 
   @big 1 <<< 64
   @cpu_device %Accel.Device{backend: :cpu, id: 0}
@@ -286,6 +287,16 @@ defmodule Accel.HostileTest do
        ~r/input 0: expected a list, a Range, a binary or an Accel.Tensor, got: \{\[1\], \[2\]\}/},
       {"operation: a string for a name", fn -> Accel.map([1], "add") end, ArgumentError,
        ~r/or the name of an elementwise operation of Accel.Tensor .*got: "add"/},
+      {"kernel: a range past the signed 64-bit range (came back wrapped around)",
+       fn -> Accel.map(((1 <<< 63) - 2)..((1 <<< 63) + 1), Accel.kernel(fn x -> x end), backend: :cpu) end,
+       ArgumentError,
+       ~r/input 0: 9223372036854775806..9223372036854775809 holds integers outside the signed 64-bit range/},
+      {"operation: a range below the signed 64-bit range",
+       fn -> Accel.map((-(1 <<< 63) - 1)..0, :negate, backend: :cpu) end, ArgumentError,
+       ~r/\(-9223372036854775809 to 0\): a range's elements are :s64/},
+      {"operation: a hand-made range of step 0",
+       fn -> Accel.map(%Range{first: 1, last: 2, step: 0}, :negate) end, ArgumentError,
+       ~r/input 0: a range of integers with a non-zero step, got: 1..2\/\/0/},
       {"operation: a range past 2^48 bytes", fn -> Accel.map(0..(1 <<< 62), :negate, backend: :cpu) end,
        ArgumentError, ~r/would exceed 2\^48 bytes/},
       {"int64 NIF: output count, bad as", fn -> nif.int64_output_count(1..3, :foo) end, ArgumentError,

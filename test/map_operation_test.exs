@@ -5,6 +5,7 @@ defmodule Accel.MapOperationTest do
   # they are; chunks and shared calls identical to one call; placement by the operation's own
   # models; errors that name what is wrong. Not async: the placement model is one per VM.
   use ExUnit.Case, async: false
+  import Bitwise
 
   import Accel.Test.Devices
   alias Accel.Placement
@@ -68,6 +69,10 @@ defmodule Accel.MapOperationTest do
     assert Accel.map({5..100_005//7, 3}, :multiply, as: :binary) == encode(want, :s64)
     if pocl(), do: assert(Accel.map({5..100_005//7, 3}, :multiply, device: pocl()) == want)
     assert Accel.map(-3..3, :abs) == [3, 2, 1, 0, 1, 2, 3]
+    # iota * step wraps around past 2^63; adding the first element wraps it back, exactly
+    wide = -0x8000000000000000..0x7FFFFFFFFFFFFFFF//0x7FFFFFFFFFFFFFFF
+    assert Accel.map({wide, 0}, :add) == Enum.to_list(wide)
+    assert Accel.map(5..5//(1 <<< 70), :negate) == [-5]
 
     # s64 wraps, as Accel.Tensor's integers do
     assert Accel.map({[0x7FFFFFFFFFFFFFFF], 1}, :add) == [-0x8000000000000000]

@@ -269,9 +269,10 @@ defmodule Accel.Placement do
 
   @doc false
   # The plan for Accel.map/3 with a kernel or an operation's name (Accel.Kernel.Map.plan_host/3):
-  # `key` names the kernel (or operation) and its input types, `time.(device, len)` runs it on the call's first `len` elements on `device`
-  # and returns the seconds taken, result downloaded. Each device's model of the kernel is two such
-  # prefixes (2^17 elements and up to 2^20), timed on first use after a run that compiles it there.
+  # `key` names the kernel (or operation) and its input types, `time.(device, len)` runs it on the
+  # call's first `len` elements on `device` and returns the seconds taken, result downloaded. Each
+  # device's model of the kernel is two such prefixes (2^17 elements and up to 2^20), timed on
+  # first use after a run that compiles it there.
   def plan_kernel(key, n, candidates, time),
     do: decide(n, candidates, work_name(key), &predict_kernel(&1, key, n, time))
 

@@ -237,7 +237,24 @@ defmodule Accel.Kernel.Map do
   def input!(%Accel.Tensor{} = t, _j, _type),
     do: %{kind: :tensor, type: t.type, n: Accel.Tensor.size(t), value: t}
 
-  def input!(%Range{} = r, _j, _type), do: %{kind: :range, type: :s64, n: Range.size(r), value: r}
+  # A range's elements are :s64 (kernels take them as such, and an operation makes them on the
+  # device): one past that range would come back wrapped around, so it is refused.
+  def input!(%Range{first: f, last: l, step: s} = r, j, _type)
+      when is_integer(f) and is_integer(l) and is_integer(s) and s != 0 do
+    n = Range.size(r)
+    last = f + (n - 1) * s
+
+    if n > 0 and not (f in @min..@max and last in @min..@max) do
+      raise ArgumentError,
+            "input #{j}: #{inspect(r)} holds integers outside the signed 64-bit range " <>
+              "(#{f} to #{last}): a range's elements are :s64"
+    end
+
+    %{kind: :range, type: :s64, n: n, value: r}
+  end
+
+  def input!(%Range{} = r, j, _type),
+    do: raise(ArgumentError, "input #{j}: a range of integers with a non-zero step, got: #{inspect(r)}")
 
   def input!(bin, j, type) when is_binary(bin) do
     width = width(type)

@@ -79,12 +79,14 @@ defmodule Accel.Tensor.Offload do
   defp tensor(%{kind: :binary, type: type, value: bin}, shape, backend, device),
     do: T.from_binary(bin, type, shape, backend: backend, device: device)
 
-  # A range is made on the device: iota, scaled and shifted there (its values fit :s64, checked
-  # when the input was read).
-  defp tensor(%{kind: :range, value: %Range{first: first, step: step}}, shape, backend, device) do
+  # A range is made on the device: iota, scaled and shifted there. Its elements fit :s64 (checked
+  # when the input was read), so where iota * step wraps around, adding the first wraps it back.
+  # (One element's step may be any integer: it is not used.)
+  defp tensor(%{kind: :range, n: n, value: %Range{first: first, step: step}}, shape, backend, device) do
     iota = T.iota(shape, type: :s64, backend: backend, device: device)
 
     Enum.reduce([multiply: step, add: first], iota, fn
+      {:multiply, _}, t when n <= 1 -> t
       {:multiply, 1}, t -> t
       {:add, 0}, t -> t
       {fun, x}, t -> apply(T, fun, [t, x]) |> tap(fn _ -> T.free(t) end)
