@@ -114,9 +114,7 @@ defmodule Accel do
     chunk_size = effective_chunk_size(opts)
 
     cond do
-      # too small for a device trip to pay: not worth listing the devices either
-      opts[:device] == :all and opts[:backend] in [:auto, :cpu] and Accel.Placement.small?(input) and
-          Accel.Placement.cpu?() ->
+      small_for_all?(input, opts) ->
         logistic_map_on(input, opts, as, chunk_size, {:cpu, 0})
 
       sharing?(opts[:device]) ->
@@ -187,12 +185,11 @@ defmodule Accel do
     shape = [iterations: opts[:iterations], as: opts[:as] || if(is_binary(input), do: :binary, else: :list)]
 
     case plan_scope!(devices, opts) do
-      # as the call does, device: :all too small to share runs on the CPU backend
+      # as the call does, too small to share: the candidates' plan is the CPU backend's, unmeasured
       {:share, devices} ->
-        if opts[:device] == :all and opts[:backend] in [:auto, :cpu] and Accel.Placement.small?(input) and
-             Accel.Placement.cpu?(),
-           do: Accel.Placement.plan(input, [devices: [cpu_device()]] ++ shape),
-           else: Accel.Placement.plan_split(host_binary(input), devices, shape)
+        if small_for_all?(input, opts),
+          do: Accel.Placement.plan(input, shape),
+          else: Accel.Placement.plan_split(host_binary(input), devices, shape)
 
       {:choose, devices} ->
         Accel.Placement.plan(input, [devices: devices] ++ shape)
@@ -225,7 +222,12 @@ defmodule Accel do
   defp host_binary(input) when is_list(input), do: Accel.NIF.int64_binary(input)
   defp host_binary(input), do: input
 
-  defp cpu_device, do: Enum.find(co_execution_devices(:cpu), &(&1.backend == :cpu))
+  # device: :all with an input too small for a device trip to pay runs on the CPU backend: not
+  # worth listing the devices either.
+  defp small_for_all?(input, opts) do
+    opts[:device] == :all and opts[:backend] in [:auto, :cpu] and Accel.Placement.small?(input) and
+      Accel.Placement.cpu?()
+  end
 
   @doc false
   # What Accel.plan/3 plans, from the call's validated options and `devices:`: {:share, devices}

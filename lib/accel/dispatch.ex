@@ -13,8 +13,9 @@ defmodule Accel.Dispatch do
 
   `chunks` is a list, or `{count, chunk_at}` where `chunk_at.(index)` makes chunk `index` when a
   worker takes it, so that only the chunks in flight exist at once. With `owned: true`, worker `i`
-  takes chunk `i` first (a share sized for it), and the chunks after the workers' are pulled. An exception raised by `fun`
-  stops the other workers after their current chunk and is raised again in the caller.
+  takes chunk `i` first (a share sized for it), and the chunks after the workers' are pulled. An
+  exception raised by `fun` stops the other workers after their current chunk and is raised again
+  in the caller.
 
       iex> {results, stats} = Accel.Dispatch.run([1, 2, 3, 4], [:a, :b], fn x, _worker -> x * 10 end)
       iex> {results, stats |> Map.values() |> Enum.map(& &1.chunks) |> Enum.sum()}

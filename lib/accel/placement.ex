@@ -333,11 +333,7 @@ defmodule Accel.Placement do
   # Returns {devices, pieces, plan}: the devices kept, [{offset, length}] (the first
   # length(devices) of them theirs), and the plan to observe the shared call with (nil for one
   # device).
-  def split(input, devices, opts) do
-    {count, k, form, as} = call_shape(input, opts)
-    device_time = fn d, n -> predict(d, n, k, form, as) |> then(&(&1.seconds - &1.host)) end
-    sharing(count, devices, device_time, host_seconds(count, form, as))
-  end
+  def split(input, devices, opts), do: sharing(logistic_terms(input, opts), devices)
 
   @doc false
   # How several devices share a call, for the :device option's docs.
@@ -351,18 +347,50 @@ defmodule Accel.Placement do
   @doc false
   # split/3 for a kernel of Accel.map/3 over `count` elements (`key` and `time` as for
   # plan_kernel/4): the kernel's own models give the devices' times.
-  def split_kernel(key, count, devices, time) do
-    # each model measured on this call's input (its prefixes), before other sizes are asked
-    devices |> measure_order() |> Enum.each(&predict_kernel(&1, key, count, time))
-    sharing(count, devices, fn d, n -> predict_kernel(d, key, n, time).seconds end, 0.0)
+  def split_kernel(key, count, devices, time), do: sharing(kernel_terms(key, count, devices, time), devices)
+
+  @doc false
+  # Accel.plan/3 with device: :all or a list: the sharing decision split/3 would make, explained.
+  def plan_split(input, devices, opts), do: explain_sharing(logistic_terms(input, opts), devices)
+
+  @doc false
+  # plan_split/3 for a kernel of Accel.map/3 or an operation (`key` and `time` as for plan_kernel/4).
+  def plan_split_kernel(key, count, devices, time),
+    do: explain_sharing(kernel_terms(key, count, devices, time), devices)
+
+  # What a sharing decision weighs, for a logistic-map call or a kernel's: the call's `count`,
+  # `device_time.(device, n)` (a device's predicted seconds for n elements, less the host's part),
+  # `host` (the same for every device), `predict.(device)` (its prediction for the whole call) and
+  # `what` (the work's name in reasons).
+  defp logistic_terms(input, opts) do
+    {count, k, form, as} = call_shape(input, opts)
+
+    %{
+      count: count,
+      device_time: fn d, n -> predict(d, n, k, form, as) |> then(&(&1.seconds - &1.host)) end,
+      host: host_seconds(count, form, as),
+      predict: &predict(&1, count, k, form, as),
+      what: ""
+    }
   end
 
-  # `device_time.(device, n)`: a device's predicted seconds for n elements, less the host's part
-  # (`host`, the same for every device).
-  defp sharing(count, devices, device_time, host) do
-    case sharing_decision(count, devices, device_time) do
+  defp kernel_terms(key, count, devices, time) do
+    # each model measured on this call's input (its prefixes), before other sizes are asked
+    devices |> measure_order() |> Enum.each(&predict_kernel(&1, key, count, time))
+
+    %{
+      count: count,
+      device_time: fn d, n -> predict_kernel(d, key, n, time).seconds end,
+      host: 0.0,
+      predict: &predict_kernel(&1, key, count, time),
+      what: work_name(key)
+    }
+  end
+
+  defp sharing(%{count: count} = terms, devices) do
+    case sharing_decision(count, devices, terms.device_time) do
       %{share?: true} = d ->
-        prediction = %{model: d.key, device: d.devices, n: count, seconds: host + d.shared, host: host}
+        prediction = shared_prediction(d, terms)
         plan = %__MODULE__{device: d.devices, seconds: prediction.seconds, predictions: [prediction]}
         {d.devices, d.pieces, plan}
 
@@ -370,6 +398,10 @@ defmodule Accel.Placement do
         {[d.best], [{0, count}], nil}
     end
   end
+
+  # The shared call's own prediction, the one observe/2 corrects the set of devices by.
+  defp shared_prediction(d, %{count: count, host: host}),
+    do: %{model: d.key, device: d.devices, n: count, seconds: host + d.shared, host: host}
 
   # Whether `devices` share a call of `count` elements, and what that rests on: the devices kept
   # and their pieces (pieces/2), the best of them and its time alone, and the shared call's time
@@ -405,26 +437,9 @@ defmodule Accel.Placement do
     end
   end
 
-  @doc false
-  # Accel.plan/3 with device: :all or a list: the sharing decision split/3 would make, explained.
-  def plan_split(input, devices, opts) do
-    {count, k, form, as} = call_shape(input, opts)
-    host = host_seconds(count, form, as)
-    device_time = fn d, n -> predict(d, n, k, form, as) |> then(&(&1.seconds - &1.host)) end
-    explain_sharing(count, devices, device_time, host, &predict(&1, count, k, form, as), "")
-  end
-
-  @doc false
-  # plan_split/3 for a kernel of Accel.map/3 or an operation (`key` and `time` as for plan_kernel/4).
-  def plan_split_kernel(key, count, devices, time) do
-    devices |> measure_order() |> Enum.each(&predict_kernel(&1, key, count, time))
-    device_time = fn d, n -> predict_kernel(d, key, n, time).seconds end
-    explain_sharing(count, devices, device_time, 0.0, &predict_kernel(&1, key, count, time), work_name(key))
-  end
-
-  defp explain_sharing(count, devices, device_time, host, predict, what) do
-    d = sharing_decision(count, devices, device_time)
-    predictions = devices |> Enum.map(predict) |> Enum.sort_by(& &1.seconds)
+  defp explain_sharing(%{count: count, host: host, what: what} = terms, devices) do
+    d = sharing_decision(count, devices, terms.device_time)
+    predictions = devices |> Enum.map(terms.predict) |> Enum.sort_by(& &1.seconds)
     alone = Enum.find(predictions, &(&1.device == d.best))
     others = Enum.map_join(devices -- [d.best], " and ", &describe/1)
 
@@ -434,7 +449,7 @@ defmodule Accel.Placement do
 
         shares = Enum.zip_with(d.devices, owned, fn device, {_, len} -> %{device: device, elements: len} end)
 
-        shared = %{model: d.key, device: d.devices, n: count, seconds: host + d.shared, host: host}
+        shared = shared_prediction(d, terms)
 
         %__MODULE__{
           device: d.devices,
