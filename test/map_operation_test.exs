@@ -139,6 +139,7 @@ defmodule Accel.MapOperationTest do
     ints = Enum.to_list(1..n)
 
     for _ <- 1..3, do: Placement.observe(%Placement{device: devices, predictions: [prediction]}, 0.001)
+    Placement.await_learning()
 
     assert Accel.map({ints, 1_000}, :quotient, device: devices, as: :binary) ==
              encode(Enum.map(ints, &div(&1, 1_000)), :s64)

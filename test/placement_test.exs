@@ -87,13 +87,20 @@ defmodule Accel.PlacementTest do
   test "a damaged file is ignored and measured again" do
     Accel.plan(1..100_000, :logistic_map, devices: [cpu()])
     [file] = store()
-    File.write!(file, "not a term")
-    owner = :ets.info(Placement, :owner)
-    ref = Process.monitor(owner)
-    Process.exit(owner, :kill)
-    assert_receive {:DOWN, ^ref, :process, _, :killed}
-    assert Placement.calibrations() == %{}
-    assert Accel.plan(1..100_000, :logistic_map, devices: [cpu()]).device == cpu()
+
+    for damaged <- [
+          "not a term",
+          :erlang.term_to_binary([{:a, %{}}, 1]),
+          :erlang.term_to_binary([{:a, %{}} | :b])
+        ] do
+      File.write!(file, damaged)
+      owner = :ets.info(Placement, :owner)
+      ref = Process.monitor(owner)
+      Process.exit(owner, :kill)
+      assert_receive {:DOWN, ^ref, :process, _, :killed}
+      assert Placement.calibrations() == %{}
+      assert Accel.plan(1..100_000, :logistic_map, devices: [cpu()]).device == cpu()
+    end
   end
 
   test "calls correct the model of the device they ran on" do
@@ -112,6 +119,43 @@ defmodule Accel.PlacementTest do
     small = Accel.plan(1..5000, :logistic_map, devices: [cpu()])
     Placement.observe(small, 10.0)
     assert Placement.calibrations()[key].observed == 2
+  end
+
+  # An :auto call's plan is remembered (remembered/2): its prediction was made with the correction
+  # of its time, and the calls that follow it must not compound what it got wrong.
+  test "calls following one plan move the correction to what they show, not past it" do
+    Placement.reset()
+    plan = Accel.plan(1..1_000_000, :logistic_map, devices: [cpu()])
+    [p] = plan.predictions
+    key = {:cpu, 0, cpu().name}
+    assert p.correction == 1.0
+    # every call takes 1.5x the first prediction: the correction converges on what makes the model
+    # predict that (the latency is not scaled by it)
+    for _ <- 1..30, do: Placement.observe(plan, p.host + 1.5 * (p.seconds - p.host))
+    scaled = p.transfer + p.compute
+    want = (1.5 * (p.latency + scaled) - p.latency) / scaled
+    assert_in_delta Placement.calibrations()[key].correction, want, 0.01 * want
+  end
+
+  test "a call taking over twice or under half its prediction makes :auto plan afresh" do
+    plan = Accel.plan(1..1_000_000, :logistic_map, devices: [cpu()])
+    [p] = plan.predictions
+    remember = fn -> Placement.remembered(:shape, fn -> send(self(), :planned) && plan end) end
+
+    remember.()
+    assert_received :planned
+    # within 2x: the plan stays
+    Placement.observe(plan, p.host + 1.9 * (p.seconds - p.host))
+    Placement.await_learning()
+    remember.()
+    refute_received :planned
+
+    for slower <- [3, 0.3] do
+      Placement.observe(plan, p.host + slower * (p.seconds - p.host))
+      Placement.await_learning()
+      remember.()
+      assert_received :planned
+    end
   end
 
   @tag :pocl
@@ -148,7 +192,7 @@ defmodule Accel.PlacementTest do
     end
 
     near = plan.(1.5, 1_000_000)
-    followed = for _ <- 1..64, do: Placement.explore(near)
+    followed = for _ <- 1..64, do: Placement.remembered(:near, fn -> near end)
     assert Enum.count(followed, &(&1 == near)) == 62
     assert [explored, explored] = Enum.reject(followed, &(&1 == near))
     assert {explored.device, explored.seconds} == {dev.(1), 1.5}
@@ -156,8 +200,53 @@ defmodule Accel.PlacementTest do
 
     # a runner-up predicted 2.5x slower, a call too small to learn from, a single candidate: never
     for p <- [plan.(2.5, 1_000_000), plan.(1.5, 1_000), %{near | predictions: [pred.(0, 1.0, 1_000_000)]}] do
-      assert Enum.all?(1..64, fn _ -> Placement.explore(p) == p end)
+      assert Enum.all?(1..64, fn _ -> Placement.remembered({:never, p}, fn -> p end) == p end)
     end
+  end
+
+  # Planning costs ~100 us on a cold core: an :auto call follows the plan its shape made last,
+  # made afresh on the first call and every 16 calls after.
+  test ":auto calls of one shape plan afresh once in 16 calls, and reset/0 forgets the plans" do
+    cpu = cpu()
+    far = %{device: cpu, seconds: 1.0, n: 10, host: 0.0, model: :m}
+
+    made = fn shape ->
+      %Placement{device: cpu, seconds: 1.0, predictions: [far], reason: "#{inspect(shape)}"}
+    end
+
+    plans = fn shape, calls ->
+      for _ <- 1..calls do
+        Placement.remembered(shape, fn ->
+          send(self(), {:planned, shape})
+          made.(shape)
+        end)
+      end
+    end
+
+    planned = fn shape ->
+      Stream.repeatedly(fn ->
+        receive do
+          {:planned, ^shape} -> true
+        after
+          0 -> false
+        end
+      end)
+      |> Enum.take_while(& &1)
+      |> length()
+    end
+
+    assert Enum.uniq(plans.(:a, 40)) == [made.(:a)]
+    assert planned.(:a) == 3
+    # another shape has a plan of its own; the first shape's count goes on
+    assert plans.(:b, 1) == [made.(:b)]
+    assert planned.(:b) == 1
+    plans.(:a, 9)
+    assert planned.(:a) == 1
+    # remembered plans are not calibrations (nor kept on disk)
+    assert Placement.calibrations() == %{}
+    Placement.reset()
+    plans.(:a, 1)
+    assert planned.(:a) == 1
   end
 
   # Sharing a call between devices has its own correction, per set of devices, learnt from the
@@ -188,6 +277,7 @@ defmodule Accel.PlacementTest do
 
           {_, _, %Placement{predictions: [q]} = shared} ->
             Placement.observe(shared, q.host + 100 * (q.seconds - q.host))
+            Placement.await_learning()
             nil
         end
       end)
@@ -206,6 +296,7 @@ defmodule Accel.PlacementTest do
     teach = fn seconds ->
       prediction = %{model: key, device: devices, n: 2_000_000, seconds: 1.0, host: 0.0}
       for _ <- 1..4, do: Placement.observe(%Placement{device: devices, predictions: [prediction]}, seconds)
+      Placement.await_learning()
     end
 
     # shared calls 1000x slower than predicted (PoCL on the same cores): sharing does not pay (the

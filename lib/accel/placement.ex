@@ -32,6 +32,11 @@ defmodule Accel.Placement do
   runs on the runner-up where it is predicted within 2x of the best: where the prediction was
   right, that costs at most 1/32 (3%) of the calls' time. Such a call's `:reason` says so.
 
+  An `:auto` call plans afresh on the first call of its shape (its work, size, input and output
+  forms) and once every 16 calls of that shape after; the calls in between follow the plan made
+  last, which costs two table operations where planning costs ~100 us on a core back from a pause.
+  `Accel.plan/3` always plans afresh.
+
   A kernel of `Accel.map/3`, and an operation of `Accel.Tensor` given to it by name, has its own
   model per device and input types: the call's first 2^17 and first 2^20 elements (or fewer) timed
   on each device, result downloaded, after runs that compile it there; the slope is its cost per
@@ -58,9 +63,11 @@ defmodule Accel.Placement do
     * `:device` - the `Accel.Device` chosen (for a shared call, the list of devices sharing it)
     * `:seconds` - its predicted time
     * `:predictions` - for each candidate, fastest first: `%{device:, n:, seconds:, latency:,
-      transfer:, compute:, host:, model:}` (seconds; `host` is the list conversion, the same for
-      every device; `model` names the calibration the prediction came from); a shared call's own
-      prediction comes first, `%{device: [devices], n:, seconds:, host:, model: {:co_execution, _}}`
+      transfer:, compute:, host:, model:, correction:}` (seconds; `host` is the list conversion, the
+      same for every device; `model` names the calibration the prediction came from, and
+      `correction` is its correction, included in `transfer` and `compute`); a shared call's own
+      prediction comes first, `%{device: [devices], n:, seconds:, host:, latency: 0.0, correction:,
+      model: {:co_execution, _}}`
     * `:reason` - one sentence saying why
     * `:shares` - for a shared call, each device's own share, `%{device:, elements:}`, in the
       order of the input (the rest goes in pieces to whichever device is free); else nil
@@ -96,6 +103,10 @@ defmodule Accel.Placement do
   @explore_within 2.0
   # calls below this many elements are too short to correct the model with
   @observe_min 32_768
+  # an :auto call's plan is made afresh once in this many calls of the same shape (remembered/2),
+  # and at most this many shapes' plans are remembered
+  @replan 16
+  @remembered_max 1024
 
   @doc """
   The plan for `Accel.logistic_map(input, opts)` with `backend: :auto` (options as there; also
@@ -169,31 +180,63 @@ defmodule Accel.Placement do
         {{:auto, -1}, nil}
 
       true ->
-        plan = input |> plan(opts) |> explore()
+        shape = call_shape(input, opts)
+        plan = remembered({:logistic_map, shape}, fn -> plan(input, opts) end)
         {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
     end
   end
 
   @doc false
-  # The plan a call follows: now and then the runner-up's (see @explore_every). Only calls the
-  # model learns from (observe/2) explore.
-  def explore(%__MODULE__{predictions: [best, next | _]} = plan)
-      when best.n >= @observe_min and next.seconds < @explore_within * best.seconds do
+  # The plan an :auto call follows, for calls of one shape (`shape`: the work, its size and forms):
+  # `plan.()` makes it afresh on the first call of that shape and every @replan calls after, and in
+  # between it is remembered, so that what calls teach (observe/2) reaches the decision within
+  # @replan calls. Planning costs ~100 us on a core back from a pause (every table and function it
+  # touches is out of the caches: 15-20% of a 10^5-element call); a remembered plan, two table
+  # operations. Now and then the runner-up's plan instead (explore/2). The plans are not kept on
+  # disk, and reset/0 forgets them.
+  def remembered(shape, plan) do
     table()
+    key = {:meta, {:plan, shape}}
+    count = :ets.update_counter(__MODULE__, key, {3, 1}, {key, nil, 0})
 
-    if rem(:ets.update_counter(__MODULE__, {:meta, :planned}, 1, {{:meta, :planned}, 0}), @explore_every) == 0 do
-      %{
-        plan
-        | device: next.device,
-          seconds: next.seconds,
-          reason: "exploring: #{describe(next.device)}, the runner-up, takes one call in #{@explore_every}"
-      }
-    else
-      plan
+    current =
+      case :ets.lookup_element(__MODULE__, key, 2) do
+        %__MODULE__{} = kept when rem(count, @replan) != 1 ->
+          kept
+
+        _ ->
+          if count == 1, do: bound_remembered()
+          fresh = plan.()
+          :ets.update_element(__MODULE__, key, {2, fresh})
+          fresh
+      end
+
+    explore(current, count)
+  end
+
+  # Calls of ever new sizes would each leave a plan: past @remembered_max shapes, all are forgotten.
+  defp bound_remembered do
+    if :ets.update_counter(__MODULE__, {:meta, :shapes}, 1, {{:meta, :shapes}, 0}) > @remembered_max do
+      :ets.match_delete(__MODULE__, {{:meta, {:plan, :_}}, :_, :_})
+      :ets.insert(__MODULE__, {{:meta, :shapes}, 0})
     end
   end
 
-  def explore(plan), do: plan
+  @doc false
+  # The plan the `count`th call of a shape follows: the runner-up's in one call of @explore_every.
+  # Only calls the model learns from (observe/2) explore.
+  def explore(%__MODULE__{predictions: [best, next | _]} = plan, count)
+      when best.n >= @observe_min and next.seconds < @explore_within * best.seconds and
+             rem(count, @explore_every) == 0 do
+    %{
+      plan
+      | device: next.device,
+        seconds: next.seconds,
+        reason: "exploring: #{describe(next.device)}, the runner-up, takes one call in #{@explore_every}"
+    }
+  end
+
+  def explore(plan, _count), do: plan
 
   @doc false
   # Whether `input` is too small for any device trip to pay (for device: :all too): never raises,
@@ -227,23 +270,47 @@ defmodule Accel.Placement do
   def cpu?, do: Enum.any?(candidates(), &(&1.backend == :cpu))
 
   @doc false
-  # A call the plan chose took `seconds`: the chosen device's correction follows it.
+  # A call the plan chose took `seconds`: the chosen device's correction follows it. The table's
+  # process makes the correction (learn/4), off the caller's path: a correction, and every 10 s
+  # the file written, cost the call tens of microseconds on a cold core (a 10^5-element call takes
+  # ~600), and one process making every correction means that two calls ending at once cannot
+  # undo each other's. calibrations/0 waits for the corrections sent before it (await_learning/0).
   def observe(%__MODULE__{device: device, predictions: [_ | _] = predictions}, seconds) do
-    with %{model: key, n: n, seconds: predicted, host: host} when n >= @observe_min <-
+    with %{model: key, n: n, seconds: predicted, host: host} = p when n >= @observe_min <-
            Enum.find(predictions, &(&1.device == device)),
          {device_part, observed_part} when device_part > 0 and observed_part > 0 <-
            {predicted - host, seconds - host},
-         # nil where reset/0 ran meanwhile
-         %{correction: correction, observed: observed} = model <- lookup(key) do
-      ratio = :math.pow(observed_part / device_part, @learning)
-      corrected = min(max(correction * ratio, 0.1), 10.0)
-      put_model(key, %{model | correction: corrected, observed: observed + 1}, :throttled)
+         # none where the table was never made: nothing to correct
+         owner when is_pid(owner) <- Process.whereis(__MODULE__) do
+      latency = Map.get(p, :latency, 0.0)
+      # the part of the prediction the correction scales, without the correction it was made with
+      # (a remembered plan's prediction was made with an older correction)
+      scaled = (device_part - latency) / Map.get(p, :correction, 1.0)
+      send(owner, {:learn, key, observed_part, latency, scaled})
     end
 
     :ok
   end
 
   def observe(_plan, _seconds), do: :ok
+
+  # In the table's process: a call's device took `observed` seconds where its model, as it is now,
+  # predicts `latency + scaled * correction`. The correction moves towards what the call showed;
+  # where the call took more than twice or less than half that, the plans :auto calls remember
+  # (remembered/2) are forgotten, so that the next calls plan with what it taught.
+  defp learn(key, observed, latency, scaled) do
+    # nil where reset/0 ran meanwhile
+    with %{correction: correction, observed: calls} = model <- lookup(key) do
+      predicted = latency + scaled * correction
+
+      if predicted > 0 do
+        ratio = observed / predicted
+        corrected = min(max(correction * :math.pow(ratio, @learning), 0.1), 10.0)
+        put_model(key, %{model | correction: corrected, observed: calls + 1}, :throttled)
+        if ratio > 2 or ratio < 0.5, do: :ets.match_delete(__MODULE__, {{:meta, {:plan, :_}}, :_, :_})
+      end
+    end
+  end
 
   @doc false
   # Runs `fun`, the call `plan` chose, and teaches the model what it took (observe/2; a nil plan
@@ -294,7 +361,8 @@ defmodule Accel.Placement do
       latency: m.latency,
       transfer: 0.0,
       compute: compute,
-      host: 0.0
+      host: 0.0,
+      correction: m.correction
     }
   end
 
@@ -401,7 +469,15 @@ defmodule Accel.Placement do
 
   # The shared call's own prediction, the one observe/2 corrects the set of devices by.
   defp shared_prediction(d, %{count: count, host: host}),
-    do: %{model: d.key, device: d.devices, n: count, seconds: host + d.shared, host: host}
+    do: %{
+      model: d.key,
+      device: d.devices,
+      n: count,
+      seconds: host + d.shared,
+      host: host,
+      latency: 0.0,
+      correction: d.model.correction
+    }
 
   # Whether `devices` share a call of `count` elements, and what that rests on: the devices kept
   # and their pieces (pieces/2), the best of them and its time alone, and the shared call's time
@@ -561,10 +637,27 @@ defmodule Accel.Placement do
   @spec calibrations() :: %{optional(term()) => map()}
   def calibrations do
     table()
+    await_learning()
     Map.new(models())
   end
 
-  defp models, do: Enum.reject(:ets.tab2list(__MODULE__), &match?({{:meta, _}, _}, &1))
+  @doc false
+  # Returns once the table's process has made the corrections sent to it before (a message from
+  # one process to another arrives in the order sent).
+  def await_learning do
+    with owner when is_pid(owner) <- Process.whereis(__MODULE__) do
+      ref = Process.monitor(owner)
+      send(owner, {:settle, self(), ref})
+
+      receive do
+        {^ref, :settled} -> Process.demonitor(ref, [:flush])
+        {:DOWN, ^ref, :process, _, _} -> :ok
+      end
+    end
+  end
+
+  # {:meta, _} keys: counters and remembered plans, which are not calibrations
+  defp models, do: Enum.reject(:ets.tab2list(__MODULE__), &match?({:meta, _}, elem(&1, 0)))
 
   @doc false
   def candidates, do: Accel.co_execution_devices(:auto)
@@ -615,7 +708,8 @@ defmodule Accel.Placement do
       latency: latency,
       transfer: transfer,
       compute: compute,
-      host: host
+      host: host,
+      correction: m.correction
     }
   end
 
@@ -625,9 +719,10 @@ defmodule Accel.Placement do
     if(form == :list, do: n * h.decode, else: 0.0) + if(as == :list, do: n * h.encode, else: 0.0)
   end
 
-  # :binary for one in Accel's host memory (which a GPU's transfers pin), :vm_binary otherwise
+  # :binary for one in Accel's host memory (which a GPU's transfers pin: Accel maps binaries of
+  # 2 MiB and more, so a smaller one is not asked about), :vm_binary otherwise
   defp form(input) when is_binary(input),
-    do: if(Accel.NIF.host_owned(input), do: :binary, else: :vm_binary)
+    do: if(byte_size(input) >= 2 * 1024 * 1024 and Accel.NIF.host_owned(input), do: :binary, else: :vm_binary)
 
   defp form(%Range{}), do: :range
   defp form(_list), do: :list
@@ -728,21 +823,21 @@ defmodule Accel.Placement do
     end
   end
 
-  # The table lives in a process of its own, started on first use, so that it outlives callers.
+  # The table lives in a process of its own, started on first use, so that it outlives callers; the
+  # process (registered under this module's name) also makes the corrections calls send (observe/2).
   defp table do
     if :ets.whereis(__MODULE__) == :undefined do
       parent = self()
 
       {pid, ref} =
         spawn_monitor(fn ->
-          try do
-            :ets.new(__MODULE__, [:named_table, :public, :set, read_concurrency: true])
+          if own_table() do
             load()
             send(parent, {__MODULE__, :ready})
-            Process.sleep(:infinity)
-          rescue
+            serve()
+          else
             # another process made it first
-            ArgumentError -> send(parent, {__MODULE__, :ready})
+            send(parent, {__MODULE__, :ready})
           end
         end)
 
@@ -753,6 +848,30 @@ defmodule Accel.Placement do
     end
 
     :ok
+  end
+
+  defp own_table do
+    :ets.new(__MODULE__, [:named_table, :public, :set, read_concurrency: true])
+    Process.register(self(), __MODULE__)
+  rescue
+    ArgumentError -> false
+  end
+
+  defp serve do
+    receive do
+      {:learn, key, observed, latency, scaled} ->
+        # a correction is never worth the table: whatever fails (the file not written) is dropped
+        try do
+          learn(key, observed, latency, scaled)
+        rescue
+          _ -> :ok
+        end
+
+      {:settle, from, ref} ->
+        send(from, {ref, :settled})
+    end
+
+    serve()
   end
 
   # ---- persistence: one file per machine (its devices and Accel's version) ----
@@ -771,15 +890,18 @@ defmodule Accel.Placement do
 
   defp load do
     with {:ok, bytes} <- File.read(store_path()),
-         {:ok, entries} when is_list(entries) <- decode(bytes) do
+         {:ok, entries} <- decode(bytes) do
       :ets.insert(__MODULE__, entries)
     end
   end
 
+  # What save/0 wrote: a list of {key, model}. Anything else is a damaged file, ignored.
   defp decode(bytes) do
-    {:ok, :erlang.binary_to_term(bytes, [:safe])}
+    entries = :erlang.binary_to_term(bytes, [:safe])
+    if Enum.all?(entries, &match?({_, %{}}, &1)), do: {:ok, entries}, else: :error
   rescue
-    ArgumentError -> :error
+    # not a term, atoms this VM does not know, not a proper list
+    _ -> :error
   end
 
   # Written atomically: a temporary file renamed into place.

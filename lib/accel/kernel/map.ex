@@ -76,7 +76,14 @@ defmodule Accel.Kernel.Map do
             launch.(Keyword.put(opts, :device, only))
 
           candidates ->
-            plan = inputs |> plan_inputs(model, candidates) |> Accel.Placement.explore()
+            {key, time} = model.(inputs)
+            n = length!(inputs)
+
+            plan =
+              Accel.Placement.remembered({key, n}, fn ->
+                Accel.Placement.plan_kernel(key, n, candidates, time)
+              end)
+
             Accel.Placement.follow(plan, fn -> launch.(Keyword.put(opts, :device, plan.device)) end)
         end
 
