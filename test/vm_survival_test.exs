@@ -25,6 +25,22 @@ defmodule Accel.VmSurvivalTest do
     assert message == "config :accel, cpu_threads: must be an integer in 0..1024, got: 100000"
   end
 
+  # PoCL is a CPU device, which staging leaves alone unless told: told here, its transfers of 4 MiB
+  # and more go through the pinned slots a GPU's would (core/staging.hpp).
+  @tag :opencl
+  test "staged_transfers: :always stages every large OpenCL transfer, and the results are the same" do
+    assert ChildVM.run([staged_transfers: :always], {ChildVM, :staged_calls, [:opencl]}, 300_000) ==
+             {:ok, {true, true, true, true}}
+  end
+
+  test "staged_transfers is one of :auto, :always and :never" do
+    assert {:ok, {{:error, :on_load_failure}, {:error, message}}} =
+             ChildVM.run([staged_transfers: :sometimes], {ChildVM, :try_load, [:staged_transfers]})
+
+    assert message ==
+             "config :accel, staged_transfers: must be one of :auto, :always, :never, got: :sometimes"
+  end
+
   test "1024 CPU threads, the largest allowed, start and compute" do
     assert ChildVM.run([cpu_threads: 1024], {Accel, :logistic_map, [[1, 2, 3], [p: 61, backend: :cpu]]}) ==
              {:ok, [28, 25, 37]}

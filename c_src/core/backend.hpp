@@ -13,6 +13,7 @@
 #include "core/int64_source.hpp"
 #include "core/error.hpp"
 #include "core/logistic_map.hpp"
+#include "core/staging.hpp"
 #include "core/kernel.hpp"
 #include "core/tensor.hpp"
 
@@ -131,6 +132,10 @@ class Backend {
   virtual bool supports(DType, int) { return true; }
   // Bytes of tensor memory allocated on the device and not yet released.
   virtual int64_t allocated_bytes(int) { return 0; }
+
+  // How a device backend moves large transfers of pageable memory (core/staging.hpp); set once,
+  // when the NIF loads, before any call.
+  virtual void set_staging(StagingMode) {}
 
  protected:
   [[noreturn]] void no_tensors() {

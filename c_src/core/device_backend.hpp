@@ -39,6 +39,8 @@ class DeviceBackend : public Backend {
 
   bool waits_on_device() const override { return true; }
 
+  void set_staging(StagingMode mode) override { staging_mode_ = mode; }
+
   // One streamed call at a time per device, as its buffers are sized for: calls queue here, while
   // tensor operations go on between their commands.
   void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
@@ -53,6 +55,10 @@ class DeviceBackend : public Backend {
   virtual std::string describe(const DeviceInfo& info) const = 0;
   // Appends every usable device; returns why there is none (used only when none was found).
   virtual std::string find_devices(std::vector<std::unique_ptr<State>>& out) = 0;
+
+  // Whether a transfer of `bytes` from or into host memory that is (`pinned`) or is not page-locked
+  // goes through the device's staging slots (core/staging.hpp).
+  bool staged(int device, bool pinned, size_t bytes) { return stage(staging_mode_, device_at(device).info.type, pinned, bytes); }
 
   State& device_at(int index) {
     discover();
@@ -78,6 +84,7 @@ class DeviceBackend : public Backend {
   std::vector<std::unique_ptr<State>> devices_;
   std::unique_ptr<std::mutex[]> streaming_;  // one per device
   std::string unavailable_;
+  StagingMode staging_mode_ = StagingMode::automatic;
 };
 
 }  // namespace accel

@@ -339,7 +339,8 @@ void pin_library() {
 }
 
 // load_info: {cpu threads (0: one per hardware thread), the priv directory (plugins live there),
-// device queue limit}, validated by Accel.Config before load_nif. Returns 0, or 2 when the
+// device queue limit, staged transfers (auto, always or never)}, validated by Accel.Config before
+// load_nif. Returns 0, or 2 when the
 // runtime could not start (Accel.NIF.load/0 turns that into a message).
 int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   make_atoms(env);
@@ -350,15 +351,23 @@ int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
     char priv_dir[4096] = ".";
     int arity = 0;
     const ERL_NIF_TERM* info = nullptr;
-    if (!enif_get_tuple(env, load_info, &arity, &info) || arity != 3 || !enif_get_uint(env, info[0], &threads) ||
+    char staging[8] = "";
+    if (!enif_get_tuple(env, load_info, &arity, &info) || arity != 4 || !enif_get_uint(env, info[0], &threads) ||
         enif_get_string(env, info[1], priv_dir, sizeof priv_dir, ERL_NIF_LATIN1) <= 0 ||
-        !enif_get_uint(env, info[2], &queue_limit) || queue_limit == 0)
+        !enif_get_uint(env, info[2], &queue_limit) || queue_limit == 0 ||
+        enif_get_atom(env, info[3], staging, sizeof staging, ERL_NIF_LATIN1) <= 0)
       return 3;
+    const std::string mode = staging;
+    if (mode != "auto" && mode != "always" && mode != "never") return 3;
     try {
       auto rt = std::make_unique<Runtime>();
       rt->cpu = std::make_unique<cpu::CpuBackend>(threads);
       rt->opencl = opencl::load_backend(priv_dir);  // device backends discover on first use, not here
       rt->cuda = cuda::make_backend();
+      for (Backend* device_backend : {rt->opencl.get(), rt->cuda.get()})
+        device_backend->set_staging(mode == "always"  ? StagingMode::always
+                                    : mode == "never" ? StagingMode::never
+                                                      : StagingMode::automatic);
       rt->all[0] = rt->cpu.get();
       rt->all[1] = rt->opencl.get();
       rt->all[2] = rt->cuda.get();

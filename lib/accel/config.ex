@@ -16,6 +16,13 @@ defmodule Accel.Config do
       {nil, {:custom, Accel.Config, :path?, "a directory path (a string)"},
        "where compiled CPU kernels (`Accel.Kernel`) are cached; default: the user cache directory " <>
          "(`:filename.basedir(:user_cache, \"accel\")`), or `ACCEL_KERNEL_CACHE` when set"},
+    staged_transfers:
+      {:auto, {:in, [:auto, :always, :never]},
+       "how GPUs move large transfers (4 MiB and more) of memory that is not page-locked: `:auto` " <>
+         "copies it by several threads through a few pinned buffers of the device's (32 MiB each " <>
+         "device) while the GPU's copy engine moves those filled before, at the bus's speed; " <>
+         "`:never` leaves it to the driver (one thread, pageable); `:always` stages on every " <>
+         "OpenCL and CUDA device, CPU devices too (for tests); read when the NIF loads"},
     tensor_gc_bytes:
       {268_435_456, {:integer, 1, nil},
        "tensor bytes allocated between garbage collections of the allocating process (see `Accel.Tensor`)"}

@@ -13,9 +13,10 @@ defmodule Accel.NIF do
     priv = :code.priv_dir(:accel)
 
     with {:ok, threads} <- Accel.Config.fetch(:cpu_threads),
-         {:ok, queue_limit} <- Accel.Config.fetch(:device_queue_limit) do
+         {:ok, queue_limit} <- Accel.Config.fetch(:device_queue_limit),
+         {:ok, staging} <- Accel.Config.fetch(:staged_transfers) do
       # The priv directory also holds the OpenCL plugin, which the NIF loads itself.
-      case :erlang.load_nif(:filename.join(priv, ~c"accel_nif"), {threads, priv, queue_limit}) do
+      case :erlang.load_nif(:filename.join(priv, ~c"accel_nif"), {threads, priv, queue_limit, staging}) do
         {:error, {:load, text}} ->
           {:error,
            "Accel's runtime did not start (#{text}): the CPU backend could not start " <>

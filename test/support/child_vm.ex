@@ -68,6 +68,21 @@ defmodule Accel.Test.ChildVM do
     {before, after_reload, Accel.logistic_map([1, 2, 3], p: 61, backend: backend)}
   end
 
+  # Large OpenCL transfers and calls of `backend`'s devices (in a VM that stages them, through
+  # pinned slots), against the CPU backend: a VM binary and a list through the logistic map, in
+  # one chunk and in several, and a tensor's round trip. {equal?, ...} for each.
+  def staged_calls(backend) do
+    n = 5_000_001
+    bin = :binary.copy(Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu))
+    want = Accel.logistic_map(bin, backend: :cpu)
+    t = Accel.Tensor.from_binary(bin, :s64, backend: backend)
+
+    {Accel.logistic_map(bin, backend: backend) == want,
+     Accel.logistic_map(bin, backend: backend, chunk_size: 2_000_000) == want,
+     Accel.Tensor.to_binary(t) == bin,
+     Accel.Tensor.to_binary(Accel.Tensor.logistic_map(t, 6_700_417, 22, 10)) == want}
+  end
+
   # Whether Accel.NIF loads with this VM's settings; the VM answering at all shows it survived.
-  def try_load, do: {Code.ensure_loaded(Accel.NIF), Accel.Config.fetch(:cpu_threads)}
+  def try_load(key \\ :cpu_threads), do: {Code.ensure_loaded(Accel.NIF), Accel.Config.fetch(key)}
 end

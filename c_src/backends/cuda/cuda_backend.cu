@@ -23,6 +23,7 @@
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/source_kernel.hpp"
+#include "core/staging.hpp"
 
 namespace accel::cuda {
 namespace {
@@ -39,6 +40,9 @@ struct DeviceState {
   // Generated kernels (Accel.Kernel) by key, loaded on first use from the code NVRTC made.
   std::map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> source_kernels;
   std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
+  // Pinned slots for large transfers of pageable memory (core/staging.hpp), made on first use.
+  std::unique_ptr<StagingPort> staging;
+  bool staging_failed = false;  // no pinned memory to be had: such transfers go the pageable way
 
   ~DeviceState() {
     if (!ready) return;
@@ -104,7 +108,9 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
   }
 
   void upload(DeviceBuffer& dst, const void* src) override {
-    HostBuffer::ensure_pinned(src, dst.bytes());
+    // staged: the source is read on return, the slots' copies ordered before later work
+    if (StagingPort* port = staging_for(dst.device(), src, dst.bytes()))
+      return staged_upload(*port, dst, src, dst.bytes(), 0);
     on_device(dst.device(), [&](DeviceState& d) {
       ACCEL_CUDA(cudaMemcpyAsync(ptr<void>(dst), src, dst.bytes(), cudaMemcpyHostToDevice, d.streams[0]));
       ACCEL_CUDA(cudaStreamSynchronize(d.streams[0]));  // the source may go away on return
@@ -112,7 +118,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
   }
 
   void download(const DeviceBuffer& src, void* dst, size_t bytes) override {
-    HostBuffer::ensure_pinned(dst, bytes);
+    if (StagingPort* port = staging_for(src.device(), dst, bytes)) return staged_download(*port, src, dst, bytes, 0);
     on_device(src.device(), [&](DeviceState& d) {
       ACCEL_CUDA(cudaMemcpyAsync(dst, ptr<void>(src), bytes, cudaMemcpyDeviceToHost, d.streams[0]));
       ACCEL_CUDA(cudaStreamSynchronize(d.streams[0]));
@@ -171,17 +177,18 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
 
   size_t queues(int) override { return kSlots; }
 
-  // Straight from and into the caller's memory: pinned where it is a mapping of Accel's (a binary
-  // Accel made, a result's buffer), else pageable, which the driver stages.
+  // Straight from and into the caller's memory where it is a mapping of Accel's (a binary Accel
+  // made, a result's buffer: pinned), or small; else through the device's pinned slots (a binary
+  // the VM made), returning once the caller's memory is read (upload) or written (download).
   void enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) override {
-    HostBuffer::ensure_pinned(src, bytes);
+    if (StagingPort* port = staging_for(dst.device(), src, bytes)) return staged_upload(*port, dst, src, bytes, queue);
     on_device(dst.device(), [&](DeviceState& d) {
       ACCEL_CUDA(cudaMemcpyAsync(ptr<void>(dst), src, bytes, cudaMemcpyHostToDevice, stream_at(d, queue)));
     });
   }
 
   void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override {
-    HostBuffer::ensure_pinned(dst, bytes);
+    if (StagingPort* port = staging_for(src.device(), dst, bytes)) return staged_download(*port, src, dst, bytes, queue);
     on_device(src.device(), [&](DeviceState& d) {
       ACCEL_CUDA(cudaMemcpyAsync(dst, ptr<void>(src), bytes, cudaMemcpyDeviceToHost, stream_at(d, queue)));
     });
@@ -260,6 +267,80 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     }
     if (!out.empty()) HostBuffer::set_pinning(&pin_host, &unpin_host);
     return "the CUDA driver reports no devices";
+  }
+
+  // A device's staging slots (core/staging.hpp): page-locked host memory of CUDA's, and an event
+  // per slot for its last copy.
+  class Slots final : public StagingPort {
+   public:
+    static constexpr size_t kSlots = 4;
+    static constexpr size_t kSlotBytes = size_t{8} << 20;
+
+    Slots(CudaBackend& backend, int device) : backend_(backend), device_(device) {
+      try {
+        for (size_t i = 0; i < kSlots; ++i) {
+          ACCEL_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&slots_[i]), kSlotBytes, cudaHostAllocPortable));
+          ACCEL_CUDA(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+        }
+      } catch (...) {
+        release();
+        throw;
+      }
+    }
+    ~Slots() override { release(); }
+    size_t slots() const override { return kSlots; }
+    size_t slot_bytes() const override { return kSlotBytes; }
+    unsigned char* slot(size_t i) override { return slots_[i]; }
+
+    void to_device(size_t i, DeviceBuffer& dst, size_t offset, size_t bytes, size_t queue) override {
+      backend_.on_device(device_, [&](DeviceState& d) {
+        cudaStream_t stream = stream_at(d, queue);
+        ACCEL_CUDA(cudaMemcpyAsync(ptr<unsigned char>(dst) + offset, slots_[i], bytes, cudaMemcpyHostToDevice, stream));
+        ACCEL_CUDA(cudaEventRecord(done_[i], stream));
+      });
+    }
+    void from_device(size_t i, const DeviceBuffer& src, size_t offset, size_t bytes, size_t queue) override {
+      backend_.on_device(device_, [&](DeviceState& d) {
+        cudaStream_t stream = stream_at(d, queue);
+        ACCEL_CUDA(cudaMemcpyAsync(slots_[i], ptr<unsigned char>(src) + offset, bytes, cudaMemcpyDeviceToHost, stream));
+        ACCEL_CUDA(cudaEventRecord(done_[i], stream));
+      });
+    }
+    // Without the device's mutex, as finish(): the other stream's commands are enqueued meanwhile.
+    // An event never recorded is complete.
+    void wait(size_t i) override { ACCEL_CUDA(cudaEventSynchronize(done_[i])); }
+
+   private:
+    void release() noexcept {
+      for (size_t i = 0; i < kSlots; ++i) {
+        if (done_[i] != nullptr) cudaEventDestroy(done_[i]);
+        if (slots_[i] != nullptr) cudaFreeHost(slots_[i]);
+        done_[i] = nullptr;
+        slots_[i] = nullptr;
+      }
+    }
+
+    CudaBackend& backend_;
+    int device_;
+    unsigned char* slots_[kSlots] = {};
+    cudaEvent_t done_[kSlots] = {};
+  };
+
+  // The device's slots where a transfer of `bytes` from or into `host` is staged: large, and not in
+  // a mapping of Accel's (which is pinned instead, HostBuffer::ensure_pinned). Null otherwise, and
+  // where CUDA gives no pinned memory for them.
+  StagingPort* staging_for(int device, const void* host, size_t bytes) {
+    if (!staged(device, HostBuffer::ensure_pinned(host, bytes), bytes)) return nullptr;
+    return on_device(device, [&](DeviceState& d) -> StagingPort* {
+      if (d.staging == nullptr && !d.staging_failed) {
+        try {
+          d.staging = std::make_unique<Slots>(*this, device);
+        } catch (const Error&) {
+          d.staging_failed = true;
+        }
+      }
+      return d.staging.get();
+    });
   }
 
   // Runs f under the device's mutex with the device current and its streams made.

@@ -44,11 +44,15 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
+  // Large transfers of a GPU go through pinned slots (staging.hpp): to an OpenCL runtime all of
+  // the caller's memory is pageable. The staged upload returns once the source has been read.
   void upload(DeviceBuffer& dst, const void* src) override {
+    if (StagingPort* port = staging_for(dst.device(), dst.bytes())) return staged_upload(*port, dst, src, dst.bytes(), 0);
     on_device(dst.device(), [&](DeviceState& d) { d.queues[0].enqueueWriteBuffer(mem(dst), CL_TRUE, 0, dst.bytes(), src); });
   }
 
   void download(const DeviceBuffer& src, void* dst, size_t bytes) override {
+    if (StagingPort* port = staging_for(src.device(), bytes)) return staged_download(*port, src, dst, bytes, 0);
     on_device(src.device(), [&](DeviceState& d) { d.queues[0].enqueueReadBuffer(mem(src), CL_TRUE, 0, bytes, dst); });
   }
 
@@ -109,8 +113,10 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
 
   size_t queues(int) override { return kQueues; }
 
-  // Non-blocking, straight from and into the caller's memory (see Backend::queues).
+  // Non-blocking, straight from and into the caller's memory (see Backend::queues); a staged
+  // transfer returns once the caller's memory is read (upload) or written (download).
   void enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) override {
+    if (StagingPort* port = staging_for(dst.device(), bytes)) return staged_upload(*port, dst, src, bytes, queue);
     on_device(dst.device(), [&](DeviceState& d) {
       cl::CommandQueue& q = queue_at(d, queue);
       q.enqueueWriteBuffer(mem(dst), CL_FALSE, 0, bytes, src);
@@ -119,6 +125,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
   }
 
   void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override {
+    if (StagingPort* port = staging_for(src.device(), bytes)) return staged_download(*port, src, dst, bytes, queue);
     on_device(src.device(), [&](DeviceState& d) {
       cl::CommandQueue& q = queue_at(d, queue);
       q.enqueueReadBuffer(mem(src), CL_FALSE, 0, bytes, dst);
@@ -222,6 +229,84 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       out.clear();
       return "no OpenCL platform found: " + cl_error_text(e);
     }
+  }
+
+  // A device's staging slots: buffers the runtime allocates in pinned host memory
+  // (CL_MEM_ALLOC_HOST_PTR), mapped once, from and into which transfers run at the bus's speed
+  // (NVIDIA's OpenCL guide). Each slot's last transfer is an event.
+  class Slots final : public StagingPort {
+   public:
+    static constexpr size_t kSlots = 4;
+    static constexpr size_t kSlotBytes = size_t{8} << 20;
+
+    Slots(OpenClBackend& backend, DeviceState& d, int device) : backend_(backend), device_(device), queue_(d.queues[0]) {
+      for (size_t i = 0; i < kSlots; ++i) {
+        buffers_[i] = cl::Buffer(d.context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, kSlotBytes);
+        mapped_[i] = static_cast<unsigned char*>(
+            queue_.enqueueMapBuffer(buffers_[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, kSlotBytes));
+      }
+    }
+    ~Slots() override {
+      try {
+        for (size_t i = 0; i < kSlots; ++i)
+          if (mapped_[i] != nullptr) queue_.enqueueUnmapMemObject(buffers_[i], mapped_[i]);
+        queue_.finish();
+      } catch (...) {  // a device going away with its slots: nothing to report to
+      }
+    }
+    size_t slots() const override { return kSlots; }
+    size_t slot_bytes() const override { return kSlotBytes; }
+    unsigned char* slot(size_t i) override { return mapped_[i]; }
+
+    void to_device(size_t i, DeviceBuffer& dst, size_t offset, size_t bytes, size_t queue) override {
+      backend_.on_device(device_, [&](DeviceState& d) {
+        cl::CommandQueue& q = queue_at(d, queue);
+        q.enqueueWriteBuffer(mem(dst), CL_FALSE, offset, bytes, mapped_[i], nullptr, &done_[i]);
+        q.flush();
+      });
+    }
+    void from_device(size_t i, const DeviceBuffer& src, size_t offset, size_t bytes, size_t queue) override {
+      backend_.on_device(device_, [&](DeviceState& d) {
+        cl::CommandQueue& q = queue_at(d, queue);
+        q.enqueueReadBuffer(mem(src), CL_FALSE, offset, bytes, mapped_[i], nullptr, &done_[i]);
+        q.flush();
+      });
+    }
+    // Without the device's mutex: the other queue's commands are enqueued meanwhile.
+    void wait(size_t i) override {
+      if (done_[i]() == nullptr) return;
+      try {
+        done_[i].wait();
+      } catch (const cl::Error& e) {
+        done_[i] = cl::Event();
+        throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(device_) + ": " + cl_error_text(e));
+      }
+      done_[i] = cl::Event();
+    }
+
+   private:
+    OpenClBackend& backend_;
+    int device_;
+    cl::CommandQueue queue_;
+    cl::Buffer buffers_[kSlots];
+    unsigned char* mapped_[kSlots] = {};
+    cl::Event done_[kSlots];
+  };
+
+  // The device's slots where a transfer of `bytes` is staged (made on first use), else null: also
+  // where the runtime will not give pinned memory for them, and the transfer goes straight.
+  StagingPort* staging_for(int device, size_t bytes) {
+    if (!staged(device, false, bytes)) return nullptr;
+    return on_device(device, [&](DeviceState& d) -> StagingPort* {
+      if (d.staging == nullptr && !d.staging_failed) {
+        try {
+          d.staging = std::make_unique<Slots>(*this, d, device);
+        } catch (const cl::Error&) {
+          d.staging_failed = true;
+        }
+      }
+      return d.staging.get();
+    });
   }
 
   // Runs f on the device's state under its mutex, with OpenCL errors turned into accel::Error.
