@@ -13,8 +13,10 @@ defmodule Accel.Placement do
   where `upload` is left out for a `Range` (devices generate it) and the host conversion (a
   list decoded or built) is the same whatever the device. A binary Accel made (2 MiB and more)
   lives in Accel's own host memory, which a CUDA device pins and copies at the bus's speed; one
-  the VM made (read from a file, built in Elixir) is copied the pageable way, 5x slower on an
-  H100 host. So `upload` is measured for both, and a binary's prediction takes the one that
+  the VM made (read from a file, built in Elixir) goes through pinned staging slots
+  (`config :accel, staged_transfers`) or, where staging is off, the pageable way (on an H100
+  host, 35 ms for a 268 MB binary -> binary call against 10 ms from Accel's). So `upload` is
+  measured for both, and a binary's prediction takes the one that
   applies (`upload_vm` for the VM's). The terms are measured once per
   device, on first use, by calls at two sizes (2^17 and 2^23 elements, binary and range input,
   with and without iterations), as StarPU and Qilin fit a device's time to the input size: the
@@ -33,9 +35,10 @@ defmodule Accel.Placement do
   right, that costs at most 1/32 (3%) of the calls' time. Such a call's `:reason` says so.
 
   An `:auto` call plans afresh on the first call of its shape (its work, size, input and output
-  forms) and once every 16 calls of that shape after; the calls in between follow the plan made
-  last, which costs two table operations where planning costs ~100 us on a core back from a pause.
-  `Accel.plan/3` always plans afresh.
+  forms) and once every 16 calls of that shape after, or at once after a call that took over twice
+  or under half its prediction; the calls in between follow the plan made last, which costs two
+  table operations where planning costs ~100 us on a core back from a pause. `Accel.plan/3` always
+  plans afresh.
 
   A kernel of `Accel.map/3`, and an operation of `Accel.Tensor` given to it by name, has its own
   model per device and input types: the call's first 2^17 and first 2^20 elements (or fewer) timed
@@ -200,8 +203,9 @@ defmodule Accel.Placement do
     count = :ets.update_counter(__MODULE__, key, {3, 1}, {key, nil, 0})
 
     current =
-      case :ets.lookup_element(__MODULE__, key, 2) do
-        %__MODULE__{} = kept when rem(count, @replan) != 1 ->
+      case :ets.lookup(__MODULE__, key) do
+        # (none where a correction forgot the plans meanwhile: learn/4)
+        [{_, %__MODULE__{} = kept, _}] when rem(count, @replan) != 1 ->
           kept
 
         _ ->
