@@ -35,8 +35,8 @@ defmodule Accel.Placement do
   right, that costs at most 1/32 (3%) of the calls' time. Such a call's `:reason` says so.
 
   An `:auto` call plans afresh on the first call of its shape (its work, size, input and output
-  forms) and once every 16 calls of that shape after, or at once after a call that took over twice
-  or under half its prediction; the calls in between follow the plan made last, which costs two
+  forms) and once every 16 calls of that shape after, or at once after a call that moved a
+  device's correction by a fifth or more; the calls in between follow the plan made last, which costs two
   table operations where planning costs ~100 us on a core back from a pause. `Accel.plan/3` always
   plans afresh.
 
@@ -300,18 +300,19 @@ defmodule Accel.Placement do
 
   # In the table's process: a call's device took `observed` seconds where its model, as it is now,
   # predicts `latency + scaled * correction`. The correction moves towards what the call showed;
-  # where the call took more than twice or less than half that, the plans :auto calls remember
-  # (remembered/2) are forgotten, so that the next calls plan with what it taught.
+  # where it moved by a fifth or more (a call 2x off its prediction moves it 1.23x), the plans
+  # :auto calls remember (remembered/2) are forgotten, so that the next calls plan with it.
   defp learn(key, observed, latency, scaled) do
     # nil where reset/0 ran meanwhile
     with %{correction: correction, observed: calls} = model <- lookup(key) do
       predicted = latency + scaled * correction
 
       if predicted > 0 do
-        ratio = observed / predicted
-        corrected = min(max(correction * :math.pow(ratio, @learning), 0.1), 10.0)
+        corrected = min(max(correction * :math.pow(observed / predicted, @learning), 0.1), 10.0)
         put_model(key, %{model | correction: corrected, observed: calls + 1}, :throttled)
-        if ratio > 2 or ratio < 0.5, do: :ets.match_delete(__MODULE__, {{:meta, {:plan, :_}}, :_, :_})
+
+        if corrected > 1.2 * correction or corrected < correction / 1.2,
+          do: :ets.match_delete(__MODULE__, {{:meta, {:plan, :_}}, :_, :_})
       end
     end
   end
