@@ -340,8 +340,8 @@ void pin_library() {
 
 // load_info: {cpu threads (0: one per hardware thread), the priv directory (plugins live there),
 // device queue limit, staged transfers (auto, always or never)}, validated by Accel.Config before
-// load_nif. Returns 0, or 2 when the
-// runtime could not start (Accel.NIF.load/0 turns that into a message).
+// load_nif. Returns 0, or 2 when the runtime could not start (Accel.NIF.load/0 turns that into a
+// message).
 int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   make_atoms(env);
   if (!open_codec_resources(env) || !open_tensor_resources(env) || !open_kernel_resources(env)) return 1;

@@ -240,20 +240,18 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     static constexpr size_t kSlotBytes = size_t{8} << 20;
 
     Slots(OpenClBackend& backend, DeviceState& d, int device) : backend_(backend), device_(device), queue_(d.queues[0]) {
-      for (size_t i = 0; i < kSlots; ++i) {
-        buffers_[i] = cl::Buffer(d.context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, kSlotBytes);
-        mapped_[i] = static_cast<unsigned char*>(
-            queue_.enqueueMapBuffer(buffers_[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, kSlotBytes));
-      }
-    }
-    ~Slots() override {
       try {
-        for (size_t i = 0; i < kSlots; ++i)
-          if (mapped_[i] != nullptr) queue_.enqueueUnmapMemObject(buffers_[i], mapped_[i]);
-        queue_.finish();
-      } catch (...) {  // a device going away with its slots: nothing to report to
+        for (size_t i = 0; i < kSlots; ++i) {
+          buffers_[i] = cl::Buffer(d.context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, kSlotBytes);
+          mapped_[i] = static_cast<unsigned char*>(
+              queue_.enqueueMapBuffer(buffers_[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, kSlotBytes));
+        }
+      } catch (...) {
+        unmap();  // the slots mapped before the one that failed
+        throw;
       }
     }
+    ~Slots() override { unmap(); }
     size_t slots() const override { return kSlots; }
     size_t slot_bytes() const override { return kSlotBytes; }
     unsigned char* slot(size_t i) override { return mapped_[i]; }
@@ -285,6 +283,15 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     }
 
    private:
+    void unmap() noexcept {
+      try {
+        for (size_t i = 0; i < kSlots; ++i)
+          if (mapped_[i] != nullptr) queue_.enqueueUnmapMemObject(buffers_[i], mapped_[i]);
+        queue_.finish();
+      } catch (...) {  // a device going away with its slots: nothing to report to
+      }
+    }
+
     OpenClBackend& backend_;
     int device_;
     cl::CommandQueue queue_;
