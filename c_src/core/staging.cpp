@@ -49,7 +49,7 @@ void staged_upload(StagingPort& port, DeviceBuffer& dst, const void* src, size_t
   for (size_t offset = 0; offset < bytes; offset += piece, i = (i + 1) % slots) {
     const size_t len = std::min(piece, bytes - offset);
     port.wait(i);
-    copy_host(port.slot(i), from + offset, len);
+    copy_host(port.slot[i], from + offset, len);
     port.to_device(i, dst, offset, len, queue);
   }
 }
@@ -67,7 +67,7 @@ void staged_download(StagingPort& port, const DeviceBuffer& src, void* dst, size
   for (size_t p = 0; p < std::min(slots, pieces); ++p) fetch(p);
   for (size_t p = 0; p < pieces; ++p) {
     port.wait(p % slots);
-    copy_host(to + p * piece, port.slot(p % slots), std::min(piece, bytes - p * piece));
+    copy_host(to + p * piece, port.slot[p % slots], std::min(piece, bytes - p * piece));
     if (p + slots < pieces) fetch(p + slots);
   }
 }

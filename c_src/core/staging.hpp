@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/tensor.hpp"
 
@@ -18,14 +19,14 @@ namespace accel {
 // When device backends stage large transfers (config :accel, staged_transfers).
 enum class StagingMode { automatic, always, never };
 
-// What a backend supplies for one device: slots of pinned host memory, and asynchronous copies
-// between a slot and a device buffer on one of the device's in-order queues.
+// What a backend supplies for one device: slots of pinned host memory (`slot`, each `slot_bytes`
+// long), and asynchronous copies between a slot and a device buffer on one of the device's
+// in-order queues.
 class StagingPort {
  public:
   virtual ~StagingPort() = default;
-  virtual size_t slots() const = 0;
-  virtual size_t slot_bytes() const = 0;
-  virtual unsigned char* slot(size_t i) = 0;
+  size_t slots() const { return slot.size(); }
+  size_t slot_bytes() const { return slot_bytes_; }
   // Enqueues a copy of `bytes` from slot i into dst at `offset` on `queue`; slot i is busy until
   // it is done.
   virtual void to_device(size_t i, DeviceBuffer& dst, size_t offset, size_t bytes, size_t queue) = 0;
@@ -34,9 +35,20 @@ class StagingPort {
   // Returns once slot i's last copy is done (at once when it has none).
   virtual void wait(size_t i) = 0;
 
-  // One staged transfer at a time uses the slots.
-  std::mutex mutex;
+  std::vector<unsigned char*> slot;  // filled by the backend
+  std::mutex mutex;                  // one staged transfer at a time uses the slots
+
+ protected:
+  explicit StagingPort(size_t slot_bytes) : slot_bytes_(slot_bytes) {}
+
+ private:
+  size_t slot_bytes_;
 };
+
+// A device's slots: enough to keep the copy engine busy while the host fills the next, few enough
+// that pinned memory stays small (32 MiB per device).
+constexpr size_t kDeviceSlots = 4;
+constexpr size_t kDeviceSlotBytes = size_t{8} << 20;
 
 // Transfers below this go straight to the driver: staging pays from a few pieces up.
 constexpr size_t kStagingMinBytes = size_t{4} << 20;

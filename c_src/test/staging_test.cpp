@@ -24,10 +24,10 @@ class Memory final : public accel::DeviceBuffer {
 
 class SlowEngine final : public accel::StagingPort {
  public:
-  SlowEngine(size_t slots, size_t bytes) : slots_(slots, std::vector<unsigned char>(bytes)), pending_(slots) {}
-  size_t slots() const override { return slots_.size(); }
-  size_t slot_bytes() const override { return slots_[0].size(); }
-  unsigned char* slot(size_t i) override { return slots_[i].data(); }
+  SlowEngine(size_t slots, size_t bytes)
+      : StagingPort(bytes), slots_(slots, std::vector<unsigned char>(bytes)), pending_(slots) {
+    for (auto& s : slots_) slot.push_back(s.data());
+  }
 
   void to_device(size_t i, accel::DeviceBuffer& dst, size_t offset, size_t bytes, size_t) override {
     pending_[i] = later([this, i, &dst, offset, bytes] {

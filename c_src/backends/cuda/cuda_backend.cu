@@ -273,14 +273,15 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
   // per slot for its last copy.
   class Slots final : public StagingPort {
    public:
-    static constexpr size_t kSlots = 4;
-    static constexpr size_t kSlotBytes = size_t{8} << 20;
-
-    Slots(CudaBackend& backend, int device) : backend_(backend), device_(device) {
+    Slots(CudaBackend& backend, int device) : StagingPort(kDeviceSlotBytes), backend_(backend), device_(device) {
       try {
-        for (size_t i = 0; i < kSlots; ++i) {
-          ACCEL_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&slots_[i]), kSlotBytes, cudaHostAllocPortable));
-          ACCEL_CUDA(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+        for (size_t i = 0; i < kDeviceSlots; ++i) {
+          void* memory = nullptr;
+          ACCEL_CUDA(cudaHostAlloc(&memory, kDeviceSlotBytes, cudaHostAllocPortable));
+          slot.push_back(static_cast<unsigned char*>(memory));
+          cudaEvent_t event = nullptr;
+          ACCEL_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+          done_.push_back(event);
         }
       } catch (...) {
         release();
@@ -288,21 +289,18 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
       }
     }
     ~Slots() override { release(); }
-    size_t slots() const override { return kSlots; }
-    size_t slot_bytes() const override { return kSlotBytes; }
-    unsigned char* slot(size_t i) override { return slots_[i]; }
 
     void to_device(size_t i, DeviceBuffer& dst, size_t offset, size_t bytes, size_t queue) override {
       backend_.on_device(device_, [&](DeviceState& d) {
         cudaStream_t stream = stream_at(d, queue);
-        ACCEL_CUDA(cudaMemcpyAsync(ptr<unsigned char>(dst) + offset, slots_[i], bytes, cudaMemcpyHostToDevice, stream));
+        ACCEL_CUDA(cudaMemcpyAsync(ptr<unsigned char>(dst) + offset, slot[i], bytes, cudaMemcpyHostToDevice, stream));
         ACCEL_CUDA(cudaEventRecord(done_[i], stream));
       });
     }
     void from_device(size_t i, const DeviceBuffer& src, size_t offset, size_t bytes, size_t queue) override {
       backend_.on_device(device_, [&](DeviceState& d) {
         cudaStream_t stream = stream_at(d, queue);
-        ACCEL_CUDA(cudaMemcpyAsync(slots_[i], ptr<unsigned char>(src) + offset, bytes, cudaMemcpyDeviceToHost, stream));
+        ACCEL_CUDA(cudaMemcpyAsync(slot[i], ptr<unsigned char>(src) + offset, bytes, cudaMemcpyDeviceToHost, stream));
         ACCEL_CUDA(cudaEventRecord(done_[i], stream));
       });
     }
@@ -312,18 +310,15 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
 
    private:
     void release() noexcept {
-      for (size_t i = 0; i < kSlots; ++i) {
-        if (done_[i] != nullptr) cudaEventDestroy(done_[i]);
-        if (slots_[i] != nullptr) cudaFreeHost(slots_[i]);
-        done_[i] = nullptr;
-        slots_[i] = nullptr;
-      }
+      for (cudaEvent_t event : done_) cudaEventDestroy(event);
+      for (unsigned char* memory : slot) cudaFreeHost(memory);
+      done_.clear();
+      slot.clear();
     }
 
     CudaBackend& backend_;
     int device_;
-    unsigned char* slots_[kSlots] = {};
-    cudaEvent_t done_[kSlots] = {};
+    std::vector<cudaEvent_t> done_;
   };
 
   // The device's slots where a transfer of `bytes` from or into `host` is staged: large, and not in

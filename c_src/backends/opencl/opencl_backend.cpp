@@ -236,37 +236,33 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
   // (NVIDIA's OpenCL guide). Each slot's last transfer is an event.
   class Slots final : public StagingPort {
    public:
-    static constexpr size_t kSlots = 4;
-    static constexpr size_t kSlotBytes = size_t{8} << 20;
-
-    Slots(OpenClBackend& backend, DeviceState& d, int device) : backend_(backend), device_(device), queue_(d.queues[0]) {
+    Slots(OpenClBackend& backend, DeviceState& d, int device)
+        : StagingPort(kDeviceSlotBytes), backend_(backend), device_(device), queue_(d.queues[0]) {
       try {
-        for (size_t i = 0; i < kSlots; ++i) {
-          buffers_[i] = cl::Buffer(d.context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, kSlotBytes);
-          mapped_[i] = static_cast<unsigned char*>(
-              queue_.enqueueMapBuffer(buffers_[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, kSlotBytes));
+        for (size_t i = 0; i < kDeviceSlots; ++i) {
+          buffers_.emplace_back(d.context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, kDeviceSlotBytes);
+          slot.push_back(static_cast<unsigned char*>(
+              queue_.enqueueMapBuffer(buffers_[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, kDeviceSlotBytes)));
         }
       } catch (...) {
         unmap();  // the slots mapped before the one that failed
         throw;
       }
+      done_.resize(kDeviceSlots);
     }
     ~Slots() override { unmap(); }
-    size_t slots() const override { return kSlots; }
-    size_t slot_bytes() const override { return kSlotBytes; }
-    unsigned char* slot(size_t i) override { return mapped_[i]; }
 
     void to_device(size_t i, DeviceBuffer& dst, size_t offset, size_t bytes, size_t queue) override {
       backend_.on_device(device_, [&](DeviceState& d) {
         cl::CommandQueue& q = queue_at(d, queue);
-        q.enqueueWriteBuffer(mem(dst), CL_FALSE, offset, bytes, mapped_[i], nullptr, &done_[i]);
+        q.enqueueWriteBuffer(mem(dst), CL_FALSE, offset, bytes, slot[i], nullptr, &done_[i]);
         q.flush();
       });
     }
     void from_device(size_t i, const DeviceBuffer& src, size_t offset, size_t bytes, size_t queue) override {
       backend_.on_device(device_, [&](DeviceState& d) {
         cl::CommandQueue& q = queue_at(d, queue);
-        q.enqueueReadBuffer(mem(src), CL_FALSE, offset, bytes, mapped_[i], nullptr, &done_[i]);
+        q.enqueueReadBuffer(mem(src), CL_FALSE, offset, bytes, slot[i], nullptr, &done_[i]);
         q.flush();
       });
     }
@@ -285,8 +281,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
    private:
     void unmap() noexcept {
       try {
-        for (size_t i = 0; i < kSlots; ++i)
-          if (mapped_[i] != nullptr) queue_.enqueueUnmapMemObject(buffers_[i], mapped_[i]);
+        for (size_t i = 0; i < slot.size(); ++i) queue_.enqueueUnmapMemObject(buffers_[i], slot[i]);
         queue_.finish();
       } catch (...) {  // a device going away with its slots: nothing to report to
       }
@@ -295,9 +290,8 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     OpenClBackend& backend_;
     int device_;
     cl::CommandQueue queue_;
-    cl::Buffer buffers_[kSlots];
-    unsigned char* mapped_[kSlots] = {};
-    cl::Event done_[kSlots];
+    std::vector<cl::Buffer> buffers_;
+    std::vector<cl::Event> done_;
   };
 
   // The device's slots where a transfer of `bytes` is staged (made on first use), else null: also
