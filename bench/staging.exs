@@ -56,7 +56,8 @@ defmodule StagingBench do
 
   defp child(mode, n, runs) do
     args = ["run", "bench/staging.exs", "--mode", mode, "--elements", "#{n}", "--runs", "#{runs}"]
-    {out, 0} = System.cmd("mix", args, stderr_to_stdout: true)
+    {out, status} = System.cmd("mix", args, stderr_to_stdout: true)
+    status == 0 || raise "the #{mode} VM failed (exit #{status}):\n#{out}"
     [_, encoded] = Regex.run(~r/RESULT (\S+)/, out)
     encoded |> Base.decode64!() |> :erlang.binary_to_term()
   end

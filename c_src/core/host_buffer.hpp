@@ -38,8 +38,8 @@ class HostBuffer {
   // Accel's that holds [p, p + bytes) on its first transfer, and the mapping stays pinned while it
   // lives and while it is cached, so repeated calls pay for pinning once. It is unpinned before it
   // is unmapped. Memory Accel did not map (the VM's binaries, small buffers) is never pinned:
-  // ensure_pinned() says false and the transfer goes the pageable way. A mapping whose pinning
-  // failed is not tried again.
+  // ensure_pinned() says false, and the transfer goes through the backend's pinned staging slots
+  // (core/staging.hpp) or the pageable way. A mapping whose pinning failed is not tried again.
   using PinFn = bool (*)(void* data, size_t bytes);
   using UnpinFn = void (*)(void* data);
   static void set_pinning(PinFn pin, UnpinFn unpin);

@@ -118,10 +118,10 @@ defmodule Accel.Placement do
   @spec plan(Accel.int64_input(), keyword()) :: t()
   def plan(input, opts \\ []) do
     {candidates, opts} = Keyword.pop(opts, :devices)
-
-    {n, k, form, as} = call_shape(input, opts)
-    decide(n, candidates || candidates(), "", &predict(&1, n, k, form, as))
+    plan_shape(call_shape(input, opts), candidates || candidates())
   end
+
+  defp plan_shape({n, k, form, as}, candidates), do: decide(n, candidates, "", &predict(&1, n, k, form, as))
 
   # What a logistic-map call's prediction depends on: its size, iterations, input and output forms.
   defp call_shape(input, opts) do
@@ -130,6 +130,11 @@ defmodule Accel.Placement do
         raise ArgumentError,
               "expected a proper list, a Range of integers or a binary, got: #{inspect(input, limit: 5)}"
 
+    shape(n, input, opts)
+  end
+
+  # (n counted once: a list's count walks it)
+  defp shape(n, input, opts) do
     as = Keyword.get(opts, :as) || if(is_binary(input), do: :binary, else: :list)
     {n, Keyword.get(opts, :iterations, 10), form(input), as}
   end
@@ -178,14 +183,17 @@ defmodule Accel.Placement do
         [only] = candidates
         {{only.backend, only.id}, nil}
 
-      # malformed: the call raises its documented error wherever it goes
-      count(input) == nil ->
-        {{:auto, -1}, nil}
-
       true ->
-        shape = call_shape(input, opts)
-        plan = remembered({:logistic_map, shape}, fn -> plan(input, opts) end)
-        {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
+        case count(input) do
+          # malformed: the call raises its documented error wherever it goes
+          nil ->
+            {{:auto, -1}, nil}
+
+          n ->
+            shape = shape(n, input, opts)
+            plan = remembered({:logistic_map, shape}, fn -> plan_shape(shape, candidates) end)
+            {{plan.device.backend, plan.device.id}, if(plan.seconds > 0, do: plan)}
+        end
     end
   end
 

@@ -157,19 +157,15 @@ defmodule Accel.Kernel.Map do
     if Enum.any?(inputs, &(&1.kind == :tensor)),
       do: raise(ArgumentError, "work on tensors runs where its tensors are: there is nothing to plan")
 
+    {key, time} = model.(inputs)
+
     case scope do
       {:choose, devices} ->
-        plan_inputs(inputs, model, devices || Accel.Placement.candidates())
+        Accel.Placement.plan_kernel(key, length!(inputs), devices || Accel.Placement.candidates(), time)
 
       {:share, devices} ->
-        {key, time} = model.(inputs)
         Accel.Placement.plan_split_kernel(key, length!(inputs), devices, time)
     end
-  end
-
-  defp plan_inputs(inputs, model, candidates) do
-    {key, time} = model.(inputs)
-    Accel.Placement.plan_kernel(key, length!(inputs), candidates, time)
   end
 
   # The key of the kernel's models (kernel, input types, kinds of captures), and how a model times
