@@ -8,6 +8,11 @@
 # and the first other device are made its candidates, as on a GPU host. Writes
 # bench/results/auto_cost.md (auto_cost_TAG.md with --tag).
 #
+# Then what small cold calls teach the model: 60 :auto calls of 40,000 elements, each after a 40 ms
+# pause, and the model's prediction for a 2^23-element call against its measured time (median of
+# 5), before and after. Calls that small are mostly latency; they must not teach the per-element
+# costs that large calls depend on.
+#
 #   mix run bench/auto_cost.exs [--runs 31] [--elements 100000] [--tag TAG]
 defmodule AutoCostBench do
   require Accel
@@ -42,6 +47,7 @@ defmodule AutoCostBench do
     table = Enum.map_join(rows, "\n", fn {name, _} -> "| #{name} | #{Float.round(m[name], 1)} |" end)
 
     [la, lf, ka, kf | _] = Enum.map(rows, &m[elem(&1, 0)])
+    {taught_before, small_device, small_us, taught_after} = small_calls_teach(input)
 
     text = """
     # What `backend: :auto`'s choice costs a call
@@ -55,12 +61,62 @@ defmodule AutoCostBench do
     #{table}
 
     `:auto` / the device it chose: logistic map #{Float.round(la / lf, 2)}x, kernel #{Float.round(ka / kf, 2)}x.
+
+    ## What small cold calls teach the model
+
+    60 `:auto` calls of 40,000 elements (logistic map, binary), each after a 40 ms pause (median
+    #{round(small_us)} us, on #{label(small_device)}), then #{label(small_device)}'s predicted time for
+    a call of 2^23 elements against its measured time (median of 5), before and after:
+
+    | | predicted, ms | measured, ms | predicted / measured | corrections (per element, latency) |
+    |---|---:|---:|---:|---|
+    #{teach_row("before", taught_before)}
+    #{teach_row("after", taught_after)}
     """
 
     path = if opts[:tag], do: "bench/results/auto_cost_#{opts[:tag]}.md", else: "bench/results/auto_cost.md"
     File.write!(path, text)
     IO.puts(text)
   end
+
+  # 60 cold :auto calls of 40,000 elements, and the large call's prediction before and after
+  defp small_calls_teach(input) do
+    big = Accel.logistic_map(1..8_388_608, iterations: 0, as: :binary, backend: :cpu)
+    small = binary_part(input, 0, min(40_000, div(byte_size(input), 8)) * 8)
+    device = Accel.plan(small, :logistic_map).device
+    before = large_call(big, device)
+
+    times =
+      for _ <- 1..60 do
+        Process.sleep(40)
+        {us, _} = :timer.tc(fn -> Accel.logistic_map(small, as: :binary) end)
+        us
+      end
+
+    {before, device, Enum.at(Enum.sort(times), 30), large_call(big, device)}
+  end
+
+  # the model's prediction for `big` on `device`, its measured time and the model's corrections
+  defp large_call(big, device) do
+    Placement.await_learning()
+    predicted = Enum.find(Accel.plan(big, :logistic_map).predictions, &(&1.device == device))
+    Accel.logistic_map(big, device: device, as: :binary)
+
+    measured =
+      Enum.map(1..5, fn _ ->
+        elem(:timer.tc(fn -> Accel.logistic_map(big, device: device, as: :binary) end), 0)
+      end)
+
+    %{
+      predicted: predicted.seconds * 1000,
+      measured: Enum.at(Enum.sort(measured), 2) / 1000,
+      corrections: {predicted.correction, predicted.latency_correction}
+    }
+  end
+
+  defp teach_row(label, %{predicted: p, measured: m, corrections: {c, l}}),
+    do:
+      "| #{label} | #{Float.round(p, 2)} | #{Float.round(m, 2)} | #{Float.round(p / m, 2)}x | #{Float.round(c, 2)}, #{Float.round(l, 2)} |"
 
   defp candidates do
     case Placement.candidates() do

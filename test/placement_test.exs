@@ -128,13 +128,45 @@ defmodule Accel.PlacementTest do
     plan = Accel.plan(1..1_000_000, :logistic_map, devices: [cpu()])
     [p] = plan.predictions
     key = {:cpu, 0, cpu().name}
-    assert p.correction == 1.0
-    # every call takes 1.5x the first prediction: the correction converges on what makes the model
-    # predict that (the latency is not scaled by it)
+    assert p.correction == 1.0 and p.latency_correction == 1.0
+    # every call takes 1.5x the first prediction: both corrections rise, and the model converges on
+    # predicting that, not more
     for _ <- 1..30, do: Placement.observe(plan, p.host + 1.5 * (p.seconds - p.host))
-    scaled = p.transfer + p.compute
-    want = (1.5 * (p.latency + scaled) - p.latency) / scaled
-    assert_in_delta Placement.calibrations()[key].correction, want, 0.01 * want
+    m = Placement.calibrations()[key]
+    assert m.correction > 1.0 and m.latency_correction > 1.0
+    [now] = Accel.plan(1..1_000_000, :logistic_map, devices: [cpu()]).predictions
+    assert_in_delta now.seconds - now.host, 1.5 * (p.seconds - p.host), 0.01 * (p.seconds - p.host)
+  end
+
+  # A call's error is shared between the latency and the per-element costs by their parts of its
+  # prediction: small calls, mostly latency, must not teach the per-element costs that large calls
+  # depend on (with one correction, 60 small cold calls took it to its floor, and a large call was
+  # then predicted 10x faster than it ran).
+  test "small calls correct the latency, large calls the per-element costs" do
+    Placement.reset()
+    [p] = Accel.plan(1..1_000_000, :logistic_map, devices: [cpu()]).predictions
+    # a prediction 90% latency, and one 90% per-element costs, for the same device's model
+    shaped = fn latency, rest ->
+      %Placement{device: cpu(), predictions: [%{p | seconds: latency + rest, latency: latency, host: 0.0}]}
+    end
+
+    small = shaped.(0.9e-3, 0.1e-3)
+    for _ <- 1..40, do: Placement.observe(small, 0.5e-3)
+    m = Placement.calibrations()[p.model]
+    # the small calls' prediction converged on what they took, mostly by the latency
+    assert_in_delta 0.9e-3 * m.latency_correction + 0.1e-3 * m.correction, 0.5e-3, 0.02e-3
+    assert m.latency_correction < 0.6 and m.correction > 0.85
+
+    large = shaped.(0.1e-3, 0.9e-3)
+    for _ <- 1..40, do: Placement.observe(large, 2.0e-3)
+    m2 = Placement.calibrations()[p.model]
+    assert_in_delta 0.1e-3 * m2.latency_correction + 0.9e-3 * m2.correction, 2.0e-3, 0.05e-3
+    assert m2.correction > 1.9 and m2.latency_correction < 1.5 * m.latency_correction
+
+    # and a plan uses both
+    [q] = Accel.plan(1..1_000_000, :logistic_map, devices: [cpu()]).predictions
+    assert q.latency_correction == m2.latency_correction and q.correction == m2.correction
+    assert_in_delta q.latency, p.latency * m2.latency_correction, 1.0e-12
   end
 
   test "a call that moves a correction by a fifth or more makes :auto plan afresh" do
