@@ -418,12 +418,7 @@ defmodule Accel.Placement do
     # a 16-core host's first 10^7-element calls took 3x the later ones)
     Enum.each(1..2, fn _ -> time.(large) end)
     settle()
-    # the sizes alternated, so that a spell of noise (this shared machine's host stalls it for tens
-    # of milliseconds now and then) weighs on both, not on one size's three runs
-    {smalls, larges} = Enum.unzip(for _ <- 1..3, do: {time.(small), if(large > small, do: time.(large))})
-
-    t_small = Enum.min(smalls)
-    t_large = if large > small, do: Enum.min(larges), else: t_small
+    [t_small, t_large] = fastest(3, [fn -> time.(small) end, fn -> time.(large) end])
     slope = if large > small, do: (t_large - t_small) / (large - small), else: 0.0
     # no slope to see (the larger call as fast as the smaller: buffers of 2 MiB and more are reused,
     # smaller ones mapped afresh): at most the larger call's time per element
@@ -799,26 +794,29 @@ defmodule Accel.Placement do
     {small, large} = {@latency_n, @bulk_n}
     bin = Accel.logistic_map(1..large, iterations: 0, as: :binary, backend: :cpu)
 
-    run = fn input, k ->
-      best_of(3, fn -> Accel.logistic_map(input, device: device, iterations: k, as: :binary) end)
+    call = fn input, k ->
+      timed(fn -> Accel.logistic_map(input, device: device, iterations: k, as: :binary) end)
     end
 
-    _warm = run.(binary_part(bin, 0, 8), @calibration_k)
+    _warm = call.(binary_part(bin, 0, 8), @calibration_k).()
     # untimed, as for a kernel's model: the first calls at a size run slower
-    Enum.each(1..2, fn _ -> Accel.logistic_map(bin, device: device, iterations: 0, as: :binary) end)
+    Enum.each(1..2, fn _ -> call.(bin, 0).() end)
     settle()
     slope = fn t_small, t_large -> max(t_large - t_small, 0.0) / (large - small) end
-    {copy_small, copy_large} = {run.(binary_part(bin, 0, small * 8), 0), run.(bin, 0)}
-    {range_small, range_large} = {run.(1..small, 0), run.(1..large, 0)}
+
+    # copies of s64 binaries and ranges at both sizes, and the large copy from a binary the VM made
+    # (what that costs more, or less, is its upload's part)
+    inputs = [binary_part(bin, 0, small * 8), bin, 1..small, 1..large, :binary.copy(bin)]
+    [copy_small, copy_large, range_small, range_large, copy_vm] = fastest(3, Enum.map(inputs, &call.(&1, 0)))
+
     transfer = slope.(copy_small, copy_large)
     download = min(slope.(range_small, range_large), transfer)
-    # the same copy from a binary the VM made: what that costs more (or less) is its upload's part
-    copy_vm = run.(:binary.copy(bin), 0)
 
     # iterations enough that computing takes 10 ms at least, well above the machine's noise
     {k, computing} =
       Enum.reduce_while(Stream.iterate(@calibration_k, &(&1 * 10)), nil, fn k, _ ->
-        computing = run.(bin, k) - copy_large
+        [computing] = fastest(3, [call.(bin, k)])
+        computing = computing - copy_large
         if computing >= 0.01 or k >= 10_000, do: {:halt, {k, computing}}, else: {:cont, nil}
       end)
 
@@ -838,8 +836,11 @@ defmodule Accel.Placement do
     n = @prefix_n
     bin = Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu)
     list = Accel.NIF.int64_list(bin)
-    decode = best_of(2, fn -> Accel.NIF.int64_binary(list) end) / n
-    encode = best_of(2, fn -> Accel.NIF.int64_list(bin) end) / n
+
+    [decode, encode] =
+      fastest(2, [timed(fn -> Accel.NIF.int64_binary(list) end), timed(fn -> Accel.NIF.int64_list(bin) end)])
+
+    {decode, encode} = {decode / n, encode / n}
     %{decode: decode, encode: encode}
   end
 
@@ -848,12 +849,17 @@ defmodule Accel.Placement do
   # PoCL's, not a tenth, in one calibration of twelve.
   defp settle, do: Process.sleep(50)
 
-  defp best_of(runs, fun) do
-    1..runs
-    |> Enum.map(fn _ -> fun |> :timer.tc() |> elem(0) end)
-    |> Enum.min()
-    |> Kernel./(1.0e6)
+  # The fastest of `runs` runs of each measurement (a function returning seconds), in order. The
+  # measurements take turns, so that a spell of noise (this shared machine's host stalls it for
+  # tens of milliseconds now and then) weighs on one run of several, not on every run of one: the
+  # CPU backend's latency once came out at 2.2 ms, 3x what its calls took.
+  defp fastest(runs, measurements) do
+    for(_ <- 1..runs, do: Enum.map(measurements, & &1.()))
+    |> Enum.zip_with(&Enum.min/1)
   end
+
+  # a function timing `fun`: seconds
+  defp timed(fun), do: fn -> fun |> :timer.tc() |> elem(0) |> Kernel./(1.0e6) end
 
   defp device_key(%Accel.Device{backend: b, id: id, name: name}), do: {b, id, name}
 
