@@ -225,6 +225,36 @@ defmodule Accel.PlacementTest do
     assert Accel.map(1..10_000, k) == Enum.map(1..10_000, &rem(&1 * &1 + 7, 1_000_003))
   end
 
+  # A first call under 2^17 elements gives its model one size to time, all of whose time counts
+  # per element: the model is timed again on the first call 4x larger, up to 2^20 elements.
+  test "a kernel's model is timed again on a call 4x larger than the one it was timed on" do
+    require Accel
+    k = Accel.kernel(fn x -> x * 3 + 1 end)
+
+    timed_at = fn ->
+      for {{{:kernel, id, _, _}, _}, m} <- Placement.calibrations(), id == k.id, do: m.timed_at
+    end
+
+    plan = fn n -> Accel.plan(Accel.logistic_map(1..n, iterations: 0, as: :binary), k, devices: [cpu()]) end
+
+    small = plan.(5000)
+    assert timed_at.() == [5000] and hd(small.predictions).latency == 0.0
+    # 4x: the same model
+    plan.(20_000)
+    assert timed_at.() == [5000]
+    # larger: timed again, on two prefixes of this call
+    [p] = plan.(200_000).predictions
+    assert timed_at.() == [200_000]
+    assert p.compute == 200_000 * Placement.calibrations()[p.model].per_element
+    plan.(800_000)
+    assert timed_at.() == [200_000]
+    plan.(4_000_000)
+    assert timed_at.() == [1_048_576]
+    # timed on 2^20 elements: never again, whatever the size
+    plan.(2 ** 23)
+    assert timed_at.() == [1_048_576]
+  end
+
   test "one planned call in 32 runs on the runner-up, where it is predicted within 2x of the best" do
     dev = fn id -> %Accel.Device{backend: :opencl, id: id, name: "d#{id}"} end
     pred = fn id, s, n -> %{device: dev.(id), seconds: s, n: n, host: 0.0, model: {:x, id}} end

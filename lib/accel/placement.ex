@@ -47,7 +47,9 @@ defmodule Accel.Placement do
   A kernel of `Accel.map/3`, and an operation of `Accel.Tensor` given to it by name, has its own
   model per device and input types: the call's first 2^17 and first 2^20 elements (or fewer) timed
   on each device, result downloaded, after runs that compile it there; the slope is its cost per
-  element, transfers included.
+  element, transfers included. A model is timed again, up to 2^20 elements, on the first call 4x
+  larger than the one it was timed on: a call under 2^17 elements gives one size only, all of
+  whose time counts per element.
 
   `device: :all`, and a list of devices, share a call in proportion to the devices'
   predicted throughput while sharing is predicted to beat the best of them alone. Devices sharing
@@ -389,7 +391,13 @@ defmodule Accel.Placement do
   defp predict_kernel(device, key, n, time) do
     model_key = {key, device_key(device)}
 
-    m = measured(model_key, fn -> calibrate_kernel(min(n, @prefix_n), &time.(device, &1)) end)
+    m =
+      case lookup(model_key) do
+        # timed on prefixes of a call at least a quarter this one's size, or of 2^20 elements
+        %{timed_at: at} = m when 4 * at >= n or at >= @prefix_n -> m
+        # none yet, or timed on a smaller call, whose time was all latency: timed on this one's
+        _ -> tap(calibrate_kernel(min(n, @prefix_n), &time.(device, &1)), &put_model(model_key, &1))
+      end
 
     compute = n * m.per_element * m.correction
     latency = latency(m)
@@ -410,7 +418,11 @@ defmodule Accel.Placement do
 
   # Prefixes of 2^17 and 2^20 elements, as for the logistic map: below that, a CPU call's time is
   # mostly waking threads and mapping fresh pages, and the slope said PoCL was as fast as the CPU
-  # backend on a kernel where it is 10x slower.
+  # backend on a kernel where it is 10x slower. A call of fewer than 2^17 elements has one size to
+  # time, all of whose time counts per element: such a model is timed again on the first call 4x
+  # larger (`timed_at`, predict_kernel/4). Kept as it was, a first call of 10^5 elements had the
+  # CPU backend's model predict a 10^6-element call at 6.5 ms that took 2.4, and a GPU's latency
+  # (100 us and more) would count per element many times over, for calls of every size after.
   defp calibrate_kernel(large, time) do
     small = min(@latency_n, large)
     _compile = time.(min(@small, large))
@@ -418,18 +430,27 @@ defmodule Accel.Placement do
     # a 16-core host's first 10^7-element calls took 3x the later ones)
     Enum.each(1..2, fn _ -> time.(large) end)
     settle()
-    [t_small, t_large] = fastest(3, [fn -> time.(small) end, fn -> time.(large) end])
-    slope = if large > small, do: (t_large - t_small) / (large - small), else: 0.0
-    # no slope to see (the larger call as fast as the smaller: buffers of 2 MiB and more are reused,
-    # smaller ones mapped afresh): at most the larger call's time per element
-    per = if slope > 0, do: slope, else: t_large / large
+
+    {latency, per} =
+      if large > small do
+        [t_small, t_large] = fastest(3, [fn -> time.(small) end, fn -> time.(large) end])
+        slope = (t_large - t_small) / (large - small)
+        # no slope to see (the larger call as fast as the smaller: buffers of 2 MiB and more are
+        # reused, smaller ones mapped afresh): at most the larger call's time per element
+        per = if slope > 0, do: slope, else: t_large / large
+        {max(t_small - per * small, 0.0), per}
+      else
+        [t] = fastest(3, [fn -> time.(large) end])
+        {0.0, t / large}
+      end
 
     %{
-      latency: max(t_small - per * small, 0.0),
+      latency: latency,
       per_element: per,
       correction: 1.0,
       latency_correction: 1.0,
-      observed: 0
+      observed: 0,
+      timed_at: large
     }
   end
 
