@@ -255,6 +255,21 @@ defmodule Accel.PlacementTest do
     assert timed_at.() == [1_048_576]
   end
 
+  # A shared call asks each device's model about sizes other than its own (the throughput at 2^20
+  # elements): the models are timed on prefixes of the call's input, whatever the size asked.
+  @tag :pocl
+  test "a small call shared between devices times its models on its own input" do
+    require Accel
+    k = Accel.kernel(fn x -> x * 5 - 2 end)
+
+    for n <- [5000, 70_000] do
+      bin = Accel.logistic_map(1..n, iterations: 0, as: :binary)
+      want = for <<x::signed-little-64 <- bin>>, into: <<>>, do: <<x * 5 - 2::signed-little-64>>
+      assert Accel.map(bin, k, device: [cpu(), pocl()]) == want
+      assert Accel.plan(bin, k, device: [cpu(), pocl()]).device != nil
+    end
+  end
+
   test "one planned call in 32 runs on the runner-up, where it is predicted within 2x of the best" do
     dev = fn id -> %Accel.Device{backend: :opencl, id: id, name: "d#{id}"} end
     pred = fn id, s, n -> %{device: dev.(id), seconds: s, n: n, host: 0.0, model: {:x, id}} end

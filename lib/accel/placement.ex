@@ -383,20 +383,22 @@ defmodule Accel.Placement do
   # device's model of the kernel is two such prefixes (2^17 elements and up to 2^20), timed on
   # first use after a run that compiles it there.
   def plan_kernel(key, n, candidates, time),
-    do: decide(n, candidates, work_name(key), &predict_kernel(&1, key, n, time))
+    do: decide(n, candidates, work_name(key), &predict_kernel(&1, key, n, n, time))
 
   defp work_name({:operation, op, _types}), do: " of #{op}"
   defp work_name(_kernel), do: " of this kernel"
 
-  defp predict_kernel(device, key, n, time) do
+  # A kernel's predicted time for n elements on `device`, in a call of `count` elements (whose
+  # prefixes `time` runs, where the model is timed).
+  defp predict_kernel(device, key, n, count, time) do
     model_key = {key, device_key(device)}
 
     m =
       case lookup(model_key) do
         # timed on prefixes of a call at least a quarter this one's size, or of 2^20 elements
-        %{timed_at: at} = m when 4 * at >= n or at >= @prefix_n -> m
+        %{timed_at: at} = m when 4 * at >= count or at >= @prefix_n -> m
         # none yet, or timed on a smaller call, whose time was all latency: timed on this one's
-        _ -> tap(calibrate_kernel(min(n, @prefix_n), &time.(device, &1)), &put_model(model_key, &1))
+        _ -> tap(calibrate_kernel(min(count, @prefix_n), &time.(device, &1)), &put_model(model_key, &1))
       end
 
     compute = n * m.per_element * m.correction
@@ -420,7 +422,7 @@ defmodule Accel.Placement do
   # mostly waking threads and mapping fresh pages, and the slope said PoCL was as fast as the CPU
   # backend on a kernel where it is 10x slower. A call of fewer than 2^17 elements has one size to
   # time, all of whose time counts per element: such a model is timed again on the first call 4x
-  # larger (`timed_at`, predict_kernel/4). Kept as it was, a first call of 10^5 elements had the
+  # larger (`timed_at`, predict_kernel/5). Kept as it was, a first call of 10^5 elements had the
   # CPU backend's model predict a 10^6-element call at 6.5 ms that took 2.4, and a GPU's latency
   # (100 us and more) would count per element many times over, for calls of every size after.
   defp calibrate_kernel(large, time) do
@@ -513,13 +515,13 @@ defmodule Accel.Placement do
 
   defp kernel_terms(key, count, devices, time) do
     # each model measured on this call's input (its prefixes), before other sizes are asked
-    devices |> measure_order() |> Enum.each(&predict_kernel(&1, key, count, time))
+    devices |> measure_order() |> Enum.each(&predict_kernel(&1, key, count, count, time))
 
     %{
       count: count,
-      device_time: fn d, n -> predict_kernel(d, key, n, time).seconds end,
+      device_time: fn d, n -> predict_kernel(d, key, n, count, time).seconds end,
       host: 0.0,
-      predict: &predict_kernel(&1, key, count, time),
+      predict: &predict_kernel(&1, key, count, count, time),
       what: work_name(key)
     }
   end
