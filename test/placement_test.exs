@@ -256,11 +256,20 @@ defmodule Accel.PlacementTest do
   end
 
   # A shared call asks each device's model about sizes other than its own (the throughput at 2^20
-  # elements): the models are timed on prefixes of the call's input, whatever the size asked.
+  # elements): the models are timed on prefixes of the call's input, whatever the size asked. A
+  # call too small to share runs alone.
   @tag :pocl
   test "a small call shared between devices times its models on its own input" do
     require Accel
     k = Accel.kernel(fn x -> x * 5 - 2 end)
+
+    # below 4096 elements, on the CPU backend, as an :auto call: nothing measured
+    bin = Accel.logistic_map(1..10, iterations: 0, as: :binary)
+    plan = Accel.plan(bin, k, device: [pocl(), cpu()])
+    assert plan.device == cpu() and plan.reason =~ "below 4096"
+    assert Accel.map(bin, k, device: [pocl(), cpu()]) == Accel.map(bin, k, device: cpu())
+    assert Accel.logistic_map(bin, device: [pocl(), cpu()]) == Accel.logistic_map(bin)
+    assert Placement.calibrations() == %{}
 
     for n <- [5000, 70_000] do
       bin = Accel.logistic_map(1..n, iterations: 0, as: :binary)

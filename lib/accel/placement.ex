@@ -56,7 +56,9 @@ defmodule Accel.Placement do
   a call contend for the host's memory and cores (a GPU's pageable copies are the host's memcpy),
   which no single device's model sees, so a set of devices has a correction of its own, learnt
   from its shared calls as above; once it says sharing does not pay, the call runs on the best
-  device alone.
+  device alone. A call below #{@small} elements runs on the CPU backend where it is one of the
+  devices, nothing measured; a call too small to share otherwise runs alone on the device
+  predicted fastest for it.
 
   Calibrations are kept per machine (its devices and Accel's version) in the kernel cache
   directory (see `Accel.Kernel`), so a new VM does not measure again; `reset/0` forgets them.
@@ -486,7 +488,7 @@ defmodule Accel.Placement do
   @doc false
   # split/3 for a kernel of Accel.map/3 over `count` elements (`key` and `time` as for
   # plan_kernel/4): the kernel's own models give the devices' times.
-  def split_kernel(key, count, devices, time), do: sharing(kernel_terms(key, count, devices, time), devices)
+  def split_kernel(key, count, devices, time), do: sharing(kernel_terms(key, count, time), devices)
 
   @doc false
   # Accel.plan/3 with device: :all or a list: the sharing decision split/3 would make, explained.
@@ -495,7 +497,7 @@ defmodule Accel.Placement do
   @doc false
   # plan_split/3 for a kernel of Accel.map/3 or an operation (`key` and `time` as for plan_kernel/4).
   def plan_split_kernel(key, count, devices, time),
-    do: explain_sharing(kernel_terms(key, count, devices, time), devices)
+    do: explain_sharing(kernel_terms(key, count, time), devices)
 
   # What a sharing decision weighs, for a logistic-map call or a kernel's: the call's `count`,
   # `device_time.(device, n)` (a device's predicted seconds for n elements, less the host's part),
@@ -513,10 +515,7 @@ defmodule Accel.Placement do
     }
   end
 
-  defp kernel_terms(key, count, devices, time) do
-    # each model measured on this call's input (its prefixes), before other sizes are asked
-    devices |> measure_order() |> Enum.each(&predict_kernel(&1, key, count, count, time))
-
+  defp kernel_terms(key, count, time) do
     %{
       count: count,
       device_time: fn d, n -> predict_kernel(d, key, n, count, time).seconds end,
@@ -528,6 +527,9 @@ defmodule Accel.Placement do
 
   defp sharing(%{count: count} = terms, devices) do
     case sharing_decision(count, devices, terms.device_time) do
+      :small ->
+        {[Enum.find(devices, &(&1.backend == :cpu))], [{0, count}], nil}
+
       %{share?: true} = d ->
         prediction = shared_prediction(d, terms)
         plan = %__MODULE__{device: d.devices, seconds: prediction.seconds, predictions: [prediction]}
@@ -553,13 +555,28 @@ defmodule Accel.Placement do
   # Whether `devices` share a call of `count` elements, and what that rests on: the devices kept
   # and their pieces (pieces/2), the best of them and its time alone, and the shared call's time
   # with its correction (the slowest device's share, times what shared calls showed).
+  # :small where the call is below #{@small} elements and the CPU backend among the devices: it runs
+  # there, nothing measured, as an :auto call does.
   defp sharing_decision(count, devices, device_time) do
+    if count < @small and Enum.any?(devices, &(&1.backend == :cpu)),
+      do: :small,
+      else: measured_sharing(count, devices, device_time)
+  end
+
+  defp measured_sharing(count, devices, device_time) do
+    # each model measured first at this call's size (a kernel's on its input's prefixes), in
+    # measure order
+    devices |> measure_order() |> Enum.each(&device_time.(&1, count))
     # throughput at this size, or at 2^20 elements for a smaller call (whose rate is all latency)
     at = max(count, @prefix_n)
     rates = for d <- devices, do: {d, at / max(device_time.(d, at), 1.0e-9)}
 
     case pieces(count, rates) do
-      {[best], pieces} ->
+      # too few elements to share, or one device kept: alone, on the device predicted fastest for
+      # this call (at 10 elements, that is latency, not the rate at 2^20: a 10-element kernel call
+      # shared between the CPU backend and PoCL ran on PoCL, 38x slower)
+      {[_], pieces} ->
+        best = Enum.min_by(devices, &device_time.(&1, count))
         %{share?: false, devices: [best], pieces: pieces, best: best, rates: rates}
 
       {kept, pieces} ->
@@ -584,8 +601,14 @@ defmodule Accel.Placement do
     end
   end
 
-  defp explain_sharing(%{count: count, host: host, what: what} = terms, devices) do
-    d = sharing_decision(count, devices, terms.device_time)
+  defp explain_sharing(%{count: count} = terms, devices) do
+    case sharing_decision(count, devices, terms.device_time) do
+      :small -> small_plan(Enum.find(devices, &(&1.backend == :cpu)), count)
+      d -> explain_sharing(d, terms, devices)
+    end
+  end
+
+  defp explain_sharing(d, %{count: count, host: host, what: what} = terms, devices) do
     predictions = devices |> Enum.map(terms.predict) |> Enum.sort_by(& &1.seconds)
     alone = Enum.find(predictions, &(&1.device == d.best))
     others = Enum.map_join(devices -- [d.best], " and ", &describe/1)
@@ -790,6 +813,9 @@ defmodule Accel.Placement do
   defp latency(m), do: m.latency * Map.get(m, :latency_correction, 1.0)
 
   # Decoding a list into int64s, and building one: the same on every device.
+  # (the host's model measured only where a list is)
+  defp host_seconds(_n, form, as) when form != :list and as != :list, do: 0.0
+
   defp host_seconds(n, form, as) do
     h = host_model()
     if(form == :list, do: n * h.decode, else: 0.0) + if(as == :list, do: n * h.encode, else: 0.0)
