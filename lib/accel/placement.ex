@@ -889,8 +889,7 @@ defmodule Accel.Placement do
     [decode, encode] =
       fastest(2, [timed(fn -> Accel.NIF.int64_binary(list) end), timed(fn -> Accel.NIF.int64_list(bin) end)])
 
-    {decode, encode} = {decode / n, encode / n}
-    %{decode: decode, encode: encode}
+    %{decode: decode / n, encode: encode / n}
   end
 
   # An OpenCL runtime's threads (PoCL's here) stay busy for tens of milliseconds after its calls,
