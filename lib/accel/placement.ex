@@ -57,8 +57,8 @@ defmodule Accel.Placement do
   which no single device's model sees, so a set of devices has a correction of its own, learnt
   from its shared calls as above; once it says sharing does not pay, the call runs on the best
   device alone. A call below #{@small} elements runs on the CPU backend where it is one of the
-  devices, nothing measured; a call too small to share otherwise runs alone on the device
-  predicted fastest for it.
+  devices, nothing measured; a call too small to share otherwise runs alone on the device of
+  highest throughput.
 
   Calibrations are kept per machine (its devices and Accel's version) in the kernel cache
   directory (see `Accel.Kernel`), so a new VM does not measure again; `reset/0` forgets them.
@@ -572,11 +572,10 @@ defmodule Accel.Placement do
     rates = for d <- devices, do: {d, at / max(device_time.(d, at), 1.0e-9)}
 
     case pieces(count, rates) do
-      # too few elements to share, or one device kept: alone, on the device predicted fastest for
-      # this call (at 10 elements, that is latency, not the rate at 2^20: a 10-element kernel call
-      # shared between the CPU backend and PoCL ran on PoCL, 38x slower)
-      {[_], pieces} ->
-        best = Enum.min_by(devices, &device_time.(&1, count))
+      # too few elements to share, or one device kept: alone, on the device of highest rate. (Not
+      # the one predicted fastest at this size: a model's latency comes from 2^17 elements, where
+      # the CPU backend's output is mapped afresh, and made PoCL look faster for 5,000 elements.)
+      {[best], pieces} ->
         %{share?: false, devices: [best], pieces: pieces, best: best, rates: rates}
 
       {kept, pieces} ->
@@ -1008,13 +1007,30 @@ defmodule Accel.Placement do
     end
   end
 
-  # What save/0 wrote: a list of {key, model}. Anything else is a damaged file, ignored.
+  # What save/0 wrote: a list of {key, model}. Anything else is a damaged file, ignored; a model
+  # without the numbers its kind needs is left out (measured again), not handed to a call to raise.
   defp decode(bytes) do
     entries = :erlang.binary_to_term(bytes, [:safe])
-    if Enum.all?(entries, &match?({_, %{}}, &1)), do: {:ok, entries}, else: :error
+
+    if Enum.all?(entries, &match?({_, %{}}, &1)),
+      do: {:ok, Enum.filter(entries, &well_formed?/1)},
+      else: :error
   rescue
     # not a term, atoms this VM does not know, not a proper list
     _ -> :error
+  end
+
+  defp well_formed?({key, model}) do
+    needs =
+      case key do
+        :host -> [:decode, :encode]
+        {:co_execution, _devices} -> [:correction, :observed]
+        {_work, {_backend, _id, _name}} -> [:latency, :per_element, :correction, :observed]
+        {_backend, _id, _name} -> [:latency, :upload, :download, :compute, :correction, :observed]
+        _ -> [nil]
+      end
+
+    Enum.all?(needs, &Map.has_key?(model, &1)) and Enum.all?(Map.values(model), &is_number/1)
   end
 
   # Written atomically: a temporary file renamed into place.
