@@ -898,8 +898,7 @@ defmodule Accel.Placement do
 
   # The fastest of `runs` runs of each measurement (a function returning seconds), in order. The
   # measurements take turns, so that a spell of noise (this shared machine's host stalls it for
-  # tens of milliseconds now and then) weighs on one run of several, not on every run of one: the
-  # CPU backend's latency once came out at 2.2 ms, 3x what its calls took.
+  # tens of milliseconds now and then) weighs on one run of several, not on every run of one.
   defp fastest(runs, measurements) do
     for(_ <- 1..runs, do: Enum.map(measurements, & &1.()))
     |> Enum.zip_with(&Enum.min/1)
