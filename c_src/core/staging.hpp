@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -43,6 +44,28 @@ class StagingPort {
 
  private:
   size_t slot_bytes_;
+};
+
+// A device's slots, made on first use by make(); where making them fails with a `Failure` (the
+// runtime gives no pinned memory), never tried again, and get() says null: the device's transfers
+// then go straight. Used under the device's mutex.
+class LazyStaging {
+ public:
+  template <typename Failure, typename Make>
+  StagingPort* get(Make&& make) {
+    if (port_ == nullptr && !failed_) {
+      try {
+        port_ = make();
+      } catch (const Failure&) {
+        failed_ = true;
+      }
+    }
+    return port_.get();
+  }
+
+ private:
+  std::unique_ptr<StagingPort> port_;
+  bool failed_ = false;
 };
 
 // A device's slots: enough to keep the copy engine busy while the host fills the next, few enough

@@ -40,9 +40,9 @@ struct DeviceState {
   // Generated kernels (Accel.Kernel) by key, loaded on first use from the code NVRTC made.
   std::map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> source_kernels;
   std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
-  // Pinned slots for large transfers of pageable memory (core/staging.hpp), made on first use.
-  std::unique_ptr<StagingPort> staging;
-  bool staging_failed = false;  // no pinned memory to be had: such transfers go the pageable way
+  // Pinned slots for large transfers of pageable memory (core/staging.hpp), made on first use
+  // (none where CUDA gives no pinned memory: such transfers go the pageable way).
+  LazyStaging staging;
 
   ~DeviceState() {
     if (!ready) return;
@@ -326,15 +326,8 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
   // where CUDA gives no pinned memory for them.
   StagingPort* staging_for(int device, const void* host, size_t bytes) {
     if (!staged(device, HostBuffer::ensure_pinned(host, bytes), bytes)) return nullptr;
-    return on_device(device, [&](DeviceState& d) -> StagingPort* {
-      if (d.staging == nullptr && !d.staging_failed) {
-        try {
-          d.staging = std::make_unique<Slots>(*this, device);
-        } catch (const Error&) {
-          d.staging_failed = true;
-        }
-      }
-      return d.staging.get();
+    return on_device(device, [&](DeviceState& d) {
+      return d.staging.get<Error>([&] { return std::make_unique<Slots>(*this, device); });
     });
   }
 

@@ -34,9 +34,9 @@ struct DeviceState {
   int streaming = 0;                            // streamed calls holding the device (Backend::hold)
   // Tensor bytes on this device; shared with each buffer, which may outlive a call.
   std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
-  // Pinned slots for large transfers (core/staging.hpp), made on first use; destroyed first.
-  std::unique_ptr<StagingPort> staging;
-  bool staging_failed = false;  // the runtime gave no pinned memory: transfers go straight
+  // Pinned slots for large transfers (core/staging.hpp), made on first use (none where the runtime
+  // gives no pinned memory: transfers go straight); destroyed first.
+  LazyStaging staging;
 };
 
 // A tensor's memory: released with clReleaseMemObject, which OpenCL defers until the commands

@@ -298,15 +298,8 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
   // where the runtime will not give pinned memory for them, and the transfer goes straight.
   StagingPort* staging_for(int device, size_t bytes) {
     if (!staged(device, false, bytes)) return nullptr;
-    return on_device(device, [&](DeviceState& d) -> StagingPort* {
-      if (d.staging == nullptr && !d.staging_failed) {
-        try {
-          d.staging = std::make_unique<Slots>(*this, d, device);
-        } catch (const cl::Error&) {
-          d.staging_failed = true;
-        }
-      }
-      return d.staging.get();
+    return on_device(device, [&](DeviceState& d) {
+      return d.staging.get<cl::Error>([&] { return std::make_unique<Slots>(*this, d, device); });
     });
   }
 
