@@ -243,12 +243,11 @@ defmodule Accel.Placement do
     end
   end
 
-  @doc false
   # The plan the `count`th call of a shape follows: the runner-up's in one call of @explore_every.
   # Only calls the model learns from (observe/2) explore.
-  def explore(%__MODULE__{predictions: [best, next | _]} = plan, count)
-      when best.n >= @observe_min and next.seconds < @explore_within * best.seconds and
-             rem(count, @explore_every) == 0 do
+  defp explore(%__MODULE__{predictions: [best, next | _]} = plan, count)
+       when best.n >= @observe_min and next.seconds < @explore_within * best.seconds and
+              rem(count, @explore_every) == 0 do
     %{
       plan
       | device: next.device,
@@ -257,7 +256,7 @@ defmodule Accel.Placement do
     }
   end
 
-  def explore(plan, _count), do: plan
+  defp explore(plan, _count), do: plan
 
   @doc false
   # Whether `input` is too small for any device trip to pay (for device: :all too): never raises,

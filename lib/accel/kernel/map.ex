@@ -173,17 +173,25 @@ defmodule Accel.Kernel.Map do
   defp kernel_model(kernel, inputs) do
     key = {:kernel, kernel.id, Enum.map(inputs, & &1.type), kernel.values |> Enum.map(&cap_kind!(&1, kernel))}
 
-    time = fn device, len ->
-      prefix = Enum.map(inputs, &slice(&1, 0, len))
-      place = {device.backend, device.id}
-
-      {us, _} =
-        :timer.tc(fn -> prefix |> launch(kernel, len, place) |> elem(0) |> Accel.Tensor.to_binary() end)
-
-      us / 1.0e6
-    end
+    time =
+      prefix_timer(inputs, fn prefix, len, place ->
+        prefix |> launch(kernel, len, place) |> elem(0) |> Accel.Tensor.to_binary()
+      end)
 
     {key, time}
+  end
+
+  @doc """
+  How a placement model times a device (Accel.Placement.plan_kernel/4): a function of the device and
+  `len` that runs `run.(prefix, len, place)` over the inputs' first `len` elements there, result
+  downloaded, and returns the seconds taken.
+  """
+  def prefix_timer(inputs, run) do
+    fn device, len ->
+      prefix = Enum.map(inputs, &slice(&1, 0, len))
+      {us, _} = :timer.tc(fn -> run.(prefix, len, {device.backend, device.id}) end)
+      us / 1.0e6
+    end
   end
 
   @doc """
@@ -320,11 +328,11 @@ defmodule Accel.Kernel.Map do
   defp default_as(%{kind: :binary}), do: :binary
   defp default_as(_), do: :list
 
-  @doc "Elements `offset` to `offset + len - 1` of a host input."
-  def slice(%{kind: :binary, type: type, value: bin} = x, offset, len),
+  # Elements `offset` to `offset + len - 1` of a host input.
+  defp slice(%{kind: :binary, type: type, value: bin} = x, offset, len),
     do: %{x | n: len, value: binary_part(bin, offset * width(type), len * width(type))}
 
-  def slice(%{kind: :range, value: %Range{first: f, step: s}} = x, offset, len),
+  defp slice(%{kind: :range, value: %Range{first: f, step: s}} = x, offset, len),
     do: %{x | n: len, value: Range.new(f + offset * s, f + (offset + len - 1) * s, s)}
 
   defp join(parts, :list), do: Enum.concat(parts)

@@ -99,13 +99,7 @@ defmodule Accel.Tensor.Offload do
     types = fill(template, Enum.map(inputs, & &1.type), &if(is_integer(&1), do: :integer, else: :float))
     key = {:operation, op, types}
 
-    time = fn device, len ->
-      prefix = Enum.map(inputs, &KMap.slice(&1, 0, len))
-      {us, _} = :timer.tc(fn -> chunk(op, template, prefix, len, :binary, {device.backend, device.id}) end)
-      us / 1.0e6
-    end
-
-    {key, time}
+    {key, KMap.prefix_timer(inputs, &chunk(op, template, &1, &2, :binary, &3))}
   end
 
   defp fill(template, values, number) do
