@@ -70,6 +70,17 @@ defmodule Accel.TensorOpsTest do
   defp ref(:floor, :float, [x]), do: Float.floor(x)
   defp ref(:ceil, :float, [x]), do: Float.ceil(x)
   defp ref(:round, :float, [x]), do: round(x) * 1.0
+  defp ref(:sign, :int, [x]), do: bool(x > 0) - bool(x < 0)
+  defp ref(:sign, :float, [x]), do: if(x == 0, do: x, else: if(x > 0, do: 1.0, else: -1.0))
+  defp ref(:expm1, :float, [x]), do: :math.exp(x) - 1
+  defp ref(:log1p, :float, [x]), do: nan(fn -> :math.log(1 + x) end)
+  defp ref(:rsqrt, :float, [x]), do: nan(fn -> 1 / :math.sqrt(x) end)
+  defp ref(:cbrt, :float, [x]), do: if(x < 0, do: -:math.pow(-x, 1 / 3), else: :math.pow(x, 1 / 3))
+
+  defp ref(op, :float, [x])
+       when op in [:sin, :cos, :tan, :asin, :acos, :atan, :sinh, :cosh, :asinh, :acosh, :atanh, :erf, :erfc],
+       do: nan(fn -> apply(:math, op, [x]) end)
+
   defp ref(:add, _, [x, y]), do: x + y
   defp ref(:subtract, _, [x, y]), do: x - y
   defp ref(:multiply, _, [x, y]), do: x * y

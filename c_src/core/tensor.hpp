@@ -117,6 +117,13 @@ Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t l
 // Elements start[d] + k * step[d], k < length[d], of t (of `shape`), as a tensor of shape `length`.
 Tensor tensor_slice(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<uint64_t>& start,
                     const std::vector<uint64_t>& length, const std::vector<uint64_t>& step);
+// Element offset + sum(c[d] * strides[d]) of t at each coordinate c of `shape`, as a tensor of
+// `shape`: transposes, broadcasts (stride 0), reversals (negative strides) and slices in one.
+// ArgumentError when any element read lies outside t.
+Tensor tensor_view(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset);
+// A copy of base whose elements at the view (shape, strides, offset) are part's, in order.
+Tensor tensor_put_view(const Tensor& base, const Tensor& part, const std::vector<uint64_t>& shape,
+                       const std::vector<int64_t>& strides, uint64_t offset);
 // The parts (tensors with their shapes, of one type and place) joined along `axis`.
 Tensor tensor_concatenate(const std::vector<Operand>& parts, size_t axis);
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);

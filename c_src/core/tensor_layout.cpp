@@ -1,5 +1,6 @@
-// Operations that move elements without computing: transpose, slice and concatenate. Slices and
-// concatenations are strided copies of a region (accel_copy_*), checked here against the shapes.
+// Operations that move elements without computing: transpose, slice, concatenate and strided views
+// (the gather and scatter behind Nx's transpose, broadcast, reverse, slice, put_slice and pad). All
+// but transpose are strided copies of a region (accel_copy_*), checked here against the shapes.
 #include <algorithm>
 #include <string>
 
@@ -39,7 +40,62 @@ void copy_region(const Tensor& in, const Tensor& out, const std::vector<uint64_t
   launch(in, by_size(Kernel::accel_copy_1, in.type), p, {in.buffer.get(), out.buffer.get()});
 }
 
+// The smallest and largest index a view of `shape` with `strides` from `offset` reads, or false
+// when some index falls outside [0, count). Each term is bounded by count before it is added, so
+// nothing overflows: at most 8 terms of less than 2^63 each.
+bool view_fits(const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset, uint64_t count) {
+  if (offset >= count) return false;
+  __int128 low = offset, high = offset;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] <= 1 || strides[d] == 0) continue;
+    const __int128 span = static_cast<__int128>(shape[d] - 1) * strides[d];
+    if (span >= static_cast<__int128>(count) || -span >= static_cast<__int128>(count)) return false;
+    (span < 0 ? low : high) += span;
+  }
+  return low >= 0 && high < static_cast<__int128>(count);
+}
+
+void check_view(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset,
+                const char* what) {
+  if (strides.size() != shape.size())
+    throw ArgumentError(std::string(what) + " needs one stride per dimension of " + shape_text(shape));
+  check_rank(shape, what);
+  if (shape_count(shape) != 0 && !view_fits(shape, strides, offset, t.count))
+    throw ArgumentError(std::string(what) + " of shape " + shape_text(shape) + " from offset " + std::to_string(offset) +
+                        " reaches outside the tensor's " + std::to_string(t.count) + " elements");
+}
+
+// Signed strides as the kernel's unsigned ones: index arithmetic wraps modulo 2^64, so a negative
+// stride (2^64 - s) steps back by s.
+std::vector<uint64_t> wrapped(const std::vector<int64_t>& strides) {
+  std::vector<uint64_t> out(strides.size());
+  std::transform(strides.begin(), strides.end(), out.begin(), [](int64_t s) { return static_cast<uint64_t>(s); });
+  return out;
+}
+
 }  // namespace
+
+Tensor tensor_view(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset) {
+  check_view(t, shape, strides, offset, "a view");
+  Tensor out = allocate_like(*t.backend, t.device, t.type, shape_count(shape));
+  copy_region(t, out, shape, wrapped(strides), offset, contiguous_strides(shape), 0);
+  return out;
+}
+
+Tensor tensor_put_view(const Tensor& base, const Tensor& part, const std::vector<uint64_t>& shape,
+                       const std::vector<int64_t>& strides, uint64_t offset) {
+  check_same_place(base, part);
+  check_same_type(base, part);
+  if (shape_count(shape) != part.count)
+    throw ArgumentError("a shape of " + shape_text(shape) + " does not match the part's " + std::to_string(part.count) +
+                        " elements");
+  check_view(base, shape, strides, offset, "a put");
+  Tensor out = allocate_like(*base.backend, base.device, base.type, base.count);
+  const std::vector<uint64_t> all{base.count}, one{1};
+  copy_region(base, out, all, one, 0, one, 0);
+  copy_region(part, out, shape, contiguous_strides(shape), 0, wrapped(strides), offset);
+  return out;
+}
 
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols) {
   if (product(rows, cols, "the shape") != t.count)

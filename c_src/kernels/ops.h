@@ -22,7 +22,25 @@
   X(floor, ALL, "`Float.floor(x)` as a float; integers unchanged")                              \
   X(ceil, ALL, "`Float.ceil(x)` as a float; integers unchanged")                                \
   X(round, ALL, "`Float.round(x)` (halves away from zero) as a float; integers unchanged")      \
-  X(bitwise_not, INT, "`Bitwise.bnot(x)` in the tensor's width")
+  X(bitwise_not, INT, "`Bitwise.bnot(x)` in the tensor's width")                                 \
+  X(sign, ALL, "-1, 0 or 1 by the sign of `x` (a float NaN stays NaN)")                          \
+  X(expm1, FLOAT, "`:math.exp(x) - 1`, exact near zero")                                         \
+  X(log1p, FLOAT, "`:math.log(1 + x)`, exact near zero")                                         \
+  X(sin, FLOAT, "`:math.sin(x)`")                                                                \
+  X(cos, FLOAT, "`:math.cos(x)`")                                                                \
+  X(tan, FLOAT, "`:math.tan(x)`")                                                                \
+  X(asin, FLOAT, "`:math.asin(x)`; NaN outside -1..1")                                           \
+  X(acos, FLOAT, "`:math.acos(x)`; NaN outside -1..1")                                           \
+  X(atan, FLOAT, "`:math.atan(x)`")                                                              \
+  X(sinh, FLOAT, "`:math.sinh(x)`")                                                              \
+  X(cosh, FLOAT, "`:math.cosh(x)`")                                                              \
+  X(asinh, FLOAT, "`:math.asinh(x)`")                                                            \
+  X(acosh, FLOAT, "`:math.acosh(x)`; NaN below 1")                                               \
+  X(atanh, FLOAT, "`:math.atanh(x)`; NaN outside -1..1")                                         \
+  X(rsqrt, FLOAT, "`1 / :math.sqrt(x)`")                                                         \
+  X(cbrt, FLOAT, "the cube root of `x`")                                                         \
+  X(erf, FLOAT, "`:math.erf(x)`")                                                                \
+  X(erfc, FLOAT, "`:math.erfc(x)`")
 
 #define ACCEL_BINARY_OPS(X)                                                                     \
   X(add, ALL, "`a + b`; integers wrap modulo 2^bits")                                           \

@@ -39,6 +39,7 @@ ACCEL_FN accel_i64 accel_int_floor(accel_i64 x) { return x; }
 ACCEL_FN accel_i64 accel_int_ceil(accel_i64 x) { return x; }
 ACCEL_FN accel_i64 accel_int_round(accel_i64 x) { return x; }
 ACCEL_FN accel_i64 accel_int_bitwise_not(accel_i64 x) { return ~x; }
+ACCEL_FN accel_i64 accel_int_sign(accel_i64 x) { return (accel_i64)(x > 0) - (accel_i64)(x < 0); }
 
 ACCEL_FN accel_i64 accel_int_add(accel_i64 a, accel_i64 b, int* flag) {
   (void)flag;
@@ -123,6 +124,24 @@ ACCEL_FN float accel_f32_sigmoid(float x) { return 1.0f / (1.0f + ACCEL_F32(exp)
 ACCEL_FN float accel_f32_floor(float x) { return ACCEL_F32(floor)(x); }
 ACCEL_FN float accel_f32_ceil(float x) { return ACCEL_F32(ceil)(x); }
 ACCEL_FN float accel_f32_round(float x) { return ACCEL_F32(round)(x); }
+ACCEL_FN float accel_f32_sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
+ACCEL_FN float accel_f32_expm1(float x) { return ACCEL_F32(expm1)(x); }
+ACCEL_FN float accel_f32_log1p(float x) { return ACCEL_F32(log1p)(x); }
+ACCEL_FN float accel_f32_sin(float x) { return ACCEL_F32(sin)(x); }
+ACCEL_FN float accel_f32_cos(float x) { return ACCEL_F32(cos)(x); }
+ACCEL_FN float accel_f32_tan(float x) { return ACCEL_F32(tan)(x); }
+ACCEL_FN float accel_f32_asin(float x) { return ACCEL_F32(asin)(x); }
+ACCEL_FN float accel_f32_acos(float x) { return ACCEL_F32(acos)(x); }
+ACCEL_FN float accel_f32_atan(float x) { return ACCEL_F32(atan)(x); }
+ACCEL_FN float accel_f32_sinh(float x) { return ACCEL_F32(sinh)(x); }
+ACCEL_FN float accel_f32_cosh(float x) { return ACCEL_F32(cosh)(x); }
+ACCEL_FN float accel_f32_asinh(float x) { return ACCEL_F32(asinh)(x); }
+ACCEL_FN float accel_f32_acosh(float x) { return ACCEL_F32(acosh)(x); }
+ACCEL_FN float accel_f32_atanh(float x) { return ACCEL_F32(atanh)(x); }
+ACCEL_FN float accel_f32_cbrt(float x) { return ACCEL_F32(cbrt)(x); }
+ACCEL_FN float accel_f32_erf(float x) { return ACCEL_F32(erf)(x); }
+ACCEL_FN float accel_f32_erfc(float x) { return ACCEL_F32(erfc)(x); }
+ACCEL_FN float accel_f32_rsqrt(float x) { return 1.0f / ACCEL_F32(sqrt)(x); }
 ACCEL_FN float accel_f32_add(float a, float b) { return a + b; }
 ACCEL_FN float accel_f32_subtract(float a, float b) { return a - b; }
 ACCEL_FN float accel_f32_multiply(float a, float b) { return a * b; }
@@ -145,6 +164,24 @@ ACCEL_FN double accel_f64_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 ACCEL_FN double accel_f64_floor(double x) { return floor(x); }
 ACCEL_FN double accel_f64_ceil(double x) { return ceil(x); }
 ACCEL_FN double accel_f64_round(double x) { return round(x); }
+ACCEL_FN double accel_f64_sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x; }
+ACCEL_FN double accel_f64_expm1(double x) { return expm1(x); }
+ACCEL_FN double accel_f64_log1p(double x) { return log1p(x); }
+ACCEL_FN double accel_f64_sin(double x) { return sin(x); }
+ACCEL_FN double accel_f64_cos(double x) { return cos(x); }
+ACCEL_FN double accel_f64_tan(double x) { return tan(x); }
+ACCEL_FN double accel_f64_asin(double x) { return asin(x); }
+ACCEL_FN double accel_f64_acos(double x) { return acos(x); }
+ACCEL_FN double accel_f64_atan(double x) { return atan(x); }
+ACCEL_FN double accel_f64_sinh(double x) { return sinh(x); }
+ACCEL_FN double accel_f64_cosh(double x) { return cosh(x); }
+ACCEL_FN double accel_f64_asinh(double x) { return asinh(x); }
+ACCEL_FN double accel_f64_acosh(double x) { return acosh(x); }
+ACCEL_FN double accel_f64_atanh(double x) { return atanh(x); }
+ACCEL_FN double accel_f64_cbrt(double x) { return cbrt(x); }
+ACCEL_FN double accel_f64_erf(double x) { return erf(x); }
+ACCEL_FN double accel_f64_erfc(double x) { return erfc(x); }
+ACCEL_FN double accel_f64_rsqrt(double x) { return 1.0 / sqrt(x); }
 ACCEL_FN double accel_f64_add(double a, double b) { return a + b; }
 ACCEL_FN double accel_f64_subtract(double a, double b) { return a - b; }
 ACCEL_FN double accel_f64_multiply(double a, double b) { return a * b; }

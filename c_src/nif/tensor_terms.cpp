@@ -180,12 +180,15 @@ ERL_NIF_TERM tensor_free(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   TensorResource* r = resource_of(env, argv[0]);
   if (r == nullptr) throw ArgumentError("expected an Accel.Tensor, got: " + describe_term(env, argv[0]));
   std::shared_ptr<DeviceBuffer> released;
+  bool already = false;
   {
     std::lock_guard<std::mutex> lock(r->mutex);
+    already = r->freed;
     r->freed = true;
     released = std::move(r->tensor.buffer);
   }
-  return atoms.ok;  // `released` goes here, or with the last operation still using it
+  // `released` goes here, or with the last operation still using it.
+  return already ? enif_make_atom(env, "already_freed") : atoms.ok;
 }
 
 // (threshold bytes): true, and the count restarts, once that many tensor bytes were allocated

@@ -279,7 +279,12 @@ defmodule Accel.Tensor do
   CPU backend, is gone). Later use of `t` (or of a reshape of it) raises.
   """
   @spec free(t()) :: :ok
-  def free(%__MODULE__{ref: ref}), do: NIF.tensor_free(ref)
+  def free(%__MODULE__{ref: ref}) do
+    # :already_freed from a second call: freeing twice is harmless.
+    NIF.tensor_free(ref)
+    :ok
+  end
+
   def free(other), do: not_a_tensor!("free/1", other)
 
   @doc "Number of elements."
