@@ -22,13 +22,24 @@ defmodule Accel.MixProject do
     [extra_applications: [:logger, :crypto]]
   end
 
-  # Flow is optional, declared the way Mix projects declare it: a project that depends on Flow gets
-  # Accel.Flow, since Mix then compiles Flow before Accel. Accel's own scripts (bin/) also run where
-  # hex is unreachable: there, without deps/flow, they set ACCEL_WITHOUT_FLOW=1, which drops the
-  # declaration (`mix deps.get` first makes them run against Flow).
+  # Nx and Flow are optional, declared the way Mix projects declare them: a project that depends
+  # on Nx gets Accel.Nx.Backend, one that depends on Flow gets Accel.Flow (Mix compiles them before
+  # Accel). Where hex is unreachable (Accel's own CI), ACCEL_HEXDEPS names a folder holding their
+  # sources (bin/hexdeps sets it to ../shared/hexdeps) and they become path dependencies;
+  # ACCEL_HEXDEPS=none builds Accel without either.
   defp deps do
-    if System.get_env("ACCEL_WITHOUT_FLOW") in ["1", "true"],
-      do: [],
-      else: [{:flow, "~> 1.2", optional: true}]
+    case System.get_env("ACCEL_HEXDEPS") do
+      nil ->
+        [{:nx, "~> 0.7", optional: true}, {:flow, "~> 1.2", optional: true}]
+
+      "none" ->
+        []
+
+      dir ->
+        [
+          {:nx, path: Path.join(dir, "nx"), optional: true},
+          {:flow, path: Path.join(dir, "flow"), optional: true}
+        ]
+    end
   end
 end

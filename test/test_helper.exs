@@ -30,3 +30,15 @@ ExUnit.start(exclude: unavailable ++ no_nvrtc ++ no_pocl)
 
 # Compiled CPU kernels (Accel.Kernel) go to a cache inside the build, not the user's cache.
 Application.put_env(:accel, :kernel_cache, Path.join(Mix.Project.build_path(), "kernel_cache"))
+
+# Nx (an optional dependency): its tests run where it was built (mix.exs, bin/hexdeps), with
+# tensors inspected as Nx's own doctests print them (no device line).
+if Code.ensure_loaded?(Nx) do
+  {:ok, _} = Application.ensure_all_started(:nx)
+  Application.put_env(:accel, :nx_inspect_device, false)
+else
+  IO.puts("Excluding the Nx tests: Nx was not built (see mix.exs)")
+end
+
+# Accel.Nx.Backend logs each fallback to Nx.BinaryBackend at debug level: not in the suite's output.
+Logger.configure(level: :info)

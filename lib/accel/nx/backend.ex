@@ -1,0 +1,523 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Backend do
+    @moduledoc """
+    An `Nx.Backend` whose tensors live on Accel's devices: the CPU backend, any OpenCL device and
+    CUDA.
+
+        Nx.default_backend({Accel.Nx.Backend, device: :opencl})
+        Nx.iota({1024, 1024}, type: :f32) |> Nx.multiply(2) |> Nx.sum(axes: [1])
+
+        # or per tensor
+        t = Nx.tensor([1.0, 2.0], backend: {Accel.Nx.Backend, device: :cpu})
+        Nx.backend_transfer(t, {Accel.Nx.Backend, device: :opencl})
+
+    ## Options
+
+      * `:device` - where new tensors go: `:cpu`, `:opencl`, `:cuda` (the backend's first
+        device), an `Accel.Device`, `{backend, index}`, or `:auto` (the default): tensors under
+        1 MiB on the CPU backend, where a device launch would cost more than the work, larger ones
+        on the device `Accel`'s `backend: :auto` picks (a GPU when there is one).
+
+    Operations run on their operands' device. Operands on two devices chosen explicitly raise an
+    `ArgumentError` naming both; tensors placed by `:auto` move to the other operand's device, and
+    tensors of other backends (`Nx.BinaryBackend` constants) are uploaded.
+
+    ## What runs on the device
+
+    Types `:f32`, `:f64`, `:s64`, `:s32` and `:u8` compute on the device through Accel's tensor
+    kernels (one registry, `c_src/kernels/ops.h`):
+
+      * elementwise: every unary operation in the registry (`exp`, `log`, `sin` ... `erfc`,
+        `sign`, `abs`, `negate`, `floor`, `ceil`, `round`, `bitwise_not`), every binary operation
+        and comparison, `logical_not`, `is_nan`, `is_infinity`, `select`, `clip`, with Nx's
+        broadcasting and the output type Nx computed (operands are converted to it first);
+      * reductions `sum`, `reduce_max`, `reduce_min`, `all`, `any` over any axes (`keep_axes`
+        too), `argmax` and `argmin` (`tie_break: :low`);
+      * `dot` of floats with any contracting and batch axes, through BLAS (OpenBLAS, CLBlast,
+        cuBLAS);
+      * creation: `constant`, `iota`, `eye`, `from_binary`;
+      * layout, for every type of 1, 4 or 8 bytes: `reshape`, `squeeze`, `transpose`,
+        `broadcast`, `reverse`, `slice` (with strides), `put_slice`, `pad` (non-negative),
+        `concatenate`, `stack`, `to_batched`, `as_type`, `bitcast`.
+
+    Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
+    result uploaded to their device): `product`, `cumulative_*`, `window_*`, `gather`, `take`,
+    `take_along_axis`, `indexed_add`, `indexed_put`, `sort`, `argsort`, `top_k`, `conv`, `reduce`,
+    `map`, `fft` and the linear-algebra decompositions, integer `dot`, `count_leading_zeros`,
+    `population_count`, `erf_inv`, complex parts, and every operation on `s8`, `s16`, `u16`,
+    `u32`, `u64`, `f16`, `bf16` and complex tensors (which layout operations still move on the
+    device where their width allows). Each fallback emits the telemetry event
+    `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name, device: {backend, index}}`
+    and logs at debug level: attach a handler to count them.
+
+    ## Semantics
+
+    Nx's, not Elixir's: integers wrap in their type, Nx's type promotion decides every output type,
+    NaN and infinities propagate. Where Accel differs from `Nx.BinaryBackend`: an integer zero
+    divisor (`quotient`, `remainder`) and a negative integer exponent raise `ArgumentError` (Nx's
+    binary backend raises `ArithmeticError`), and a float beyond an integer type's range converts
+    to that type's nearest bound (the binary backend wraps). Float results agree with the binary
+    backend within a few ulp (device math libraries differ; `sum` accumulates `:f32` in `:f64`).
+
+    `Nx.backend_deallocate/1` frees device memory at once; using the tensor afterwards raises.
+    `to_pointer`/`from_pointer` raise: Accel does not share its buffers with other libraries.
+    """
+
+    @behaviour Nx.Backend
+
+    # No @impl: the callbacks differ between Nx 0.7 and 0.11 (stack/3, to_pointer/2 and
+    # from_pointer/5 arrived, map/4 left), and this module compiles against both.
+    import Kernel, except: [inspect: 2]
+
+    alias Accel.Nx.{Fallback, Storage}
+    alias Accel.Tensor, as: AT
+    alias Accel.Tensor.Elementwise
+    alias Nx.Tensor, as: T
+
+    @enforce_keys [:tensor]
+    defstruct [:tensor, auto: false]
+
+    @type t :: %__MODULE__{tensor: Accel.Tensor.t(), auto: boolean()}
+
+    ## Creation
+
+    def init(opts), do: Storage.init(opts)
+
+    def constant(%T{shape: shape, type: type} = out, number, opts) do
+      bytes = Nx.BinaryBackend.constant(%{out | shape: {}}, number, []) |> Nx.BinaryBackend.to_binary(1)
+
+      if Storage.elements?(type) and shape != {} do
+        %T{data: %__MODULE__{tensor: scalar, auto: auto}} = Storage.upload(bytes, %{out | shape: {}}, opts)
+        Storage.wrap(Storage.fill(scalar, shape), out, auto)
+      else
+        Storage.upload(for(_ <- 1..Nx.size(shape)//1, into: <<>>, do: bytes), out, opts)
+      end
+    end
+
+    def from_binary(out, binary, opts), do: Storage.upload(binary, out, opts)
+
+    def iota(%T{shape: shape, type: type} = out, axis, opts) do
+      case Storage.compute_type(type) do
+        nil ->
+          Fallback.run(:iota, [out, axis, opts])
+
+        t ->
+          {backend, index, auto} = Storage.place(opts, (Nx.size(shape) * elem(type, 1)) |> div(8))
+          place = [type: t, backend: backend, device: if(index >= 0, do: index)]
+
+          case axis do
+            nil ->
+              Storage.wrap(AT.iota(shape, place), out, auto)
+
+            axis ->
+              line = AT.iota({elem(shape, axis)}, place)
+              Storage.wrap(along(line, shape, axis), out, auto)
+          end
+      end
+    end
+
+    def eye(%T{shape: shape, type: type} = out, opts) do
+      case Storage.compute_type(type) do
+        nil ->
+          Fallback.run(:eye, [out, opts])
+
+        t ->
+          rank = tuple_size(shape)
+          {backend, index, auto} = Storage.place(opts, Nx.size(shape) * div(elem(type, 1), 8))
+          place = [backend: backend, device: if(index >= 0, do: index)]
+          rows = along(AT.iota({elem(shape, rank - 2)}, place), shape, rank - 2)
+          cols = along(AT.iota({elem(shape, rank - 1)}, place), shape, rank - 1)
+          Storage.wrap(rows |> AT.equal(cols) |> AT.as_type(t), out, auto)
+      end
+    end
+
+    # A vector laid along `axis` of `shape`, repeated across every other axis.
+    defp along(line, shape, axis) do
+      strides = for d <- 0..(tuple_size(shape) - 1), do: if(d == axis, do: 1, else: 0)
+      Storage.view(line, shape, strides, 0)
+    end
+
+    ## Moving data
+
+    def to_binary(%T{type: {_, bits} = type, data: %__MODULE__{tensor: a}}, limit) do
+      if Storage.storage_type(type) == :bytes do
+        # Stored as bytes: the first `limit` elements' bits (a bitstring for sub-byte types).
+        wanted = limit * bits
+        <<head::bitstring-size(wanted), _::bitstring>> = download(a, div(wanted + 7, 8))
+        head
+      else
+        download(a, limit)
+      end
+    end
+
+    defp download(a, count), do: Accel.Job.call(&Accel.NIF.tensor_download(a.ref, count, &1))
+
+    def backend_copy(%T{data: %__MODULE__{tensor: a}} = t, __MODULE__, opts) do
+      case Storage.init(opts)[:device] do
+        :auto -> Storage.wrap(copy(a), t, t.data.auto)
+        {backend, index} -> Storage.wrap(copy(AT.transfer(a, {backend, max(index, 0)})), t)
+      end
+    end
+
+    def backend_copy(t, backend, opts), do: backend.from_binary(t, to_binary(t, Nx.size(t)), opts)
+
+    def backend_transfer(%T{data: %__MODULE__{tensor: a}} = t, __MODULE__, opts) do
+      case Storage.init(opts)[:device] do
+        :auto ->
+          t
+
+        {backend, index} ->
+          moved = AT.transfer(a, {backend, max(index, 0)})
+          if moved != a, do: AT.free(a)
+          Storage.wrap(moved, t)
+      end
+    end
+
+    def backend_transfer(t, backend, opts) do
+      result = backend_copy(t, backend, opts)
+      backend_deallocate(t)
+      result
+    end
+
+    # A tensor of its own (backend_copy's result must outlive a deallocation of the source).
+    defp copy(%AT{} = a), do: Storage.view(a, a.shape, Storage.strides(a.shape), 0)
+
+    def backend_deallocate(%T{data: %__MODULE__{tensor: a}}) do
+      case Accel.NIF.tensor_free(a.ref) do
+        :ok -> :ok
+        :already_freed -> :already_deallocated
+      end
+    end
+
+    def to_batched(%T{shape: out_shape} = out, %T{type: type} = t, opts) do
+      batch = elem(out_shape, 0)
+      n = elem(t.shape, 0)
+
+      if Storage.elements?(type) and rem(n, batch) == 0 do
+        [a] = Storage.operands!(:to_batched, [t])
+        per = div(AT.size(a), max(n, 1)) * batch
+        strides = Storage.strides(out_shape)
+
+        Stream.map(
+          0..(div(n, batch) - 1)//1,
+          &Storage.wrap(Storage.view(a, out_shape, strides, &1 * per), out, t.data.auto)
+        )
+      else
+        Fallback.run(:to_batched, [out, t, opts])
+      end
+    end
+
+    def inspect(%T{} = tensor, inspect_opts) do
+      limit = if inspect_opts.limit == :infinity, do: Nx.size(tensor), else: inspect_opts.limit + 1
+      doc = Nx.Backend.inspect(tensor, to_binary(tensor, min(limit, Nx.size(tensor))), inspect_opts)
+
+      if Application.get_env(:accel, :nx_inspect_device, true) do
+        {backend, index} = tensor.data.tensor.device
+        Inspect.Algebra.concat(["Accel.Nx.Backend<#{backend}:#{index}>", Inspect.Algebra.line(), doc])
+      else
+        doc
+      end
+    end
+
+    def to_pointer(_tensor, _opts),
+      do: raise(ArgumentError, "Accel.Nx.Backend does not share device pointers (to_pointer/2)")
+
+    def from_pointer(_pointer, _type, _shape, _opts, _fun),
+      do: raise(ArgumentError, "Accel.Nx.Backend does not adopt foreign device pointers (from_pointer/5)")
+
+    ## Types and shapes
+
+    def as_type(%T{type: type} = out, %T{type: from} = t) do
+      if Storage.compute?([type, from]) do
+        [a] = Storage.operands!(:as_type, [t])
+        Storage.wrap(Storage.cast(a, type), out, t.data.auto)
+      else
+        Fallback.run(:as_type, [out, t])
+      end
+    end
+
+    def bitcast(%T{} = out, %T{} = t) do
+      [_] = Storage.operands!(:bitcast, [t])
+      {backend, index} = t.data.tensor.device
+      result = from_binary(out, to_binary(t, Nx.size(t)), device: {backend, index})
+      put_in(result.data.auto, t.data.auto)
+    end
+
+    def reshape(out, t), do: layout(:reshape, out, t, [], fn a -> AT.reshape(a, out.shape) end)
+
+    def squeeze(out, t, axes), do: layout(:squeeze, out, t, [axes], fn a -> AT.reshape(a, out.shape) end)
+
+    def transpose(out, %T{shape: shape} = t, axes) do
+      layout(:transpose, out, t, [axes], fn a ->
+        in_strides = Storage.strides(shape)
+        Storage.view(a, out.shape, Enum.map(axes, &Enum.at(in_strides, &1)), 0)
+      end)
+    end
+
+    def broadcast(out, %T{shape: shape} = t, out_shape, axes) do
+      layout(:broadcast, out, t, [out_shape, axes], fn a ->
+        in_strides = Storage.strides(shape)
+        by_axis = Map.new(Enum.with_index(axes), fn {out_axis, i} -> {out_axis, i} end)
+
+        strides =
+          for d <- 0..(tuple_size(out_shape) - 1)//1 do
+            case by_axis do
+              %{^d => i} -> if elem(shape, i) == elem(out_shape, d), do: Enum.at(in_strides, i), else: 0
+              _ -> 0
+            end
+          end
+
+        Storage.view(a, out_shape, strides, 0)
+      end)
+    end
+
+    def reverse(out, %T{shape: shape} = t, axes) do
+      layout(:reverse, out, t, [axes], fn a ->
+        {strides, offset} =
+          shape
+          |> Storage.strides()
+          |> Enum.with_index()
+          |> Enum.map_reduce(0, fn {s, d}, offset ->
+            if d in axes and elem(shape, d) > 0,
+              do: {-s, offset + (elem(shape, d) - 1) * s},
+              else: {s, offset}
+          end)
+
+        Storage.view(a, shape, strides, offset)
+      end)
+    end
+
+    def slice(out, %T{shape: shape} = t, start_indices, lengths, steps) do
+      layout(:slice, out, t, [start_indices, lengths, steps], fn a ->
+        starts = clamp(start_indices, shape, lengths)
+        in_strides = Storage.strides(shape)
+        offset = Enum.zip_reduce(starts, in_strides, 0, fn s, st, acc -> acc + s * st end)
+        Storage.view(a, out.shape, Enum.zip_with(in_strides, steps, &(&1 * &2)), offset)
+      end)
+    end
+
+    def put_slice(%T{type: type} = out, %T{shape: shape} = t, start_indices, %T{} = slice) do
+      if Storage.compute?([type, t.type, slice.type]) do
+        [a, s] = Storage.operands!(:put_slice, [t, slice])
+        starts = clamp(start_indices, shape, Tuple.to_list(slice.shape))
+        in_strides = Storage.strides(shape)
+        offset = Enum.zip_reduce(starts, in_strides, 0, fn s, st, acc -> acc + s * st end)
+        result = Storage.put_view(Storage.cast(a, type), Storage.cast(s, type), in_strides, offset)
+        Storage.wrap(result, out, Storage.auto?([t, slice]))
+      else
+        Fallback.run(:put_slice, [out, t, start_indices, slice])
+      end
+    end
+
+    # Nx clamps start indices (numbers or scalar tensors) so that the region fits.
+    defp clamp(starts, shape, lengths) do
+      [Tuple.to_list(shape), starts, lengths]
+      |> Enum.zip_with(fn [dim, start, len] ->
+        start = if is_integer(start), do: start, else: Nx.to_number(start)
+        start |> max(0) |> min(dim - len)
+      end)
+    end
+
+    def pad(%T{type: type} = out, %T{} = t, %T{} = pad_value, config) do
+      if Storage.compute?([type, t.type, pad_value.type]) and
+           Enum.all?(config, fn {lo, hi, _} -> lo >= 0 and hi >= 0 end) do
+        [a, v] = Storage.operands!(:pad, [t, pad_value])
+        out_strides = Storage.strides(out.shape)
+        strides = Enum.zip_with(out_strides, config, fn s, {_, _, interior} -> s * (interior + 1) end)
+        offset = Enum.zip_reduce(out_strides, config, 0, fn s, {lo, _, _}, acc -> acc + s * lo end)
+        base = Storage.fill(Storage.cast(AT.reshape(v, {}), type), out.shape)
+        Storage.wrap(Storage.put_view(base, Storage.cast(a, type), strides, offset), out, Storage.auto?([t]))
+      else
+        Fallback.run(:pad, [out, t, pad_value, config])
+      end
+    end
+
+    def concatenate(%T{type: type} = out, tensors, axis) do
+      if Storage.compute?([type | Enum.map(tensors, & &1.type)]) do
+        parts = Storage.operands!(:concatenate, tensors) |> Enum.map(&Storage.cast(&1, type))
+        Storage.wrap(AT.concatenate(parts, axis: axis), out, Storage.auto?(tensors))
+      else
+        Fallback.run(:concatenate, [out, tensors, axis])
+      end
+    end
+
+    def stack(%T{} = out, tensors, axis) do
+      reshaped =
+        Enum.map(tensors, fn t ->
+          shape = t.shape |> Tuple.insert_at(axis, 1)
+          reshape(%{t | shape: shape, names: List.duplicate(nil, tuple_size(shape))}, t)
+        end)
+
+      concatenate(out, reshaped, axis)
+    end
+
+    # An operation that only moves elements: on the device for every type stored by element.
+    defp layout(name, %T{} = out, %T{type: type} = t, args, fun) do
+      if Storage.elements?(type) and Storage.elements?(out.type) do
+        [a] = Storage.operands!(name, [t])
+        Storage.wrap(fun.(a), out, t.data.auto)
+      else
+        Fallback.run(name, [out, t | args])
+      end
+    end
+
+    ## Elementwise
+
+    @compare for %{family: :compare, name: n} <- AT.Registry.ops(), do: n
+    @binary for %{family: :binary, name: n} <- AT.Registry.ops(), do: n
+    @unary for %{family: :unary, name: n} <- AT.Registry.ops(), do: n
+    @float_only for %{types: :float, name: n} <- AT.Registry.ops(), do: n
+    @int_only for %{types: :int, name: n} <- AT.Registry.ops(), do: n
+
+    for op <- @binary do
+      def unquote(op)(out, a, b), do: binary(:binary, unquote(op), out, a, b)
+    end
+
+    for op <- @compare do
+      def unquote(op)(out, a, b), do: binary(:compare, unquote(op), out, a, b)
+    end
+
+    for op <- @unary do
+      def unquote(op)(out, t), do: unary(unquote(op), out, t)
+    end
+
+    for op <- [:erf_inv, :count_leading_zeros, :population_count, :real, :imag, :conjugate] do
+      def unquote(op)(out, t), do: Fallback.run(unquote(op), [out, t])
+    end
+
+    # Arithmetic in the output type Nx computed; comparisons in the operands' merged type.
+    defp binary(family, op, %T{type: type} = out, %T{} = a, %T{} = b) do
+      if Storage.compute?([type, a.type, b.type]) and
+           admits?(op, if(family == :compare, do: a.type, else: type)) do
+        [x, y] = Storage.operands!(op, [a, b])
+        {x, y} = if family == :compare, do: {x, y}, else: {Storage.cast(x, type), Storage.cast(y, type)}
+        Storage.wrap(Elementwise.binary(family, op, x, y), out, Storage.auto?([a, b]))
+      else
+        Fallback.run(op, [out, a, b])
+      end
+    end
+
+    defp unary(op, %T{type: type} = out, %T{} = t) do
+      if Storage.compute?([type, t.type]) and admits?(op, type) do
+        [a] = Storage.operands!(op, [t])
+        Storage.wrap(Elementwise.unary(op, Storage.cast(a, type)), out, Storage.auto?([t]))
+      else
+        Fallback.run(op, [out, t])
+      end
+    end
+
+    defp admits?(op, {kind, _}) when op in @float_only, do: kind == :f
+    defp admits?(op, {kind, _}) when op in @int_only, do: kind in [:s, :u]
+    defp admits?(_op, _type), do: true
+
+    def logical_not(out, t), do: predicate(:logical_not, out, t, &AT.logical_not/1)
+
+    def is_nan(out, t), do: predicate(:is_nan, out, t, &AT.not_equal(&1, &1))
+
+    def is_infinity(out, t) do
+      predicate(:is_infinity, out, t, fn a ->
+        if a.type in [:f32, :f64] do
+          inf =
+            AT.from_binary(<<0x7FF0000000000000::64-native>>, :f64, {},
+              backend: elem(a.device, 0),
+              device: elem(a.device, 1)
+            )
+
+          AT.equal(AT.abs(a), Storage.cast(inf, if(a.type == :f32, do: {:f, 32}, else: {:f, 64})))
+        else
+          AT.not_equal(a, a)
+        end
+      end)
+    end
+
+    defp predicate(name, out, t, fun) do
+      if Storage.compute?([t.type]) do
+        [a] = Storage.operands!(name, [t])
+        Storage.wrap(fun.(a), out, Storage.auto?([t]))
+      else
+        Fallback.run(name, [out, t])
+      end
+    end
+
+    def select(%T{type: type} = out, pred, on_true, on_false) do
+      if Storage.compute?([type, pred.type, on_true.type, on_false.type]) do
+        [p, x, y] = Storage.operands!(:select, [pred, on_true, on_false])
+        result = AT.select(p, Storage.cast(x, type), Storage.cast(y, type))
+        Storage.wrap(result, out, Storage.auto?([pred, on_true, on_false]))
+      else
+        Fallback.run(:select, [out, pred, on_true, on_false])
+      end
+    end
+
+    def clip(%T{type: type} = out, t, low, high) do
+      if Storage.compute?([type, t.type, low.type, high.type]) do
+        [a, lo, hi] = Storage.operands!(:clip, [t, low, high]) |> Enum.map(&Storage.cast(&1, type))
+        Storage.wrap(a |> AT.max(lo) |> AT.min(hi), out, Storage.auto?([t]))
+      else
+        Fallback.run(:clip, [out, t, low, high])
+      end
+    end
+
+    ## Reductions and dot
+
+    defdelegate sum(out, t, opts), to: Accel.Nx.Reduce
+    defdelegate reduce_max(out, t, opts), to: Accel.Nx.Reduce
+    defdelegate reduce_min(out, t, opts), to: Accel.Nx.Reduce
+    defdelegate all(out, t, opts), to: Accel.Nx.Reduce
+    defdelegate any(out, t, opts), to: Accel.Nx.Reduce
+    defdelegate argmax(out, t, opts), to: Accel.Nx.Reduce
+    defdelegate argmin(out, t, opts), to: Accel.Nx.Reduce
+    defdelegate dot(out, a, contract_a, batch_a, b, contract_b, batch_b), to: Accel.Nx.Reduce
+
+    ## Fallbacks: Nx.BinaryBackend computes, the result returns to the operands' device
+
+    fallbacks = [
+      product: 3,
+      cumulative_sum: 3,
+      cumulative_product: 3,
+      cumulative_min: 3,
+      cumulative_max: 3,
+      window_sum: 4,
+      window_product: 4,
+      window_max: 4,
+      window_min: 4,
+      window_reduce: 6,
+      window_scatter_max: 6,
+      window_scatter_min: 6,
+      reduce: 5,
+      gather: 4,
+      take: 4,
+      take_along_axis: 4,
+      indexed_add: 5,
+      indexed_put: 5,
+      sort: 3,
+      argsort: 3,
+      top_k: 3,
+      conv: 4,
+      map: 4,
+      all_close: 4,
+      fft: 3,
+      ifft: 3,
+      fft2: 3,
+      ifft2: 3,
+      lu: 3,
+      qr: 3,
+      svd: 3,
+      eigh: 3,
+      cholesky: 2,
+      triangular_solve: 4,
+      solve: 3,
+      determinant: 2,
+      phase: 2
+    ]
+
+    # Only those the installed Nx.BinaryBackend has: an optional callback it lacks (take/4 in Nx
+    # 0.11) is left to Nx's default implementation, composed of operations that run here.
+    Code.ensure_loaded!(Nx.BinaryBackend)
+
+    for {name, arity} <- fallbacks, function_exported?(Nx.BinaryBackend, name, arity) do
+      args = Macro.generate_arguments(arity, __MODULE__)
+      def unquote(name)(unquote_splicing(args)), do: Fallback.run(unquote(name), unquote(args))
+    end
+  end
+end

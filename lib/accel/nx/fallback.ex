@@ -1,0 +1,75 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Fallback do
+    @moduledoc false
+    # The one way Accel.Nx.Backend runs an operation it has no kernel for (as Torchx and EXLA do):
+    # its operands are read to the host, Nx.BinaryBackend computes the result, and the result is
+    # uploaded to the operands' device. Every such call emits the telemetry event
+    # [:accel, :nx, :fallback] (measurements %{count: 1}, metadata %{operation: name, device:
+    # {backend, index}}) and logs at debug level, so a user can count what did not run on the device.
+    #
+    # `args` is the callback's argument list with its output template(s) first: a tensor, or a
+    # tuple of tensors for decompositions. Templates carry only a shape and a type, so they are not
+    # read; every other tensor (also inside lists, as concatenate's) is.
+
+    require Logger
+    alias Accel.Nx.Storage
+    alias Nx.Tensor, as: T
+
+    @doc "Runs `name` on Nx.BinaryBackend with `[out | args]` and returns its result on the operands' device."
+    def run(name, [out | args]) do
+      {device, auto} = device_of(args)
+      :telemetry.execute([:accel, :nx, :fallback], %{count: 1}, %{operation: name, device: device})
+
+      Logger.debug(fn ->
+        "Accel.Nx.Backend: #{name} runs on Nx.BinaryBackend (no #{inspect(device)} kernel)"
+      end)
+
+      # Functions the binary backend calls (map/3's, reduce/4's) and its own Nx calls (conv/3) make
+      # constants: they must be its tensors too, not the caller's default backend's.
+      previous = Nx.default_backend(Nx.BinaryBackend)
+
+      try do
+        result = apply(Nx.BinaryBackend, name, [template(out) | Enum.map(args, &to_host/1)])
+        back(result, device, auto)
+      after
+        Nx.default_backend(previous)
+      end
+    end
+
+    # The device of the first Accel tensor among the arguments (the host's CPU backend if none).
+    defp device_of(args) do
+      case Enum.find_value(args, &first_accel/1) do
+        nil -> {{:cpu, 0}, false}
+        found -> found
+      end
+    end
+
+    defp first_accel(%T{data: %Accel.Nx.Backend{tensor: a, auto: auto}}), do: {a.device, auto}
+    defp first_accel(list) when is_list(list), do: Enum.find_value(list, &first_accel/1)
+    defp first_accel(_), do: nil
+
+    defp template(%T{} = t), do: %{t | data: nil}
+
+    defp template(tuple) when is_tuple(tuple),
+      do: tuple |> Tuple.to_list() |> Enum.map(&template/1) |> List.to_tuple()
+
+    defp to_host(%T{data: %Accel.Nx.Backend{}} = t),
+      do: Nx.BinaryBackend.from_binary(t, Accel.Nx.Backend.to_binary(t, Nx.size(t)), [])
+
+    defp to_host(list) when is_list(list), do: Enum.map(list, &to_host/1)
+    defp to_host(other), do: other
+
+    @doc "BinaryBackend results (a tensor, a tuple or a stream of them) as tensors on `device`."
+    def back(%T{data: %Nx.BinaryBackend{state: bin}} = t, {backend, index}, auto) do
+      uploaded = Storage.upload(bin, t, device: {backend, index})
+      put_in(uploaded.data.auto, auto)
+    end
+
+    def back(%T{} = t, device, auto), do: back(Nx.backend_copy(t, Nx.BinaryBackend), device, auto)
+
+    def back(tuple, device, auto) when is_tuple(tuple),
+      do: tuple |> Tuple.to_list() |> Enum.map(&back(&1, device, auto)) |> List.to_tuple()
+
+    def back(enum, device, auto), do: Stream.map(enum, &back(&1, device, auto))
+  end
+end

@@ -1,0 +1,184 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Storage do
+    @moduledoc false
+    # How an Nx tensor lives on an Accel device, for Accel.Nx.Backend: the Accel tensor behind each
+    # Nx type, where new tensors go (the backend's `device:` option), the operands of one operation
+    # brought to one device, and strided views (transpose, broadcast, reverse, slice) as one copy.
+    #
+    # Nx types Accel computes in (f32, f64, s64, s32, u8) are stored as Accel tensors of that type and
+    # of the Nx shape. Other types of 1, 4 or 8 bytes are stored in the Accel type of their width
+    # (s8 as u8, u32 as s32, u64 and c64 as s64): operations that only move elements work on them,
+    # every other falls back. Types of 2 or 16 bytes (s16, u16, f16, bf16, c128) are stored as their
+    # bytes (a u8 vector) and every operation on them falls back.
+
+    alias Accel.Tensor, as: AT
+    alias Nx.Tensor, as: T
+
+    @compute %{{:f, 32} => :f32, {:f, 64} => :f64, {:s, 64} => :s64, {:s, 32} => :s32, {:u, 8} => :u8}
+
+    # Below this many bytes, `device: :auto` keeps a tensor on the host: a device launch costs more
+    # than the host's work on it (see Accel.Nx.Backend's moduledoc).
+    @auto_host_bytes 1_048_576
+
+    @doc "The Accel type an Nx type computes in, or nil."
+    def compute_type(type), do: Map.get(@compute, type)
+
+    @doc "True when every type is one Accel computes in."
+    def compute?(types), do: Enum.all?(types, &Map.has_key?(@compute, &1))
+
+    @doc "The Accel type storing an Nx type, or :bytes (a u8 vector of the tensor's bytes)."
+    def storage_type({_, bits} = type) do
+      case {Map.get(@compute, type), bits} do
+        {t, _} when t != nil -> t
+        {_, 8} -> :u8
+        {_, 32} -> :s32
+        {_, 64} -> :s64
+        _ -> :bytes
+      end
+    end
+
+    @doc "True when the Nx type is stored element by element (not as bytes)."
+    def elements?(type), do: storage_type(type) != :bytes
+
+    ## Options and placement
+
+    @doc "The backend's options, checked: `device:` as Accel's `:device` takes it."
+    def init(opts) do
+      unless Keyword.keyword?(opts),
+        do: raise(ArgumentError, "Accel.Nx.Backend expects a keyword list of options, got: #{inspect(opts)}")
+
+      Enum.each(opts, fn
+        {:device, _} -> :ok
+        {key, _} -> raise ArgumentError, "Accel.Nx.Backend: unknown option #{inspect(key)}; it takes :device"
+      end)
+
+      [device: device!(Keyword.get(opts, :device, :auto))]
+    end
+
+    defp device!(:auto), do: :auto
+    defp device!(backend) when backend in [:cpu, :opencl, :cuda], do: {backend, -1}
+    defp device!(%Accel.Device{backend: b, id: id}), do: {b, id}
+    # -1: the backend's first device (what init/1 makes of a backend name; Nx passes options it
+    # made back in).
+    defp device!({b, id} = d) when b in [:cpu, :opencl, :cuda] and is_integer(id) and id >= -1, do: d
+
+    defp device!(other) do
+      raise ArgumentError,
+            "Accel.Nx.Backend: device: must be :auto, :cpu, :opencl, :cuda, an Accel.Device or " <>
+              "{backend, index}, got: #{inspect(other)}"
+    end
+
+    @doc "Where a new tensor of `bytes` goes: {backend, index, placed by :auto?}."
+    def place(opts, bytes) do
+      # Nx hands creation functions the options as the user wrote them (init/1 not applied).
+      case Keyword.fetch!(init(opts), :device) do
+        :auto when bytes < @auto_host_bytes -> {:cpu, 0, true}
+        :auto -> {:auto, -1, true}
+        {backend, index} -> {backend, index, false}
+      end
+    end
+
+    ## Between Nx and Accel
+
+    @doc "An Nx tensor (`out`'s shape, type and names) over an Accel tensor."
+    def wrap(%AT{} = a, %T{} = out, auto \\ false),
+      do: %{out | data: %Accel.Nx.Backend{tensor: a, auto: auto}}
+
+    @doc "A new tensor over `binary` (the Nx type's native-endian bytes) where the options place it."
+    def upload(binary, %T{type: type, shape: shape} = out, opts) do
+      {backend, index, auto} = place(opts, div(bit_size(binary), 8))
+      wrap(upload_to(binary, type, shape, {backend, index}), out, auto)
+    end
+
+    defp upload_to(binary, type, shape, {backend, index}) do
+      case storage_type(type) do
+        :bytes ->
+          # Sub-byte types (Nx 0.9+'s u2, s4 ...) arrive as bitstrings: padded to whole bytes here,
+          # cut back to their bits by Accel.Nx.Backend.to_binary/2.
+          bytes = <<binary::bitstring, 0::size(rem(8 - rem(bit_size(binary), 8), 8))>>
+          AT.from_binary(bytes, :u8, {byte_size(bytes)}, backend: backend, device: device_index(index))
+
+        t ->
+          AT.from_binary(binary, t, shape, backend: backend, device: device_index(index))
+      end
+    end
+
+    defp device_index(-1), do: nil
+    defp device_index(i), do: i
+
+    @doc """
+    The Accel tensors of Nx tensors, on one device: the first non-:auto operand's (or the largest
+    one's when every operand was placed by `:auto`). A tensor of another backend is uploaded there,
+    an :auto-placed one moved there; two devices chosen explicitly raise, naming both.
+    """
+    def operands!(fun, tensors) do
+      accel = for %T{data: %Accel.Nx.Backend{} = d} <- tensors, do: d
+      target = target_device(accel)
+
+      Enum.map(tensors, fn
+        %T{data: %Accel.Nx.Backend{tensor: a, auto: auto}} ->
+          cond do
+            a.device == target -> a
+            auto -> AT.transfer(a, target)
+            true -> raise ArgumentError, two_devices(fun, a.device, target)
+          end
+
+        %T{} = t ->
+          upload_to(Nx.to_binary(t), t.type, t.shape, target)
+      end)
+    end
+
+    defp target_device([]), do: {:cpu, 0}
+
+    defp target_device(accel) do
+      case Enum.find(accel, &(not &1.auto)) do
+        nil -> Enum.max_by(accel, &AT.size(&1.tensor)).tensor.device
+        %{tensor: a} -> a.device
+      end
+    end
+
+    defp two_devices(fun, {b1, i1}, {b2, i2}) do
+      "Accel.Nx.Backend.#{fun}: the operands are on two devices, #{b1}:#{i1} and #{b2}:#{i2}; move " <>
+        "one with Nx.backend_transfer(tensor, {Accel.Nx.Backend, device: ...})"
+    end
+
+    @doc "Whether any of these Nx tensors was placed by :auto (results inherit it)."
+    def auto?(tensors), do: Enum.any?(tensors, &match?(%T{data: %Accel.Nx.Backend{auto: true}}, &1))
+
+    @doc "The Accel tensor as `type` (an Nx type Accel computes in); the same tensor if it is already."
+    def cast(%AT{} = a, type) do
+      case compute_type(type) do
+        ^type -> a
+        t when t == a.type -> a
+        t -> AT.as_type(a, t)
+      end
+    end
+
+    ## Views: one strided copy each
+
+    @doc "Row-major strides, in elements, of a shape."
+    def strides(shape) when is_tuple(shape) do
+      shape
+      |> Tuple.to_list()
+      |> List.foldr({[], 1}, fn dim, {acc, stride} -> {[stride | acc], stride * dim} end)
+      |> elem(0)
+    end
+
+    @doc "The elements offset + sum(c[d] * strides[d]) of `a` for each coordinate c of `shape`."
+    def view(%AT{} = a, shape, strides, offset) do
+      AT.new(shape, a.type, fn ref ->
+        Accel.NIF.tensor_view(a.ref, Tuple.to_list(shape), strides, offset, ref)
+      end)
+    end
+
+    @doc "A copy of `base` whose elements at the view (shape, strides, offset) are `part`'s."
+    def put_view(%AT{} = base, %AT{} = part, strides, offset) do
+      AT.new(base.shape, base.type, fn ref ->
+        Accel.NIF.tensor_put_view(base.ref, part.ref, Tuple.to_list(part.shape), strides, offset, ref)
+      end)
+    end
+
+    @doc "A scalar Accel tensor broadcast to `shape` (a stride-0 view)."
+    def fill(%AT{} = scalar, shape), do: view(scalar, shape, List.duplicate(0, tuple_size(shape)), 0)
+  end
+end
