@@ -329,6 +329,43 @@ defmodule Accel.HostileTest do
       {"tensor NIF: slice of the wrong rank",
        fn -> Accel.Job.call(fn ref -> nif.tensor_slice(t.ref, [2, 3], [0], [1], [1], ref) end) end,
        ArgumentError, ~r/one start, length and stride per dimension/},
+      {"tensor NIF: a view reading past the end",
+       fn -> Accel.Job.call(fn ref -> nif.tensor_view(t.ref, [2, 3], [3, 2], 0, ref) end) end, ArgumentError,
+       ~r/a view of shape \{2, 3\} from offset 0 reaches outside the tensor's 6 elements/},
+      {"tensor NIF: a view stepping back before the start",
+       fn -> Accel.Job.call(fn ref -> nif.tensor_view(t.ref, [3], [-1], 1, ref) end) end, ArgumentError,
+       ~r/reaches outside the tensor's 6 elements/},
+      {"tensor NIF: a view with strides of 2^62 (products past 2^64)",
+       fn ->
+         Accel.Job.call(fn ref -> nif.tensor_view(t.ref, [4, 4], [1 <<< 62, -(1 <<< 62)], 0, ref) end)
+       end, ArgumentError, ~r/reaches outside/},
+      {"tensor NIF: a view of a shape past 2^64 elements",
+       fn -> Accel.Job.call(fn ref -> nif.tensor_view(t.ref, [1 <<< 40, 1 <<< 40], [0, 0], 0, ref) end) end,
+       ArgumentError, ~r/the shape/},
+      {"tensor NIF: a view stride past 64 bits",
+       fn -> Accel.Job.call(fn ref -> nif.tensor_view(t.ref, [2], [@big], 0, ref) end) end, ArgumentError,
+       ~r/a stride must be an integer in the signed 64-bit range/},
+      {"tensor NIF: a view with an improper strides list",
+       fn -> Accel.Job.call(fn ref -> nif.tensor_view(t.ref, [2], [1 | 2], 0, ref) end) end, ArgumentError,
+       ~r/expected strides/},
+      {"tensor NIF: a view with one stride too few",
+       fn -> Accel.Job.call(fn ref -> nif.tensor_view(t.ref, [2, 3], [3], 0, ref) end) end, ArgumentError,
+       ~r/needs one stride per dimension/},
+      {"tensor NIF: a put writing past the result",
+       fn ->
+         Accel.Job.call(fn ref ->
+           nif.tensor_put_view(t.ref, [2, 3], [3, 1], t.ref, [2, 3], [3, 1], 1, ref)
+         end)
+       end, ArgumentError, ~r/a put of shape \{2, 3\} from offset 1 reaches outside the tensor's 6 elements/},
+      {"tensor NIF: a put whose part shape lies about its count",
+       fn ->
+         Accel.Job.call(fn ref -> nif.tensor_put_view(t.ref, [2, 3], [3, 1], t.ref, [7], [1], 0, ref) end)
+       end, ArgumentError, ~r/a shape of \{7,\} does not match the part's 6 elements/},
+      {"tensor NIF: a put of a part of another type",
+       fn ->
+         u8 = T.from_list([1], type: :u8, backend: :cpu)
+         Accel.Job.call(fn ref -> nif.tensor_put_view(t.ref, [2, 3], [3, 1], u8.ref, [1], [1], 0, ref) end)
+       end, ArgumentError, ~r/type/},
       {"tensor NIF: concatenate lists of different lengths",
        fn -> Accel.Job.call(fn ref -> nif.tensor_concatenate([t.ref, t.ref], [[2, 3]], 0, ref) end) end,
        ArgumentError, ~r/lists of at most 4096 tensors and as many shapes/},

@@ -121,9 +121,13 @@ Tensor tensor_slice(const Tensor& t, const std::vector<uint64_t>& shape, const s
 // `shape`: transposes, broadcasts (stride 0), reversals (negative strides) and slices in one.
 // ArgumentError when any element read lies outside t.
 Tensor tensor_view(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset);
-// A copy of base whose elements at the view (shape, strides, offset) are part's, in order.
-Tensor tensor_put_view(const Tensor& base, const Tensor& part, const std::vector<uint64_t>& shape,
-                       const std::vector<int64_t>& strides, uint64_t offset);
+// The view (shape, base_strides, offset 0) of base, whose elements at the positions
+// offset + sum(c[d] * part_strides[d]) for each coordinate c of part's shape are part's instead:
+// put_slice (base_strides contiguous) and pad (base a scalar, base_strides 0) in one pass each.
+// `part_shape` is part's shape.
+Tensor tensor_put_view(const Tensor& base, const std::vector<uint64_t>& shape, const std::vector<int64_t>& base_strides,
+                       const Tensor& part, const std::vector<uint64_t>& part_shape, const std::vector<int64_t>& part_strides,
+                       uint64_t offset);
 // The parts (tensors with their shapes, of one type and place) joined along `axis`.
 Tensor tensor_concatenate(const std::vector<Operand>& parts, size_t axis);
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);

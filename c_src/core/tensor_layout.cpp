@@ -55,14 +55,15 @@ bool view_fits(const std::vector<uint64_t>& shape, const std::vector<int64_t>& s
   return low >= 0 && high < static_cast<__int128>(count);
 }
 
-void check_view(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset,
+// A view (shape, strides, offset) of `count` elements: ArgumentError unless every index is inside.
+void check_view(uint64_t count, const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset,
                 const char* what) {
   if (strides.size() != shape.size())
     throw ArgumentError(std::string(what) + " needs one stride per dimension of " + shape_text(shape));
   check_rank(shape, what);
-  if (shape_count(shape) != 0 && !view_fits(shape, strides, offset, t.count))
+  if (shape_count(shape) != 0 && !view_fits(shape, strides, offset, count))
     throw ArgumentError(std::string(what) + " of shape " + shape_text(shape) + " from offset " + std::to_string(offset) +
-                        " reaches outside the tensor's " + std::to_string(t.count) + " elements");
+                        " reaches outside the tensor's " + std::to_string(count) + " elements");
 }
 
 // Signed strides as the kernel's unsigned ones: index arithmetic wraps modulo 2^64, so a negative
@@ -76,24 +77,25 @@ std::vector<uint64_t> wrapped(const std::vector<int64_t>& strides) {
 }  // namespace
 
 Tensor tensor_view(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset) {
-  check_view(t, shape, strides, offset, "a view");
+  check_view(t.count, shape, strides, offset, "a view");
   Tensor out = allocate_like(*t.backend, t.device, t.type, shape_count(shape));
   copy_region(t, out, shape, wrapped(strides), offset, contiguous_strides(shape), 0);
   return out;
 }
 
-Tensor tensor_put_view(const Tensor& base, const Tensor& part, const std::vector<uint64_t>& shape,
-                       const std::vector<int64_t>& strides, uint64_t offset) {
+Tensor tensor_put_view(const Tensor& base, const std::vector<uint64_t>& shape, const std::vector<int64_t>& base_strides,
+                       const Tensor& part, const std::vector<uint64_t>& part_shape, const std::vector<int64_t>& part_strides,
+                       uint64_t offset) {
   check_same_place(base, part);
   check_same_type(base, part);
-  if (shape_count(shape) != part.count)
-    throw ArgumentError("a shape of " + shape_text(shape) + " does not match the part's " + std::to_string(part.count) +
+  if (shape_count(part_shape) != part.count)
+    throw ArgumentError("a shape of " + shape_text(part_shape) + " does not match the part's " + std::to_string(part.count) +
                         " elements");
-  check_view(base, shape, strides, offset, "a put");
-  Tensor out = allocate_like(*base.backend, base.device, base.type, base.count);
-  const std::vector<uint64_t> all{base.count}, one{1};
-  copy_region(base, out, all, one, 0, one, 0);
-  copy_region(part, out, shape, contiguous_strides(shape), 0, wrapped(strides), offset);
+  check_view(base.count, shape, base_strides, 0, "a put's base");
+  check_view(shape_count(shape), part_shape, part_strides, offset, "a put");
+  Tensor out = allocate_like(*base.backend, base.device, base.type, shape_count(shape));
+  copy_region(base, out, shape, wrapped(base_strides), 0, contiguous_strides(shape), 0);
+  copy_region(part, out, part_shape, contiguous_strides(part_shape), 0, wrapped(part_strides), offset);
   return out;
 }
 

@@ -418,7 +418,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_unary", 3, guarded<tensor_unary>, 0},
     {"tensor_slice", 6, guarded<tensor_slice>, 0},
     {"tensor_view", 5, guarded<tensor_view>, 0},
-    {"tensor_put_view", 6, guarded<tensor_put_view>, 0},
+    {"tensor_put_view", 8, guarded<tensor_put_view>, 0},
     {"tensor_concatenate", 4, guarded<tensor_concatenate>, 0},
     {"tensor_reduce", 6, guarded<tensor_reduce>, 0},
     {"tensor_transpose", 4, guarded<tensor_transpose>, 0},

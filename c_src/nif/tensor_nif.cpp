@@ -137,28 +137,18 @@ ERL_NIF_TERM slice_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
                                               decode_shape(env, argv[3]), decode_shape(env, argv[4])));
 }
 
-// A list of at most 64 signed 64-bit integers (a view's strides).
-std::vector<int64_t> decode_strides(ErlNifEnv* env, ERL_NIF_TERM term) {
-  unsigned length = 0;
-  if (!enif_get_list_length(env, term, &length) || length > 64)
-    throw ArgumentError("expected strides (a list of at most 64 integers), got: " + describe_term(env, term));
-  std::vector<int64_t> strides;
-  ERL_NIF_TERM head, tail = term;
-  while (enif_get_list_cell(env, tail, &head, &tail)) strides.push_back(decode_int64_arg(env, head, "a stride"));
-  return strides;
-}
-
 // (t, shape, strides, offset)
 ERL_NIF_TERM view_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_view(get_tensor(env, argv[0]), decode_shape(env, argv[1]), decode_strides(env, argv[2]),
                                              decode_count(env, argv[3], "offset")));
 }
 
-// (base, part, shape, strides, offset)
+// (base, shape, base_strides, part, part_shape, part_strides, offset)
 ERL_NIF_TERM put_view_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  const Tensor base = get_tensor(env, argv[0]), part = get_tensor(env, argv[1]);
-  return make_tensor(env, accel::tensor_put_view(base, part, decode_shape(env, argv[2]), decode_strides(env, argv[3]),
-                                                 decode_count(env, argv[4], "offset")));
+  const Tensor base = get_tensor(env, argv[0]), part = get_tensor(env, argv[3]);
+  return make_tensor(env, accel::tensor_put_view(base, decode_shape(env, argv[1]), decode_strides(env, argv[2]), part,
+                                                 decode_shape(env, argv[4]), decode_strides(env, argv[5]),
+                                                 decode_count(env, argv[6], "offset")));
 }
 
 // (tensors, shapes, axis)
@@ -244,19 +234,19 @@ ERL_NIF_TERM tensor_slice(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<slice_run, 0, false>(env, argc, argv);
 }
 
-// A view may be far larger than its source (a broadcast): scheduled by the larger of the two.
-ERL_NIF_TERM tensor_view(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  uint64_t count = 1;
-  ERL_NIF_TERM head, tail = argv[1];
-  ErlNifUInt64 dim = 0;
-  while (count <= kInlineTensorElements && enif_get_list_cell(env, tail, &head, &tail))
-    count = enif_get_uint64(env, head, &dim) && dim <= kInlineTensorElements ? count * dim : kInlineTensorElements + 1;
-  if (count > kInlineTensorElements) return scheduled<view_run, 0, true>(env, argc, argv);
-  return scheduled<view_run, 0, false>(env, argc, argv);
+// A view's output may be far larger than its inputs (a broadcast, a pad of a scalar): it runs
+// dirty when the output shape (argv[1] of both) is large, by its tensors' place otherwise.
+template <NifFn Run>
+ERL_NIF_TERM scheduled_view(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  if (shape_count_up_to(env, argv[1], kInlineTensorElements) > kInlineTensorElements)
+    return scheduled<Run, 0, true>(env, argc, argv);
+  return scheduled<Run, 0, false>(env, argc, argv);
 }
 
+ERL_NIF_TERM tensor_view(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) { return scheduled_view<view_run>(env, argc, argv); }
+
 ERL_NIF_TERM tensor_put_view(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<put_view_run, 0, false>(env, argc, argv);
+  return scheduled_view<put_view_run>(env, argc, argv);
 }
 
 // Scheduled by the first tensor of the list (all must share its place; concatenate_run checks).

@@ -136,15 +136,43 @@ int decode_op(ErlNifEnv* env, OpFamily family, ERL_NIF_TERM term) {
   throw ArgumentError("unknown operation: " + describe_term(env, term));
 }
 
-// A shape: a list of non-negative integers (at most 64 of them).
-std::vector<uint64_t> decode_shape(ErlNifEnv* env, ERL_NIF_TERM term) {
+namespace {
+// A proper list of at most 64 elements, each decoded by `decode(env, element)`; `what` names the
+// list in the error for anything else.
+template <typename T, typename Decode>
+std::vector<T> decode_list(ErlNifEnv* env, ERL_NIF_TERM term, const char* what, Decode decode) {
   unsigned length = 0;
   if (!enif_get_list_length(env, term, &length) || length > 64)
-    throw ArgumentError("expected a shape (a list of at most 64 non-negative integers), got: " + describe_term(env, term));
-  std::vector<uint64_t> shape;
+    throw ArgumentError(std::string("expected ") + what + ", got: " + describe_term(env, term));
+  std::vector<T> out;
+  out.reserve(length);
   ERL_NIF_TERM head, tail = term;
-  while (enif_get_list_cell(env, tail, &head, &tail)) shape.push_back(decode_count(env, head, "a dimension"));
-  return shape;
+  while (enif_get_list_cell(env, tail, &head, &tail)) out.push_back(decode(env, head));
+  return out;
+}
+}  // namespace
+
+// A shape: a list of non-negative integers (at most 64 of them).
+std::vector<uint64_t> decode_shape(ErlNifEnv* env, ERL_NIF_TERM term) {
+  return decode_list<uint64_t>(env, term, "a shape (a list of at most 64 non-negative integers)",
+                               [](ErlNifEnv* e, ERL_NIF_TERM t) { return decode_count(e, t, "a dimension"); });
+}
+
+// Strides: a list of signed 64-bit integers (at most 64 of them).
+std::vector<int64_t> decode_strides(ErlNifEnv* env, ERL_NIF_TERM term) {
+  return decode_list<int64_t>(env, term, "strides (a list of at most 64 integers)",
+                              [](ErlNifEnv* e, ERL_NIF_TERM t) { return decode_int64_arg(e, t, "a stride"); });
+}
+
+// The element count of a shape term, saturated at `limit + 1` (a malformed shape counts as that:
+// whatever runs it reports the error).
+uint64_t shape_count_up_to(ErlNifEnv* env, ERL_NIF_TERM term, uint64_t limit) {
+  uint64_t count = 1;
+  ErlNifUInt64 dim = 0;
+  ERL_NIF_TERM head, tail = term;
+  while (count <= limit && enif_get_list_cell(env, tail, &head, &tail))
+    count = enif_get_uint64(env, head, &dim) && dim <= limit ? count * dim : limit + 1;
+  return enif_is_list(env, term) ? count : limit + 1;
 }
 
 // A tensor with its shape, or a number.

@@ -46,6 +46,9 @@ Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_ter
 // A registered operation's code from its atom.
 int decode_op(ErlNifEnv* env, OpFamily family, ERL_NIF_TERM term);
 std::vector<uint64_t> decode_shape(ErlNifEnv* env, ERL_NIF_TERM term);
+std::vector<int64_t> decode_strides(ErlNifEnv* env, ERL_NIF_TERM term);
+// How many elements a shape term holds, or limit + 1 when more (or when it is no shape).
+uint64_t shape_count_up_to(ErlNifEnv* env, ERL_NIF_TERM term, uint64_t limit);
 // A tensor (into *storage) with its shape, or a number.
 Operand decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, ERL_NIF_TERM shape, Tensor* storage);
 

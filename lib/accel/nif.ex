@@ -61,7 +61,10 @@ defmodule Accel.NIF do
   def tensor_select(_pred, _a, _b, _pred_shape, _a_shape, _b_shape, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_slice(_tensor, _shape, _start, _length, _step, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_view(_tensor, _shape, _strides, _offset, _ref), do: :erlang.nif_error(:not_loaded)
-  def tensor_put_view(_base, _part, _shape, _strides, _offset, _ref), do: :erlang.nif_error(:not_loaded)
+
+  def tensor_put_view(_base, _shape, _base_strides, _part, _part_shape, _part_strides, _offset, _ref),
+    do: :erlang.nif_error(:not_loaded)
+
   def tensor_concatenate(_tensors, _shapes, _axis, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_unary(_op, _tensor, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_reduce(_op, _tensor, _outer, _len, _inner, _ref), do: :erlang.nif_error(:not_loaded)

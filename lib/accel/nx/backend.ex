@@ -103,7 +103,7 @@ if Code.ensure_loaded?(Nx) do
 
         t ->
           {backend, index, auto} = Storage.place(opts, (Nx.size(shape) * elem(type, 1)) |> div(8))
-          place = [type: t, backend: backend, device: if(index >= 0, do: index)]
+          place = [type: t] ++ Storage.accel_place({backend, index})
 
           case axis do
             nil ->
@@ -124,7 +124,7 @@ if Code.ensure_loaded?(Nx) do
         t ->
           rank = tuple_size(shape)
           {backend, index, auto} = Storage.place(opts, Nx.size(shape) * div(elem(type, 1), 8))
-          place = [backend: backend, device: if(index >= 0, do: index)]
+          place = Storage.accel_place({backend, index})
           rows = along(AT.iota({elem(shape, rank - 2)}, place), shape, rank - 2)
           cols = along(AT.iota({elem(shape, rank - 1)}, place), shape, rank - 1)
           Storage.wrap(rows |> AT.equal(cols) |> AT.as_type(t), out, auto)
@@ -154,8 +154,13 @@ if Code.ensure_loaded?(Nx) do
 
     def backend_copy(%T{data: %__MODULE__{tensor: a}} = t, __MODULE__, opts) do
       case Storage.init(opts)[:device] do
-        :auto -> Storage.wrap(copy(a), t, t.data.auto)
-        {backend, index} -> Storage.wrap(copy(AT.transfer(a, {backend, max(index, 0)})), t)
+        :auto ->
+          Storage.wrap(copy(a), t, t.data.auto)
+
+        {backend, index} ->
+          # A transfer to another device is already a tensor of its own.
+          moved = AT.transfer(a, {backend, max(index, 0)})
+          Storage.wrap(if(moved == a, do: copy(a), else: moved), t)
       end
     end
 
@@ -236,11 +241,14 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    # The same bytes: shared where both types are stored alike (u64 and s64, say), as reshape/2
+    # shares; otherwise (f32 and s32 are different Accel types) read and written back.
     def bitcast(%T{} = out, %T{} = t) do
-      [_] = Storage.operands!(:bitcast, [t])
-      {backend, index} = t.data.tensor.device
-      result = from_binary(out, to_binary(t, Nx.size(t)), device: {backend, index})
-      put_in(result.data.auto, t.data.auto)
+      [a] = Storage.operands!(:bitcast, [t])
+
+      if Storage.storage_type(out.type) == Storage.storage_type(t.type),
+        do: Storage.wrap(a, out, t.data.auto),
+        else: Storage.upload_on(to_binary(t, Nx.size(t)), out, a.device, t.data.auto)
     end
 
     def reshape(out, t), do: layout(:reshape, out, t, [], fn a -> AT.reshape(a, out.shape) end)
@@ -289,9 +297,8 @@ if Code.ensure_loaded?(Nx) do
 
     def slice(out, %T{shape: shape} = t, start_indices, lengths, steps) do
       layout(:slice, out, t, [start_indices, lengths, steps], fn a ->
-        starts = clamp(start_indices, shape, lengths)
         in_strides = Storage.strides(shape)
-        offset = Enum.zip_reduce(starts, in_strides, 0, fn s, st, acc -> acc + s * st end)
+        offset = Storage.offset(clamp(start_indices, shape, lengths), in_strides)
         Storage.view(a, out.shape, Enum.zip_with(in_strides, steps, &(&1 * &2)), offset)
       end)
     end
@@ -299,10 +306,19 @@ if Code.ensure_loaded?(Nx) do
     def put_slice(%T{type: type} = out, %T{shape: shape} = t, start_indices, %T{} = slice) do
       if Storage.compute?([type, t.type, slice.type]) do
         [a, s] = Storage.operands!(:put_slice, [t, slice])
-        starts = clamp(start_indices, shape, Tuple.to_list(slice.shape))
         in_strides = Storage.strides(shape)
-        offset = Enum.zip_reduce(starts, in_strides, 0, fn s, st, acc -> acc + s * st end)
-        result = Storage.put_view(Storage.cast(a, type), Storage.cast(s, type), in_strides, offset)
+        offset = Storage.offset(clamp(start_indices, shape, Tuple.to_list(slice.shape)), in_strides)
+
+        result =
+          Storage.put_view(
+            Storage.cast(a, type),
+            shape,
+            in_strides,
+            Storage.cast(s, type),
+            in_strides,
+            offset
+          )
+
         Storage.wrap(result, out, Storage.auto?([t, slice]))
       else
         Fallback.run(:put_slice, [out, t, start_indices, slice])
@@ -324,9 +340,12 @@ if Code.ensure_loaded?(Nx) do
         [a, v] = Storage.operands!(:pad, [t, pad_value])
         out_strides = Storage.strides(out.shape)
         strides = Enum.zip_with(out_strides, config, fn s, {_, _, interior} -> s * (interior + 1) end)
-        offset = Enum.zip_reduce(out_strides, config, 0, fn s, {lo, _, _}, acc -> acc + s * lo end)
-        base = Storage.fill(Storage.cast(AT.reshape(v, {}), type), out.shape)
-        Storage.wrap(Storage.put_view(base, Storage.cast(a, type), strides, offset), out, Storage.auto?([t]))
+        offset = Storage.offset(Enum.map(config, &elem(&1, 0)), out_strides)
+        # The padding value, a scalar, is the base at stride 0: one pass writes the whole result.
+        value = Storage.cast(AT.reshape(v, {}), type)
+        zeros = List.duplicate(0, tuple_size(out.shape))
+        result = Storage.put_view(value, out.shape, zeros, Storage.cast(a, type), strides, offset)
+        Storage.wrap(result, out, Storage.auto?([t]))
       else
         Fallback.run(:pad, [out, t, pad_value, config])
       end

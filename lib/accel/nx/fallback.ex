@@ -54,16 +54,14 @@ if Code.ensure_loaded?(Nx) do
       do: tuple |> Tuple.to_list() |> Enum.map(&template/1) |> List.to_tuple()
 
     defp to_host(%T{data: %Accel.Nx.Backend{}} = t),
-      do: Nx.BinaryBackend.from_binary(t, Accel.Nx.Backend.to_binary(t, Nx.size(t)), [])
+      do: Accel.Nx.Backend.backend_copy(t, Nx.BinaryBackend, [])
 
     defp to_host(list) when is_list(list), do: Enum.map(list, &to_host/1)
     defp to_host(other), do: other
 
     @doc "BinaryBackend results (a tensor, a tuple or a stream of them) as tensors on `device`."
-    def back(%T{data: %Nx.BinaryBackend{state: bin}} = t, {backend, index}, auto) do
-      uploaded = Storage.upload(bin, t, device: {backend, index})
-      put_in(uploaded.data.auto, auto)
-    end
+    def back(%T{data: %Nx.BinaryBackend{state: bin}} = t, device, auto),
+      do: Storage.upload_on(bin, t, device, auto)
 
     def back(%T{} = t, device, auto), do: back(Nx.backend_copy(t, Nx.BinaryBackend), device, auto)
 

@@ -16,25 +16,30 @@ if Code.ensure_loaded?(Nx) do
     def all(out, t, opts), do: reduce(:all, out, t, opts)
     def any(out, t, opts), do: reduce(:any, out, t, opts)
 
-    # What each reduction runs in Accel, and whether it has a value over an empty axis.
+    # What each reduction runs in Accel.
     @accel %{sum: :sum, reduce_max: :max, reduce_min: :min, all: :min, any: :max}
 
     defp reduce(name, %T{type: type} = out, %T{shape: shape} = t, opts) do
       axes = opts[:axes] || Enum.to_list(0..(tuple_size(shape) - 1)//1)
+      # Only sums have a value over an empty axis.
       empty = Enum.any?(axes, &(elem(shape, &1) == 0))
 
-      if Storage.compute?([t.type]) and Storage.elements?(type) and not (empty and name != :sum) do
+      if Storage.compute?([t.type]) and accel_type(name, t.type) == Storage.storage_type(type) and
+           not (empty and name != :sum) do
         [a] = Storage.operands!(name, [t])
         a = if name in [:all, :any], do: AT.not_equal(a, 0), else: a
         result = a |> reduce_axes(@accel[name], axes) |> AT.reshape(out.shape)
-
-        if Storage.storage_type(type) != result.type,
-          do: Fallback.run(name, [out, t, opts]),
-          else: Storage.wrap(result, out, Storage.auto?([t]))
+        Storage.wrap(result, out, Storage.auto?([t]))
       else
         Fallback.run(name, [out, t, opts])
       end
     end
+
+    # The Accel type a reduction of an Nx type gives: integer sums :s64 (Nx's u64 and s64 both
+    # store as :s64), all/any :u8 (their u8 predicate), the rest the input's.
+    defp accel_type(:sum, {kind, _}) when kind in [:s, :u], do: :s64
+    defp accel_type(name, _type) when name in [:all, :any], do: :u8
+    defp accel_type(_name, type), do: Storage.compute_type(type)
 
     # Runs of neighbouring reduced (or kept) axes become one axis each.
     defp reduce_axes(%AT{shape: shape} = a, op, axes) do

@@ -85,26 +85,31 @@ if Code.ensure_loaded?(Nx) do
       do: %{out | data: %Accel.Nx.Backend{tensor: a, auto: auto}}
 
     @doc "A new tensor over `binary` (the Nx type's native-endian bytes) where the options place it."
-    def upload(binary, %T{type: type, shape: shape} = out, opts) do
+    def upload(binary, %T{} = out, opts) do
       {backend, index, auto} = place(opts, div(bit_size(binary), 8))
-      wrap(upload_to(binary, type, shape, {backend, index}), out, auto)
+      upload_on(binary, out, {backend, index}, auto)
     end
 
-    defp upload_to(binary, type, shape, {backend, index}) do
+    @doc "A new tensor over `binary` on the device {backend, index}."
+    def upload_on(binary, %T{type: type, shape: shape} = out, device, auto),
+      do: wrap(upload_to(binary, type, shape, device), out, auto)
+
+    defp upload_to(binary, type, shape, device) do
       case storage_type(type) do
         :bytes ->
           # Sub-byte types (Nx 0.9+'s u2, s4 ...) arrive as bitstrings: padded to whole bytes here,
           # cut back to their bits by Accel.Nx.Backend.to_binary/2.
           bytes = <<binary::bitstring, 0::size(rem(8 - rem(bit_size(binary), 8), 8))>>
-          AT.from_binary(bytes, :u8, {byte_size(bytes)}, backend: backend, device: device_index(index))
+          AT.from_binary(bytes, :u8, {byte_size(bytes)}, accel_place(device))
 
         t ->
-          AT.from_binary(binary, t, shape, backend: backend, device: device_index(index))
+          AT.from_binary(binary, t, shape, accel_place(device))
       end
     end
 
-    defp device_index(-1), do: nil
-    defp device_index(i), do: i
+    @doc "{backend, index} (-1: the backend's first device) as Accel.Tensor's placement options."
+    def accel_place({backend, -1}), do: [backend: backend]
+    def accel_place({backend, index}), do: [backend: backend, device: index]
 
     @doc """
     The Accel tensors of Nx tensors, on one device: the first non-:auto operand's (or the largest
@@ -148,7 +153,6 @@ if Code.ensure_loaded?(Nx) do
     @doc "The Accel tensor as `type` (an Nx type Accel computes in); the same tensor if it is already."
     def cast(%AT{} = a, type) do
       case compute_type(type) do
-        ^type -> a
         t when t == a.type -> a
         t -> AT.as_type(a, t)
       end
@@ -171,12 +175,27 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    @doc "A copy of `base` whose elements at the view (shape, strides, offset) are `part`'s."
-    def put_view(%AT{} = base, %AT{} = part, strides, offset) do
-      AT.new(base.shape, base.type, fn ref ->
-        Accel.NIF.tensor_put_view(base.ref, part.ref, Tuple.to_list(part.shape), strides, offset, ref)
+    @doc """
+    The view (shape, base_strides) of `base` with `part` written at offset + sum(c[d] *
+    part_strides[d]) for each coordinate c of part's shape: one pass over the result.
+    """
+    def put_view(%AT{} = base, shape, base_strides, %AT{} = part, part_strides, offset) do
+      AT.new(shape, base.type, fn ref ->
+        Accel.NIF.tensor_put_view(
+          base.ref,
+          Tuple.to_list(shape),
+          base_strides,
+          part.ref,
+          Tuple.to_list(part.shape),
+          part_strides,
+          offset,
+          ref
+        )
       end)
     end
+
+    @doc "The element offset of the coordinates `starts` under `strides`."
+    def offset(starts, strides), do: Enum.zip_reduce(starts, strides, 0, fn s, st, acc -> acc + s * st end)
 
     @doc "A scalar Accel tensor broadcast to `shape` (a stride-0 view)."
     def fill(%AT{} = scalar, shape), do: view(scalar, shape, List.duplicate(0, tuple_size(shape)), 0)
