@@ -275,31 +275,12 @@ defmodule Accel.TensorTest do
           T.add(T.iota({2}, type: :u8, backend: @backend), 256)
         end
 
-        device = Enum.find(Accel.devices(), &(&1.backend == @backend))
-        before = Accel.memory(device)
-        # The count is per device, and async tests allocate and free small tensors meanwhile:
-        # the 8 MB must show, then go, give or take their few kilobytes.
+        # What freeing releases: test/tensor_memory_test.exs (device counts need no async neighbours).
         big = T.iota({1_000_000}, backend: @backend)
-        assert Accel.memory(device) >= before + 7_000_000
         assert T.free(big) == :ok
-        assert Accel.memory(device) < before + 1_000_000
         assert_raise ArgumentError, ~r/was freed/, fn -> T.to_list(big) end
         assert_raise ArgumentError, ~r/was freed/, fn -> T.add(big, 1) end
         assert inspect(big) =~ "(freed)"
-      end
-
-      test "a loop allocating 10 GB in 100 MB tensors keeps live memory within a small multiple of 100 MB" do
-        device = Enum.find(Accel.devices(), &(&1.backend == @backend))
-        before = Accel.memory(device)
-
-        peak =
-          Enum.reduce(1..100, 0, fn _, peak ->
-            t = T.iota({12_500_000}, backend: @backend)
-            _ = T.to_number(T.sum(T.reshape(t, {12_500_000})))
-            Kernel.max(peak, Accel.memory(device) - before)
-          end)
-
-        assert peak <= 4 * 100_000_000, "peak live tensor memory #{peak} bytes"
       end
     end
   end
