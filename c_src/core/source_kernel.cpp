@@ -21,7 +21,8 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
     throw ArgumentError("a kernel takes at most " + std::to_string(kMaxSourceInputs) + " inputs and " +
                         std::to_string(kMaxSourceScalars) + " scalars");
   // The text indexes exactly these: anything else would read past a buffer.
-  if (inputs.size() != kernel.input_types.size() || scalars.size() != kernel.scalar_sizes.size())
+  if (inputs.size() != kernel.input_types.size() || scalars.size() != kernel.scalar_sizes.size() ||
+      (!kernel.input_counts.empty() && kernel.input_counts.size() != inputs.size()))
     throw ArgumentError("this kernel takes " + std::to_string(kernel.input_types.size()) + " input buffers and " +
                         std::to_string(kernel.scalar_sizes.size()) + " scalars, got " + std::to_string(inputs.size()) + " and " +
                         std::to_string(scalars.size()));
@@ -37,9 +38,10 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
     if (t.type != kernel.input_types[i])
       throw ArgumentError("input " + std::to_string(i) + " is :" + dtype_name(t.type) + ", but the kernel was compiled for :" +
                           dtype_name(kernel.input_types[i]));
-    if (t.count != n)
+    const uint64_t expected = kernel.input_counts.empty() ? n : kernel.input_counts[i];
+    if (t.count != expected)
       throw ArgumentError("input " + std::to_string(i) + " has " + std::to_string(t.count) + " elements, not " +
-                          std::to_string(n) + ": every input of a kernel has the same length");
+                          std::to_string(expected) + ": the kernel was compiled for that length");
   }
   SourceLaunch result;
   result.out = detail::allocate_like(backend, device, kernel.out_type, n);

@@ -34,6 +34,9 @@ struct SourceKernel {
   std::vector<DType> input_types;
   DType out_type = DType::S64;
   std::vector<uint8_t> scalar_sizes;
+  // Each input's element count, where the text reads inputs of other lengths than the output's
+  // (a fused Nx kernel reads a broadcast operand at its own indices); empty: every input has n.
+  std::vector<uint64_t> input_counts;
   HostKernelEntry host = nullptr;   // the CPU backend's compiled entry, where it has one
   std::shared_ptr<void> library;    // keeps the shared object holding `host` loaded
   std::string device_code;          // CUDA: the text compiled by NVRTC for the device (cubin or PTX)
@@ -49,7 +52,7 @@ struct SourceLaunch {
   bool flagged = false;
 };
 
-// Runs `kernel` over n elements of `inputs` (each exactly n elements of the type the kernel reads,
+// Runs `kernel` over n elements of `inputs` (each exactly n elements, or its `input_counts`, of the type the kernel reads,
 // all on one device; none for a kernel that generates its input) into a new tensor of the
 // kernel's out_type on `backend`/`device`.
 SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, int device,

@@ -36,13 +36,14 @@ std::string binary_text(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
   return std::string(reinterpret_cast<const char*>(bin.data), bin.size);
 }
 
-// {key, source, uses_f64, code, [input type], output type, scalar sizes, entry, flag}; code is
+// {key, source, uses_f64, code, [input type], output type, scalar sizes, entry, flag} and
+// optionally [input count] (each input's element count, where it is not the output's); code is
 // the CPU backend's loaded library resource, NVRTC's code (a binary) for :cuda, or nil for OpenCL;
 // scalar sizes a binary of one byte (1, 2, 4 or 8) per scalar.
 SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   int arity = 0;
   const ERL_NIF_TERM* fields = nullptr;
-  if (!enif_get_tuple(env, term, &arity, &fields) || arity != 9)
+  if (!enif_get_tuple(env, term, &arity, &fields) || (arity != 9 && arity != 10))
     throw ArgumentError("expected a compiled kernel, got: " + describe_term(env, term));
   SourceKernel k;
   k.key = binary_text(env, fields[0], "a kernel's key");
@@ -71,6 +72,15 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   k.entry = binary_text(env, fields[7], "a kernel's name");
   if (k.entry.empty() || k.entry.find('\0') != std::string::npos) throw ArgumentError("a kernel's name must be a non-empty name without NUL bytes");
   k.flag = !enif_is_identical(fields[8], atoms.false_);
+  if (arity == 10) {
+    tail = fields[9];
+    while (enif_get_list_cell(env, tail, &head, &tail)) {
+      if (k.input_counts.size() == k.input_types.size()) throw ArgumentError("a kernel's input counts must match its inputs");
+      k.input_counts.push_back(decode_count(env, head, "an input's count"));
+    }
+    if (!enif_is_empty_list(env, tail) || k.input_counts.size() != k.input_types.size())
+      throw ArgumentError("a kernel's input counts must be a list with one count per input");
+  }
   return k;
 }
 

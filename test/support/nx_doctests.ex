@@ -25,4 +25,9 @@ defmodule Accel.Test.NxDoctests do
   defp since_nx_08(list) do
     if Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0"), do: list, else: []
   end
+
+  # Nx.Defn and Nx.Defn.Kernel with Accel.Nx.Compiler as the default compiler
+  # (test/nx/compiler_doctest_test.exs).
+  def excluded_defn(_device), do: []
+  def excluded_defn_kernel(_device), do: []
 end

@@ -380,6 +380,18 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    ## Fused regions (Accel.Nx.Compiler)
+
+    # Nx's evaluator calls an optional operation with its tensors as arguments: one function per
+    # number of inputs a region may have.
+    for k <- 1..30 do
+      inputs = Macro.generate_arguments(k, __MODULE__)
+
+      @doc false
+      def accel_fused(out, unquote_splicing(inputs), opts),
+        do: Accel.Nx.Compiler.run(out, [unquote_splicing(inputs)], opts)
+    end
+
     ## Elementwise
 
     @compare for %{family: :compare, name: n} <- AT.Registry.ops(), do: n

@@ -1,0 +1,228 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Compiler do
+    @moduledoc """
+    A `Nx.Defn.Compiler` that fuses each chain of elementwise operations in a `defn` (or
+    `Nx.Defn.jit/2`) function into one kernel generated for the device, and runs the rest as
+    `Accel.Nx.Backend`'s operations.
+
+        Nx.Defn.default_options(compiler: Accel.Nx.Compiler, device: :opencl)
+
+        defn softmax(x) do
+          e = Nx.exp(x - Nx.reduce_max(x, axes: [-1], keep_axes: true))
+          e / Nx.sum(e, axes: [-1], keep_axes: true)
+        end
+
+        Nx.Defn.jit(&softmax/1, compiler: Accel.Nx.Compiler).(t)
+
+    ## What fuses
+
+    A region grows from each value that must be stored (an output, an operand of an operation
+    that does not fuse, a value used twice) through the operands only it uses: elementwise
+    operations of the same shape whose types Accel computes in (`f32`, `f64`, `s64`, `s32`, `u8`):
+    every unary and binary operation and comparison of `Accel.Tensor`'s registry, `logical_not`,
+    `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
+    smaller shapes read through Nx's broadcasting in place. A `sum`, `product`, `reduce_max` or
+    `reduce_min` of a region ends it: the region's values are never stored. Each region is one
+    kernel: the system's C++ compiler for `:cpu`, OpenCL C, CUDA by NVRTC, as for `Accel.kernel/1`
+    (cached on disk for `:cpu` and `:cuda`, per device for OpenCL), launched like every Accel
+    kernel (on Accel's threads, cancelled when its caller dies).
+
+    Everything else (dot, layout, other reductions, `cond`, `while`, hooks) runs as
+    `Nx.Defn.Evaluator` runs it, through `Accel.Nx.Backend`'s operations: what the backend computes
+    on the device stays there, and what it falls back for falls back.
+
+    Results are the backend's, operation for operation: each element goes through the same
+    per-element functions as the backend's kernels, converted to the type Nx computed after every
+    step (integers wrap in their type, `f32` computes in single precision); fused `f32` sums
+    accumulate in `f64`, as the backend's do. An integer zero divisor or negative exponent raises
+    `ArgumentError`, as in the backend.
+
+    ## Compilation and the cache
+
+    A function is compiled once per input shapes, types and options, when it is first called,
+    and kept for the VM's life: later calls run the compiled function. Kernel texts are compiled
+    once per device; the C++ compiler's and NVRTC's output is cached on disk (see `Accel.Kernel`),
+    so a new VM running the same function skips the compiler. `report/3` shows what a function
+    compiles to.
+
+    ## Options
+
+      * `:device` - where inputs are placed and new tensors made, as `Accel.Nx.Backend`'s
+        `:device` (default `:auto`);
+      * `:fuse` - `false` runs every operation as the backend's (the evaluator over
+        `Accel.Nx.Backend`), for comparison; default `true`;
+      * `:max_concurrency` - the partitions `Nx.Serving` starts (default 1);
+      * `:hooks`, `:garbage_collect` - as for `Nx.Defn.Evaluator`.
+    """
+
+    @behaviour Nx.Defn.Compiler
+
+    alias Accel.Nx.Compiler.Fusion
+    alias Nx.Defn.{Composite, Evaluator}
+
+    @own [:device, :fuse, :max_concurrency]
+    @evaluator [:hooks, :garbage_collect]
+
+    @doc false
+    def __partitions_options__(opts), do: List.duplicate(opts, Keyword.get(opts, :max_concurrency, 1))
+
+    @doc false
+    def __to_backend__(opts), do: {Accel.Nx.Backend, backend_options(options!(opts))}
+
+    @doc false
+    def __jit__(key, vars, fun, args_list, opts), do: __compile__(key, vars, fun, opts).(args_list)
+
+    @doc false
+    def __compile__(key, vars, fun, opts) do
+      opts = options!(opts)
+      backend = {Accel.Nx.Backend, backend_options(opts)}
+      signature = {key, signature(vars), opts}
+
+      compiled =
+        cached(signature, fn ->
+          with_backend(backend, fn ->
+            Evaluator.__compile__(key, vars, rewriter(fun, opts), Keyword.take(opts, @evaluator))
+          end)
+        end)
+
+      fn args_list ->
+        with_backend(backend, fn ->
+          Enum.flat_map(args_list, fn args -> compiled.([Enum.map(args, &on_device(&1, backend))]) end)
+        end)
+      end
+    end
+
+    @doc false
+    # Nx 0.7's Nx.Defn.stream/2: the evaluator's stream over the rewritten function.
+    def __stream__(key, input, acc, vars, fun, [args], opts) do
+      opts = options!(opts)
+      backend = {Accel.Nx.Backend, backend_options(opts)}
+      args = Enum.map(args, &on_device(&1, backend))
+
+      with_backend(backend, fn ->
+        apply(Evaluator, :__stream__, [
+          key,
+          input,
+          acc,
+          vars,
+          rewriter(fun, opts),
+          [args],
+          Keyword.take(opts, @evaluator)
+        ])
+      end)
+    end
+
+    @doc """
+    What `fun` compiles to for arguments like `args` (tensors or templates): one entry per fused
+    region, in the order they were found, with its operations, its inputs' shapes, its result's
+    shape and type, its kernel's key and text.
+
+        iex> report = Accel.Nx.Compiler.report(fn x -> Nx.exp(Nx.multiply(x, 2.0)) |> Nx.add(1.0) end, [Nx.template({4}, :f32)])
+        iex> Enum.map(report, & &1.ops)
+        [[:multiply, :exp, :add]]
+    """
+    @spec report(function(), [Nx.Tensor.t()], keyword()) :: [map()]
+    def report(fun, args, opts \\ []) when is_function(fun) and is_list(args) do
+      options!(opts)
+
+      vars =
+        args
+        |> Enum.with_index()
+        |> Enum.map(fn {arg, pos} -> Nx.Defn.Expr.parameter(Nx.to_template(arg), :root, pos) end)
+
+      previous = Process.put(Nx.Shared.backend_pdict_key(), {Nx.Defn.Expr, []})
+
+      try do
+        fun |> apply(vars) |> Fusion.rewrite() |> elem(1)
+      after
+        if previous,
+          do: Process.put(Nx.Shared.backend_pdict_key(), previous),
+          else: Process.delete(Nx.Shared.backend_pdict_key())
+      end
+    end
+
+    ## Options
+
+    defp options!(opts) do
+      if not Keyword.keyword?(opts),
+        do: raise(ArgumentError, "Accel.Nx.Compiler expects a keyword list of options, got: #{inspect(opts)}")
+
+      Enum.each(opts, fn
+        {:fuse, v} when not is_boolean(v) ->
+          raise ArgumentError, "Accel.Nx.Compiler: option :fuse must be a boolean, got: #{inspect(v)}"
+
+        {:max_concurrency, v} when not (is_integer(v) and v > 0) ->
+          raise ArgumentError,
+                "Accel.Nx.Compiler: option :max_concurrency must be a positive integer, got: #{inspect(v)}"
+
+        {key, _} when key in @own or key in @evaluator ->
+          :ok
+
+        {key, _} ->
+          raise ArgumentError,
+                "Accel.Nx.Compiler: unknown option #{inspect(key)}; it takes " <>
+                  Enum.map_join(@own ++ @evaluator, ", ", &inspect/1)
+      end)
+
+      # the backend checks the device
+      Accel.Nx.Storage.init(Keyword.take(opts, [:device]))
+      opts
+    end
+
+    defp backend_options(opts), do: Keyword.take(opts, [:device])
+
+    # The shapes, types and names of the function's parameters: what a compiled function is for.
+    defp signature(vars) do
+      vars
+      |> Composite.flatten_list()
+      |> Enum.map(fn t -> {t.shape, t.type, t.names, t.vectorized_axes} end)
+    end
+
+    defp rewriter(fun, opts) do
+      if Keyword.get(opts, :fuse, true),
+        do: fn vars -> vars |> fun.() |> Fusion.rewrite() |> elem(0) end,
+        else: fun
+    end
+
+    # Arguments are copied to the device (as EXLA copies them to its client); Accel tensors on it
+    # are used in place.
+    defp on_device(arg, backend) do
+      fn ->
+        case arg.() do
+          %Nx.Tensor{data: %Accel.Nx.Backend{}} = t -> t
+          t -> Nx.backend_copy(t, backend)
+        end
+      end
+    end
+
+    defp with_backend(backend, fun) do
+      key = Nx.Shared.backend_pdict_key()
+      previous = Process.put(key, backend)
+
+      try do
+        fun.()
+      after
+        if previous, do: Process.put(key, previous), else: Process.delete(key)
+      end
+    end
+
+    # Compiled functions, kept for the VM's life (as Accel.Kernel's specialisations are).
+    defp cached(signature, compile) do
+      key = {__MODULE__, signature}
+
+      case :persistent_term.get(key, nil) do
+        nil ->
+          compiled = compile.()
+          if :persistent_term.get(key, nil) == nil, do: :persistent_term.put(key, compiled)
+          compiled
+
+        compiled ->
+          compiled
+      end
+    end
+
+    @doc false
+    # Accel.Nx.Backend.accel_fused: a fused region's kernel over its inputs.
+    defdelegate run(out, inputs, spec), to: Accel.Nx.Compiler.Launch
+  end
+end

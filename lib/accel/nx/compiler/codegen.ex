@@ -1,0 +1,369 @@
+defmodule Accel.Nx.Compiler.Codegen do
+  @moduledoc false
+  # A fused region (Accel.Nx.Compiler.Fusion) -> one kernel text in the dialect every Accel backend
+  # compiles (c_src/kernels/dialect.h): host C++ for the CPU backend, OpenCL C, CUDA C++ for NVRTC,
+  # with the entry point and parameters of Accel.Kernel's generated kernels (accel_user: the
+  # output, the flag where an operation can raise one, the inputs, n), so it is compiled, cached
+  # and launched as they are (Accel.Kernel.Native, core/source_kernel.hpp).
+  #
+  # Each element's value is computed by the same per-element functions as Accel.Nx.Backend's
+  # operations, one at a time (c_src/kernels/tensor.h, from the registry ops.h), so a fused chain
+  # gives the values the backend gives op by op: operands converted to the type Nx computed, integers
+  # kept in 64 bits and wrapped to their type after every operation, f32 in single precision.
+  #
+  # Inputs are read at their own indices: an operand of a smaller shape (Nx's broadcasting) is
+  # indexed through stride-0 dimensions, never materialised. A region ending in a reduction loops
+  # over the reduced elements for each output element; where there are few output elements the
+  # reduced range is split into parts (partial results, reduced again by the backend).
+
+  @prelude_files ["dialect.h", "ops.h", "tensor.h", "user.h"]
+  @kernels_dir Path.expand("../../../../c_src/kernels", __DIR__)
+  for f <- @prelude_files, do: @external_resource(Path.join(@kernels_dir, f))
+
+  @prelude (for f <- @prelude_files, into: "" do
+              Path.join(@kernels_dir, f)
+              |> File.read!()
+              |> String.replace(~r/#include "kernels\/[^"]*"/, "")
+            end)
+
+  @c_types %{s64: "accel_i64", s32: "accel_i32", u8: "accel_u8", f64: "double", f32: "float"}
+  @type_codes %{s64: "ACCEL_S64_TYPE", s32: "ACCEL_S32_TYPE", u8: "ACCEL_U8_TYPE"}
+
+  @doc "Integer operations whose element functions raise the flag (a zero divisor, a negative exponent)."
+  def flagging?(op, type), do: op in [:divide, :quotient, :remainder, :pow] and not float?(type)
+
+  @doc """
+  The text for `region`, and what launching it takes: `%{source, key, n, input_types, input_counts,
+  out_type, flag, parts}` (parts: the reduced range's split, 1 where it is not split).
+  """
+  def generate(region) do
+    flag_ops = for n <- region.nodes, flagging?(n.op, n.type), do: n.op
+    flag = flag_ops != []
+    {lines, result, st} = body(region)
+    {n, parts, loop} = iteration(region, lines, result, st)
+    out_type = kernel_out_type(region)
+
+    source = assemble(region, out_type, flag, loop)
+    key = :crypto.hash(:sha256, source) |> Base.encode16(case: :lower) |> binary_part(0, 32)
+
+    %{
+      source: source,
+      key: key,
+      n: n,
+      parts: parts,
+      flag: flag,
+      flag_ops: flag_ops,
+      uses_f64: uses_f64?(region),
+      out_type: out_type,
+      input_types: Enum.map(region.inputs, & &1.type),
+      input_counts: Enum.map(region.inputs, &Enum.product(Tuple.to_list(&1.shape)))
+    }
+  end
+
+  defp uses_f64?(region) do
+    types =
+      Enum.flat_map(region.nodes, &[&1.type, &1.compute]) ++
+        Enum.map(region.inputs, & &1.type) ++ if(region.reduce, do: [region.reduce.acc_type], else: [])
+
+    :f64 in types
+  end
+
+  # The output buffer's type: a split f32 sum keeps its parts in f32 (each part summed in f64).
+  defp kernel_out_type(%{reduce: nil, out_type: t}), do: t
+  defp kernel_out_type(%{reduce: %{out_type: t}}), do: t
+
+  # ---- the body: one named value per node ----
+
+  defp body(region) do
+    {lines, values} =
+      Enum.reduce(region.nodes, {[], %{}}, fn node, {lines, values} ->
+        text = node_text(node, values)
+        name = "v#{node.k}"
+
+        {["const #{c_type(node.type)} #{name} = #{text};" | lines],
+         Map.put(values, node.k, {name, node.type})}
+      end)
+
+    {Enum.reverse(lines), Map.fetch!(values, region.result), values}
+  end
+
+  # An operand's text in `type` (the type its consumer computes in).
+  defp operand({:node, k}, values, type) do
+    {name, from} = Map.fetch!(values, k)
+    convert(name, from, type)
+  end
+
+  defp operand({:input, j, from}, _values, type), do: convert("x#{j}", from, type)
+  defp operand({:const, number, from}, _values, type), do: convert(literal(number, from), from, type)
+
+  defp operand_type({:node, k}, values), do: elem(Map.fetch!(values, k), 1)
+  defp operand_type({:input, _, t}, _values), do: t
+  defp operand_type({:const, _, t}, _values), do: t
+
+  defp node_text(%{op: :as_type, args: [a]} = node, values), do: operand(a, values, node.type)
+
+  defp node_text(%{op: op, family: :unary, args: [a], type: t}, values),
+    do: wrap("accel_#{family(t)}_#{op}(#{operand(a, values, t)})", t)
+
+  defp node_text(%{op: op, family: :binary, args: [a, b], type: t}, values) do
+    args = "#{operand(a, values, t)}, #{operand(b, values, t)}"
+    if float?(t), do: "accel_#{family(t)}_#{op}(#{args})", else: wrap("accel_int_#{op}(#{args}, &bad)", t)
+  end
+
+  defp node_text(%{op: op, family: :compare, args: [a, b], compute: c}, values),
+    do: "(accel_i64)(ACCEL_COMPARE_BODY_#{op}(#{operand(a, values, c)}, #{operand(b, values, c)}))"
+
+  defp node_text(%{op: :logical_not, args: [a]}, values),
+    do: "(accel_i64)(#{operand(a, values, operand_type(a, values))} == 0)"
+
+  defp node_text(%{op: :is_nan, args: [a]}, values) do
+    t = operand_type(a, values)
+    x = operand(a, values, t)
+    if float?(t), do: "(accel_i64)(#{x} != #{x})", else: "(accel_i64)0"
+  end
+
+  defp node_text(%{op: :is_infinity, args: [a]}, values) do
+    t = operand_type(a, values)
+    x = operand(a, values, t)
+    # infinity minus itself is NaN, a finite value's difference 0; NaN is excluded first
+    if float?(t), do: "(accel_i64)(#{x} == #{x} && (#{x} - #{x}) != (#{x} - #{x}))", else: "(accel_i64)0"
+  end
+
+  defp node_text(%{op: :select, args: [p, a, b], type: t}, values) do
+    pt = operand_type(p, values)
+    "(#{operand(p, values, pt)} != 0 ? #{operand(a, values, t)} : #{operand(b, values, t)})"
+  end
+
+  defp node_text(%{op: :clip, args: [x, lo, hi], type: t}, values) do
+    [x, lo, hi] = Enum.map([x, lo, hi], &operand(&1, values, t))
+
+    if float?(t),
+      do: "accel_#{family(t)}_min(accel_#{family(t)}_max(#{x}, #{lo}), #{hi})",
+      else: "accel_int_min(accel_int_max(#{x}, #{lo}, &bad), #{hi}, &bad)"
+  end
+
+  # ---- values and conversions ----
+
+  @doc "Whether an Accel type is a float type."
+  def float?(t), do: t in [:f32, :f64]
+
+  defp family(:f32), do: "f32"
+  defp family(:f64), do: "f64"
+  defp family(_), do: "int"
+
+  # Integers are held in 64 bits, their value already in their type's range.
+  defp c_type(t) when t in [:f32, :f64], do: @c_types[t]
+  defp c_type(_), do: "accel_i64"
+
+  # A 64-bit integer result wrapped into its type (the store's truncation, done after each step).
+  defp wrap(text, :s64), do: text
+  defp wrap(text, t) when t in [:s32, :u8], do: "(accel_i64)(#{@c_types[t]})(#{text})"
+  defp wrap(text, _float), do: text
+
+  defp convert(text, same, same), do: text
+
+  defp convert(text, from, to) when from in [:f32, :f64] and to in [:f32, :f64],
+    do: "(#{@c_types[to]})#{text}"
+
+  defp convert(text, _int, to) when to in [:f32, :f64], do: "(#{@c_types[to]})#{text}"
+
+  # float -> integer: truncates toward zero, saturating at the type's range (as Accel.Tensor.as_type)
+  defp convert(text, from, to) when from in [:f32, :f64],
+    do: "accel_#{from}_to_int(#{text}, #{@type_codes[to]})"
+
+  defp convert(text, _int, to), do: wrap(text, to)
+
+  defp literal(:nan, t) when t in [:f32, :f64], do: "(#{zero(t)} / #{zero(t)})"
+  defp literal(:infinity, t) when t in [:f32, :f64], do: "(#{one(t)} / #{zero(t)})"
+  defp literal(:neg_infinity, t) when t in [:f32, :f64], do: "(-#{one(t)} / #{zero(t)})"
+  defp literal(v, :f32) when is_number(v), do: "((float)#{float_text(v * 1.0)})"
+  defp literal(v, :f64) when is_number(v), do: "(#{float_text(v * 1.0)})"
+  defp literal(-0x8000000000000000, _int), do: "ACCEL_I64_MIN"
+  defp literal(v, _int) when is_integer(v), do: "((accel_i64)#{v}L)"
+
+  defp zero(:f32), do: "0.0f"
+  defp zero(:f64), do: "0.0"
+  defp one(:f32), do: "1.0f"
+  defp one(:f64), do: "1.0"
+
+  defp float_text(v), do: Float.to_string(v)
+
+  # ---- iteration: elementwise, or a reduction's loop ----
+
+  # Returns {n, parts, the element function's statements after the inputs' indices}.
+  defp iteration(%{reduce: nil} = region, lines, {result, _type}, _values) do
+    loads =
+      loads(region, fn j -> index_text("i", Enum.zip(region.dims, Enum.at(region.inputs, j).strides)) end)
+
+    n = Enum.product(region.dims)
+    {n, 1, loads ++ lines ++ ["out[i] = (#{@c_types[region.out_type]})#{result};"]}
+  end
+
+  defp iteration(%{reduce: red} = region, lines, {value, vtype}, _values) do
+    kept = for {d, a} <- Enum.with_index(region.dims), a not in red.axes, do: {d, a}
+    reduced = for {d, a} <- Enum.with_index(region.dims), a in red.axes, do: {d, a}
+    groups = Enum.product(Enum.map(kept, &elem(&1, 0)))
+    size = Enum.product(Enum.map(reduced, &elem(&1, 0)))
+    parts = red.parts
+    chunk = if parts == 1, do: size, else: div(size + parts - 1, parts)
+    acc_type = red.acc_type
+
+    index = fn j ->
+      strides = Enum.at(region.inputs, j).strides
+      pick = fn dims -> Enum.map(dims, fn {d, a} -> {d, Enum.at(strides, a)} end) end
+      "base#{j} + " <> index_text("r", pick.(reduced))
+    end
+
+    bases =
+      for {input, j} <- Enum.with_index(region.inputs) do
+        pairs = Enum.map(kept, fn {d, a} -> {d, Enum.at(input.strides, a)} end)
+        "const accel_u64 base#{j} = #{index_text("g", pairs)};"
+      end
+
+    head =
+      if parts == 1,
+        do: ["const accel_u64 g = i;", "const accel_u64 r0 = 0, r1 = #{size}UL;"],
+        else: [
+          "const accel_u64 g = i / #{parts}UL, p = i % #{parts}UL;",
+          "const accel_u64 r0 = p * #{chunk}UL;",
+          "const accel_u64 r1 = r0 + #{chunk}UL < #{size}UL ? r0 + #{chunk}UL : #{size}UL;"
+        ]
+
+    value = convert(value, vtype, acc_type)
+
+    step =
+      case red.op do
+        :sum -> "acc = #{combine(:add, acc_type, "acc", value)};"
+        :product -> "acc = #{combine(:multiply, acc_type, "acc", value)};"
+        :reduce_max -> "acc = accel_#{family(acc_type)}_pick(ACCEL_REDUCE_MAX, acc, #{value});"
+        :reduce_min -> "acc = accel_#{family(acc_type)}_pick(ACCEL_REDUCE_MIN, acc, #{value});"
+      end
+
+    loop =
+      head ++
+        bases ++
+        ["#{c_type(acc_type)} acc = #{initial(red.op, acc_type)};", "for (accel_u64 r = r0; r < r1; ++r) {"] ++
+        Enum.map(loads(region, index) ++ lines ++ [step], &("  " <> &1)) ++
+        ["}", "out[i] = (#{@c_types[kernel_out_type(region)]})#{convert("acc", acc_type, red.out_type)};"]
+
+    {groups * parts, parts, loop}
+  end
+
+  defp combine(op, t, a, b) do
+    if float?(t),
+      do: "(#{a} #{if op == :add, do: "+", else: "*"} #{b})",
+      else: "accel_int_#{op}(#{a}, #{b}, &bad)"
+  end
+
+  defp initial(:sum, t), do: if(float?(t), do: "0", else: "(accel_i64)0")
+  defp initial(:product, t), do: if(float?(t), do: "1", else: "(accel_i64)1")
+  defp initial(:reduce_max, t) when t in [:f32, :f64], do: literal(:neg_infinity, t)
+  defp initial(:reduce_min, t) when t in [:f32, :f64], do: literal(:infinity, t)
+  defp initial(:reduce_max, :s64), do: "ACCEL_I64_MIN"
+  defp initial(:reduce_min, :s64), do: "((accel_i64)0x7fffffffffffffffL)"
+  defp initial(:reduce_max, :s32), do: "((accel_i64)-2147483648L)"
+  defp initial(:reduce_min, :s32), do: "((accel_i64)2147483647L)"
+  defp initial(:reduce_max, :u8), do: "((accel_i64)0)"
+  defp initial(:reduce_min, :u8), do: "((accel_i64)255)"
+
+  defp loads(region, index) do
+    for {input, j} <- Enum.with_index(region.inputs),
+        do: "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index.(j)}];"
+  end
+
+  @doc """
+  The C text of sum(c[d] * stride[d]) for the coordinates c of linear index `counter` over
+  `pairs` ([{dim, stride}], outermost first): neighbouring dimensions that are laid out together
+  (or both broadcast) are merged first, so a contiguous operand is read at `counter` itself.
+  """
+  def index_text(counter, pairs) do
+    merged =
+      pairs
+      |> Enum.reject(fn {d, _} -> d == 1 end)
+      |> List.foldr([], fn
+        {d, s}, [{d2, s2} | rest] when s == s2 * d2 -> [{d * d2, s2} | rest]
+        pair, acc -> [pair | acc]
+      end)
+
+    {terms, _} =
+      merged
+      |> Enum.with_index()
+      |> List.foldr({[], 1}, fn {{d, s}, k}, {terms, inner} ->
+        coord =
+          case {inner, k} do
+            {1, 0} -> counter
+            {1, _} -> "#{counter} % #{d}UL"
+            {_, 0} -> "#{counter} / #{inner}UL"
+            _ -> "(#{counter} / #{inner}UL) % #{d}UL"
+          end
+
+        term =
+          cond do
+            s == 0 -> nil
+            s == 1 -> "(#{coord})"
+            true -> "(#{coord}) * #{s}UL"
+          end
+
+        {if(term, do: [term | terms], else: terms), inner * d}
+      end)
+
+    if terms == [], do: "0", else: Enum.join(terms, " + ")
+  end
+
+  # ---- the text ----
+
+  defp assemble(region, out_type, flag, statements) do
+    out_t = @c_types[out_type]
+
+    inputs =
+      region.inputs
+      |> Enum.with_index()
+      |> Enum.map(fn {x, j} -> {"const #{@c_types[x.type]}*", "in#{j}"} end)
+
+    buffers = [{"#{out_t}*", "out"}] ++ if(flag, do: [{"int*", "flag"}], else: []) ++ inputs
+    elem_buffers = [{"#{out_t}*", "out"} | inputs]
+
+    params =
+      Enum.join(["accel_u64 i" | Enum.map(elem_buffers, fn {t, n} -> "ACCEL_GLOBAL #{t} #{n}" end)], ", ")
+
+    call = Enum.join(["i" | Enum.map(elem_buffers, &elem(&1, 1))], ", ")
+    raise_flag = if flag, do: " ACCEL_USER_FLAG(flag)", else: ""
+
+    """
+    /* Generated by Accel.Nx.Compiler (lib/accel/nx/compiler/codegen.ex): do not edit. */
+    #{@prelude}
+    #if defined(__OPENCL_VERSION__)
+    #pragma OPENCL FP_CONTRACT OFF
+    #endif
+
+    ACCEL_USER_ELEMENT int accel_nx_at(#{params}) {
+      int bad = 0;
+    #{Enum.map_join(statements, "\n", &("  " <> &1))}
+      return bad;
+    }
+
+    #if defined(__OPENCL_VERSION__)
+    __kernel void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "__global #{t} #{n}" end) ++ ["ulong n"], ", ")}) {
+      const ulong i = get_global_id(0);
+      if (i < n && accel_nx_at(#{call}))#{blank(raise_flag)};
+    }
+    #elif defined(__CUDACC__)
+    extern "C" __global__ void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "#{t} #{n}" end) ++ ["accel_u64 n"], ", ")}) {
+      for (accel_u64 i = blockIdx.x * 1ULL * blockDim.x + threadIdx.x; i < n; i += 1ULL * blockDim.x * gridDim.x)
+        if (accel_nx_at(#{call}))#{blank(raise_flag)};
+    }
+    #else
+    extern "C" ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
+      (void)s;
+    #{buffers |> Enum.with_index() |> Enum.map_join("\n", fn {{t, n}, k} -> "  #{t} #{n} = (#{t})b[#{k}];" end)}
+      int any = 0;
+      for (accel_u64 i = begin; i < end; ++i) any |= accel_nx_at(#{call});
+      if (any)#{blank(raise_flag)};
+    }
+    #endif
+    """
+  end
+
+  defp blank(""), do: " {}"
+  defp blank(text), do: text
+end

@@ -1,0 +1,334 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Compiler.Fusion do
+    @moduledoc false
+    # The rewrite Accel.Nx.Compiler applies to a defn expression before Nx.Defn.Evaluator runs it:
+    # each region of elementwise operations becomes one node that runs one generated kernel
+    # (Accel.Nx.Compiler.Codegen), and everything else stays as it was, to run as the backend's
+    # operations (Accel.Nx.Backend).
+    #
+    # A region grows from a value that must exist (an output, an operand of a node that does not
+    # fuse, a value used twice) through the operands it alone uses: elementwise operations of the
+    # same shape in the types Accel computes in, with scalar and broadcast constants inlined. What
+    # it reads and does not fuse (parameters, dots, values used twice, operands of a smaller shape)
+    # are its inputs, read in place through their broadcast strides. A reduction (sum, product,
+    # reduce_max, reduce_min) of such a region ends it: the region's values are never stored.
+    #
+    # The new node is an Nx `:optional` expression: the evaluator calls the backend's
+    # `accel_fused` with the region's inputs when they are Accel tensors, and otherwise evaluates
+    # the original operations (its fallback), so no input can give a different answer. The node
+    # keeps the id of the value it computes, so every other reference to that value (a `cond`
+    # branch, a `while`'s initial state) reads the fused result.
+
+    alias Accel.Nx.Compiler.Codegen
+    alias Accel.Nx.Storage
+    alias Accel.Tensor.Registry
+    alias Nx.Defn.{Composite, Expr, Tree}
+    alias Nx.Tensor, as: T
+
+    @unary for %{family: :unary, name: n} <- Registry.ops(), do: n
+    @binary for %{family: :binary, name: n} <- Registry.ops(), do: n
+    @compare for %{family: :compare, name: n} <- Registry.ops(), do: n
+    @float_only for %{types: :float, name: n} <- Registry.ops(), do: n
+    @int_only for %{types: :int, name: n} <- Registry.ops(), do: n
+    @predicates [:logical_not, :is_nan, :is_infinity]
+    @reductions [:sum, :product, :reduce_max, :reduce_min]
+    # the most inputs a region takes (a kernel takes 32 buffers with its output and flag)
+    @max_inputs 30
+    # below this many output elements a reduction's range is split, so that the device has work
+    # for all of its cores
+    @parallel_outputs 4096
+    @min_part 1024
+
+    @doc """
+    The expression with its fused regions as single nodes, and the regions found (for
+    Accel.Nx.Compiler.report/3): `{expr, [%{ops, inputs, shape, reduce, kernel}]}`.
+    """
+    def rewrite(expr) do
+      uses = Composite.reduce(expr, %{}, &count/2)
+      # outputs are used by the caller
+      uses =
+        Composite.reduce(expr, uses, fn %T{data: %Expr{id: id}}, acc -> Map.update(acc, id, 2, &(&1 + 2)) end)
+
+      st = %{uses: uses, memo: %{}, regions: []}
+      {expr, st} = Composite.traverse(expr, st, &rewrite/2)
+      {expr, Enum.reverse(st.regions)}
+    end
+
+    # How many times each node is an operand, counting every scope that can refer to it.
+    defp count(%T{data: %Expr{id: id}} = t, uses) do
+      seen = Map.has_key?(uses, id)
+      uses = Map.update(uses, id, 1, &(&1 + 1))
+
+      if seen do
+        uses
+      else
+        {_, uses} = Tree.apply_args(t, :all, uses, fn arg, acc -> {arg, count(arg, acc)} end)
+        uses
+      end
+    end
+
+    defp rewrite(%T{data: %Expr{id: id}} = t, st) do
+      case st.memo do
+        %{^id => done} ->
+          {done, st}
+
+        _ ->
+          {done, st} =
+            case region(t, st) do
+              nil -> rebuild(t, st)
+              region -> fuse(t, region, st)
+            end
+
+          {done, %{st | memo: Map.put(st.memo, id, done)}}
+      end
+    end
+
+    defp rebuild(%T{data: %Expr{} = data} = t, st) do
+      {args, st} = Tree.apply_args(t, :scope, st, &rewrite/2)
+      {%{t | data: %{data | args: args}}, st}
+    end
+
+    ## Regions
+
+    # The region computing `t`, or nil where there is nothing to fuse (a lone operation runs as
+    # the backend's operation: it needs no kernel of its own).
+    defp region(%T{data: %Expr{op: op, args: [operand, opts]}} = t, st) when op in @reductions do
+      with true <- reducible?(t, operand, opts),
+           true <- absorbed?(operand, operand.shape, st),
+           %{} = grown <- grow(operand, operand.shape, st) do
+        axes = opts[:axes] || Enum.to_list(0..(tuple_size(operand.shape) - 1)//1)
+        outputs = Nx.size(t.shape)
+        size = div(Nx.size(operand.shape), max(outputs, 1))
+
+        parts =
+          if outputs >= @parallel_outputs or size < 2 * @min_part or op == :product,
+            do: 1,
+            else: min(div(@parallel_outputs + outputs - 1, outputs), div(size, @min_part))
+
+        out_type = Storage.compute_type(t.type)
+        # f32 sums and products accumulate in f64, as the backend's sums do
+        acc_type = if op in [:sum, :product] and out_type == :f32, do: :f64, else: out_type
+
+        %{grown | reduce: %{op: op, axes: axes, parts: parts, out_type: out_type, acc_type: acc_type}}
+      else
+        _ -> nil
+      end
+    end
+
+    defp region(%T{} = t, st) do
+      if elementwise?(t) do
+        case grow(t, t.shape, st) do
+          %{nodes: [_, _ | _]} = grown -> grown
+          _ -> nil
+        end
+      end
+    end
+
+    defp reducible?(%T{type: type, shape: shape}, operand, opts) do
+      out = Storage.compute_type(type)
+      in_type = Storage.compute_type(operand.type)
+      # Nx's integer sums are s64 (u64 for unsigned ones, which Accel does not compute in)
+      out != nil and in_type != nil and elementwise?(operand) and Nx.size(operand.shape) > 0 and
+        Nx.size(shape) > 0 and Keyword.keys(opts) -- [:axes, :keep_axes] == []
+    end
+
+    # The region of elementwise nodes computing `root` over `shape`, or nil when it would take too
+    # many inputs.
+    defp grow(root, shape, st) do
+      acc = %{nodes: [], inputs: [], input_ids: %{}, k: 0, shape: shape}
+      {result, acc} = add_node(root, acc, st)
+
+      if length(acc.inputs) <= @max_inputs do
+        %{
+          nodes: Enum.reverse(acc.nodes),
+          result: elem(result, 1),
+          inputs: Enum.reverse(acc.inputs),
+          dims: Tuple.to_list(shape),
+          out_type: Storage.compute_type(root.type),
+          reduce: nil
+        }
+      end
+    end
+
+    defp add_node(%T{data: %Expr{op: op, args: args}} = t, acc, st) do
+      {operands, acc} =
+        args
+        |> Enum.map_reduce(acc, fn arg, acc -> operand(arg, acc, st) end)
+
+      node = %{
+        k: acc.k,
+        op: op,
+        family: family(op),
+        args: operands,
+        type: Storage.compute_type(t.type),
+        compute: compare_type(t),
+        expr: t
+      }
+
+      {{:node, acc.k}, %{acc | nodes: [node | acc.nodes], k: acc.k + 1}}
+    end
+
+    defp operand(%T{data: %Expr{op: :constant, args: [number]}} = c, acc, _st)
+         when is_number(number) or is_atom(number),
+         do: {{:const, number, Storage.compute_type(c.type)}, acc}
+
+    defp operand(%T{} = arg, acc, st) do
+      if absorbed?(arg, acc.shape, st) do
+        add_node(arg, acc, st)
+      else
+        input(arg, acc)
+      end
+    end
+
+    defp input(%T{data: %Expr{id: id}} = arg, acc) do
+      case acc.input_ids do
+        %{^id => j} ->
+          {{:input, j, Storage.compute_type(arg.type)}, acc}
+
+        _ ->
+          j = length(acc.inputs)
+
+          entry = %{
+            type: Storage.compute_type(arg.type),
+            shape: arg.shape,
+            strides: strides(arg.shape, acc.shape),
+            expr: arg
+          }
+
+          {{:input, j, entry.type},
+           %{acc | inputs: [entry | acc.inputs], input_ids: Map.put(acc.input_ids, id, j)}}
+      end
+    end
+
+    # An operand is computed inside the region when only this region uses it and it is an
+    # elementwise operation over the region's whole shape.
+    defp absorbed?(%T{data: %Expr{id: id}} = t, shape, st),
+      do: t.shape == shape and Map.get(st.uses, id, 0) == 1 and elementwise?(t)
+
+    # The operand's strides over the region's dimensions: Nx broadcasts operands aligned at the
+    # last dimension, a dimension of 1 (or a missing one) repeating (stride 0).
+    defp strides(shape, region_shape) do
+      own = Storage.strides(shape)
+      pad = tuple_size(region_shape) - tuple_size(shape)
+
+      List.duplicate(0, pad) ++
+        (Tuple.to_list(shape) |> Enum.zip(own) |> Enum.map(fn {d, s} -> if d == 1, do: 0, else: s end))
+    end
+
+    ## Which nodes fuse
+
+    defp elementwise?(%T{data: %Expr{op: op, args: args}, type: type}) do
+      out = Storage.compute_type(type)
+      operand_types = for %T{type: t} <- args, do: t
+
+      fusable_op?(op, args) and out != nil and Storage.compute?(operand_types) and admits?(op, type, args)
+    end
+
+    defp fusable_op?(op, _args) when op in @unary or op in @binary or op in @compare, do: true
+    defp fusable_op?(op, _args) when op in @predicates, do: true
+    defp fusable_op?(op, _args) when op in [:select, :clip, :as_type], do: true
+    defp fusable_op?(_op, _args), do: false
+
+    # The registry's float-only operations take float outputs, integer-only ones integers;
+    # comparisons are checked in their operands' merged type.
+    defp admits?(op, {kind, _}, _args) when op in @float_only, do: kind == :f
+    defp admits?(op, _type, [a, b]) when op in @int_only and op in @binary, do: int?(a.type) and int?(b.type)
+    defp admits?(op, {kind, _}, _args) when op in @int_only, do: kind in [:s, :u]
+    defp admits?(_op, _type, _args), do: true
+
+    defp int?({kind, _}), do: kind in [:s, :u]
+
+    defp family(op) when op in @unary, do: :unary
+    defp family(op) when op in @binary, do: :binary
+    defp family(op) when op in @compare, do: :compare
+    defp family(op), do: op
+
+    # Comparisons compute in their operands' merged type (as the backend's do).
+    defp compare_type(%T{data: %Expr{op: op, args: [a, b]}}) when op in @compare,
+      do: Storage.compute_type(Nx.Type.merge(a.type, b.type))
+
+    defp compare_type(_t), do: nil
+
+    ## The fused node
+
+    defp fuse(%T{data: %Expr{id: id, context: context}} = t, region, st) do
+      kernel = Codegen.generate(region)
+      {inputs, st} = Enum.map_reduce(region.inputs, st, fn input, st -> rewrite(input.expr, st) end)
+      params = inputs |> Enum.with_index() |> Enum.map(fn {x, pos} -> Expr.parameter(x, pos) end)
+      fallback = replay(t, region, params)
+
+      spec = [
+        accel:
+          Map.take(Map.merge(kernel, region), [
+            :source,
+            :key,
+            :n,
+            :parts,
+            :flag,
+            :flag_ops,
+            :uses_f64,
+            :out_type,
+            :input_types,
+            :input_counts,
+            :reduce
+          ])
+      ]
+
+      call = %{t | data: %Expr{id: make_ref(), op: :accel_fused, args: inputs ++ [spec], context: context}}
+
+      fused = %{
+        t
+        | data: %Expr{id: id, op: :optional, args: [call, fallback, &fallback_function/1], context: context}
+      }
+
+      {fused, %{st | regions: [summary(t, region, kernel) | st.regions]}}
+    end
+
+    # Nx's evaluator calls the callback only to differentiate, which happens before compilation.
+    defp fallback_function(_args), do: raise("Accel.Nx.Compiler: a fused region is not differentiated")
+
+    # The region's operations again, over parameters for its inputs: what the evaluator runs when
+    # the inputs are not Accel tensors.
+    defp replay(t, region, params) do
+      built =
+        Enum.reduce(region.nodes, %{}, fn node, built ->
+          args = Enum.map(node.args, &replay_arg(&1, built, params))
+          Map.put(built, node.k, replay_node(node, args))
+        end)
+
+      value = Map.fetch!(built, region.result)
+
+      case t.data do
+        %Expr{op: op, args: [_, opts]} when op in @reductions ->
+          apply(Expr, op, [%{t | data: nil}, value, opts])
+
+        _ ->
+          value
+      end
+    end
+
+    defp replay_arg({:node, k}, built, _params), do: Map.fetch!(built, k)
+    defp replay_arg({:input, j, _}, _built, params), do: Enum.at(params, j)
+    defp replay_arg({:const, number, _}, _built, _params), do: number
+
+    defp replay_node(%{op: op, expr: e}, args) do
+      args =
+        Enum.zip_with(args, e.data.args, fn a, orig ->
+          if is_struct(orig, T) and not is_struct(a, T), do: orig, else: a
+        end)
+
+      apply(Expr, op, [%{e | data: nil} | args])
+    end
+
+    defp summary(t, region, kernel) do
+      %{
+        ops: Enum.map(region.nodes, & &1.op) ++ if(region.reduce, do: [region.reduce.op], else: []),
+        inputs: Enum.map(region.inputs, & &1.shape),
+        shape: t.shape,
+        type: t.type,
+        kernel: kernel.key,
+        source: kernel.source
+      }
+    end
+  end
+end
