@@ -40,7 +40,9 @@ if Code.ensure_loaded?(Nx) do
     ## Compilation and the cache
 
     A function is compiled once per input shapes, types and options, when it is first called,
-    and kept for the VM's life: later calls run the compiled function. Kernel texts are compiled
+    and kept for the VM's life: later calls run the compiled function. Each compilation emits the
+    telemetry event `[:accel, :nx, :compile]` with `%{duration: native_time}` and
+    `%{regions: report, key: key}` (the regions as `report/3` lists them). Kernel texts are compiled
     once per device; the C++ compiler's and NVRTC's output is cached on disk (see `Accel.Kernel`),
     so a new VM running the same function skips the compiler. `report/3` shows what a function
     compiles to.
@@ -53,6 +55,9 @@ if Code.ensure_loaded?(Nx) do
         `Accel.Nx.Backend`), for comparison; default `true`;
       * `:max_concurrency` - the partitions `Nx.Serving` starts (default 1);
       * `:hooks`, `:garbage_collect` - as for `Nx.Defn.Evaluator`.
+
+    Other options (another compiler's, `Nx.Serving`'s) are ignored, as Nx's compilers ignore
+    each other's.
     """
 
     @behaviour Nx.Defn.Compiler
@@ -60,7 +65,6 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Nx.Compiler.Fusion
     alias Nx.Defn.{Composite, Evaluator}
 
-    @own [:device, :fuse, :max_concurrency]
     @evaluator [:hooks, :garbage_collect]
 
     @doc false
@@ -80,9 +84,17 @@ if Code.ensure_loaded?(Nx) do
 
       compiled =
         cached(signature, fn ->
-          with_backend(backend, fn ->
-            Evaluator.__compile__(key, vars, rewriter(fun, opts), Keyword.take(opts, @evaluator))
-          end)
+          start = System.monotonic_time()
+
+          compiled =
+            with_backend(backend, fn ->
+              Evaluator.__compile__(key, vars, rewriter(fun, opts), Keyword.take(opts, @evaluator))
+            end)
+
+          regions = Process.delete({__MODULE__, :regions}) || []
+          duration = System.monotonic_time() - start
+          :telemetry.execute([:accel, :nx, :compile], %{duration: duration}, %{regions: regions, key: key})
+          compiled
         end)
 
       fn args_list ->
@@ -147,22 +159,21 @@ if Code.ensure_loaded?(Nx) do
       if not Keyword.keyword?(opts),
         do: raise(ArgumentError, "Accel.Nx.Compiler expects a keyword list of options, got: #{inspect(opts)}")
 
-      Enum.each(opts, fn
-        {:fuse, v} when not is_boolean(v) ->
-          raise ArgumentError, "Accel.Nx.Compiler: option :fuse must be a boolean, got: #{inspect(v)}"
+      # Nx hands a compiler every option given to jit (Nx.Serving adds its own): those of other
+      # compilers are ignored, as they ignore Accel's.
+      case opts[:fuse] do
+        v when is_boolean(v) or v == nil -> :ok
+        v -> raise ArgumentError, "Accel.Nx.Compiler: option :fuse must be a boolean, got: #{inspect(v)}"
+      end
 
-        {:max_concurrency, v} when not (is_integer(v) and v > 0) ->
-          raise ArgumentError,
-                "Accel.Nx.Compiler: option :max_concurrency must be a positive integer, got: #{inspect(v)}"
-
-        {key, _} when key in @own or key in @evaluator ->
+      case opts[:max_concurrency] do
+        v when (is_integer(v) and v > 0) or v == nil ->
           :ok
 
-        {key, _} ->
+        v ->
           raise ArgumentError,
-                "Accel.Nx.Compiler: unknown option #{inspect(key)}; it takes " <>
-                  Enum.map_join(@own ++ @evaluator, ", ", &inspect/1)
-      end)
+                "Accel.Nx.Compiler: option :max_concurrency must be a positive integer, got: #{inspect(v)}"
+      end
 
       # the backend checks the device
       Accel.Nx.Storage.init(Keyword.take(opts, [:device]))
@@ -180,7 +191,11 @@ if Code.ensure_loaded?(Nx) do
 
     defp rewriter(fun, opts) do
       if Keyword.get(opts, :fuse, true),
-        do: fn vars -> vars |> fun.() |> Fusion.rewrite() |> elem(0) end,
+        do: fn vars ->
+          {expr, regions} = vars |> fun.() |> Fusion.rewrite()
+          Process.put({__MODULE__, :regions}, regions)
+          expr
+        end,
         else: fun
     end
 

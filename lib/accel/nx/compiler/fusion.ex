@@ -259,7 +259,7 @@ if Code.ensure_loaded?(Nx) do
 
       spec = [
         accel:
-          Map.take(Map.merge(kernel, region), [
+          Map.take(Map.merge(region, kernel), [
             :source,
             :key,
             :n,

@@ -1,0 +1,258 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.CompilerTest.Defns do
+    import Nx.Defn
+
+    defn branchy(x) do
+      s = Nx.sum(x * 2.0 + 1.0)
+
+      if s > 10 do
+        Nx.exp(x) + s
+      else
+        -x - s
+      end
+    end
+
+    defn looped(x) do
+      {x, _} =
+        while {x, i = 0}, i < 5 do
+          {x * 1.5 - 0.25, i + 1}
+        end
+
+      x
+    end
+  end
+
+  defmodule Accel.Nx.CompilerTest do
+    # Accel.Nx.Compiler: what fuses, and that fused kernels give what the backend gives operation by
+    # operation (fuse: false) and what Nx.Defn.Evaluator gives on Nx.BinaryBackend, on the CPU
+    # backend and on OpenCL (PoCL here). Random graphs: compiler_property_test.exs.
+    use ExUnit.Case, async: true
+
+    alias Accel.Nx.Compiler
+    alias Accel.Nx.CompilerTest.Defns
+
+    defp jit(fun, args, opts), do: apply(Nx.Defn.jit(fun, [compiler: Compiler] ++ opts), args)
+    defp reference(fun, args), do: apply(Nx.Defn.jit(fun, compiler: Nx.Defn.Evaluator), args)
+
+    defp binary(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+
+    defp assert_close(a, b, tol) do
+      a = Nx.backend_copy(a, Nx.BinaryBackend)
+      b = Nx.backend_copy(b, Nx.BinaryBackend)
+      assert a.shape == b.shape and a.type == b.type
+      assert Nx.all_close(a, b, rtol: tol, atol: tol) |> Nx.to_number() == 1, "#{inspect(a)}\n#{inspect(b)}"
+    end
+
+    defp chain(x, y), do: x |> Nx.multiply(2.0) |> Nx.add(y) |> Nx.exp() |> Nx.subtract(1.0) |> Nx.divide(3.0)
+
+    defp softmax(x) do
+      e = Nx.exp(Nx.subtract(x, Nx.reduce_max(x, axes: [-1], keep_axes: true)))
+      Nx.divide(e, Nx.sum(e, axes: [-1], keep_axes: true))
+    end
+
+    describe "report/3" do
+      test "a chain of elementwise operations with broadcast operands is one region" do
+        [region] = Compiler.report(&chain/2, [Nx.template({4, 3}, :f32), Nx.template({3}, :f32)])
+        assert region.ops == [:multiply, :add, :exp, :subtract, :divide]
+        assert region.inputs == [{4, 3}, {3}]
+        assert region.shape == {4, 3}
+        assert region.source =~ "accel_f32_exp"
+      end
+
+      test "a lone operation, a dot and a value used twice are not fused into their consumers" do
+        assert Compiler.report(&Nx.add/2, [Nx.template({4}, :f32), Nx.template({4}, :f32)]) == []
+
+        [region] = Compiler.report(&softmax/1, [Nx.template({8, 5}, :f32)])
+        # exp(x - max) is used by the sum and the division: it is stored once
+        assert region.ops == [:subtract, :exp]
+        assert region.inputs == [{8, 5}, {8, 1}]
+
+        mlp = fn x, w -> x |> Nx.dot(w) |> Nx.add(1.0) |> Nx.max(0.0) end
+        [region] = Compiler.report(mlp, [Nx.template({4, 3}, :f32), Nx.template({3, 2}, :f32)])
+        assert region.ops == [:add, :max]
+      end
+
+      test "a reduction ends the region it reduces" do
+        f = fn x -> x |> Nx.exp() |> Nx.multiply(2.0) |> Nx.sum(axes: [1]) end
+        [region] = Compiler.report(f, [Nx.template({4, 3}, :f32)])
+        assert region.ops == [:exp, :multiply, :sum]
+        assert region.shape == {4}
+      end
+
+      test "types Accel does not compute in are not fused" do
+        f = fn x -> x |> Nx.add(1) |> Nx.multiply(3) end
+        assert Compiler.report(f, [Nx.template({4}, :s16)]) == []
+        assert [%{ops: [:add, :multiply]}] = Compiler.report(f, [Nx.template({4}, :s32)])
+      end
+    end
+
+    for device <- [:cpu, :opencl] do
+      describe "on #{device}" do
+        @describetag opencl: device == :opencl
+        @device device
+
+        test "a fused chain equals the backend op by op and the binary backend" do
+          x = Nx.iota({64, 33}, type: :f32) |> Nx.divide(100.0)
+          y = Nx.iota({33}, type: :f32) |> Nx.negate()
+          fused = jit(&chain/2, [x, y], device: @device)
+          assert %Accel.Nx.Backend{tensor: %{device: {@device, _}}} = fused.data
+          assert binary(fused) == binary(jit(&chain/2, [x, y], device: @device, fuse: false))
+          assert_close(fused, reference(&chain/2, [binary(x), binary(y)]), 1.0e-6)
+        end
+
+        test "broadcasting along either axis, scalars and constants" do
+          f = fn a, b, c -> a |> Nx.multiply(b) |> Nx.add(c) |> Nx.subtract(0.5) |> Nx.abs() end
+          a = Nx.iota({5, 7}, type: :f64)
+          b = Nx.iota({5, 1}, type: :f64) |> Nx.add(1)
+          c = Nx.tensor(-3.25, type: :f64)
+          assert binary(jit(f, [a, b, c], device: @device)) == reference(f, [a, b, c])
+          b2 = Nx.iota({7}, type: :f64)
+          assert binary(jit(f, [a, b2, c], device: @device)) == reference(f, [a, b2, c])
+        end
+
+        test "integers wrap in their type after every operation" do
+          f = fn x, y ->
+            x |> Nx.multiply(y) |> Nx.add(2_000_000_000) |> Nx.quotient(7) |> Nx.bitwise_xor(x)
+          end
+
+          x = Nx.tensor([2_147_483_647, -2_147_483_648, 12_345, -1, 0], type: :s32)
+          y = Nx.tensor([3, 5, 99_991, 2_147_483_647, 1], type: :s32)
+          assert binary(jit(f, [x, y], device: @device)) == reference(f, [x, y])
+
+          u = Nx.tensor([0, 1, 200, 255], type: :u8)
+          g = fn u -> u |> Nx.subtract(3) |> Nx.multiply(7) |> Nx.right_shift(1) end
+          assert binary(jit(g, [u], device: @device)) == reference(g, [u])
+        end
+
+        test "select, comparisons, clip and conversions" do
+          f = fn x, y ->
+            x
+            |> Nx.greater(y)
+            |> Nx.select(Nx.multiply(x, y), Nx.clip(Nx.subtract(x, y), -2.5, 2.5))
+            |> Nx.as_type(:f64)
+            |> Nx.add(Nx.as_type(Nx.less_equal(x, 0.0), :f64))
+          end
+
+          x = Nx.iota({6, 4}, type: :f32) |> Nx.subtract(10.0) |> Nx.divide(3.0)
+          y = Nx.tensor([1.0, -1.0, 0.5, 2.0], type: :f32)
+          assert binary(jit(f, [x, y], device: @device)) == reference(f, [x, y])
+        end
+
+        test "a reduction of a fused chain, over inner, outer and all axes" do
+          x = Nx.iota({37, 300}, type: :f32) |> Nx.divide(1000.0)
+
+          for opts <- [[axes: [1]], [axes: [0], keep_axes: true], []],
+              op <- [:sum, :reduce_max, :reduce_min] do
+            f = fn x -> apply(Nx, op, [x |> Nx.sin() |> Nx.multiply(3.0), opts]) end
+            assert [%{ops: [:sin, :multiply, ^op]}] = Compiler.report(f, [x])
+            assert_close(jit(f, [x], device: @device), reference(f, [binary(x)]), 1.0e-5)
+          end
+
+          i = Nx.iota({40, 50}, type: :s32) |> Nx.multiply(1_000_003)
+          g = fn i -> i |> Nx.multiply(3) |> Nx.sum(axes: [0]) end
+          assert binary(jit(g, [i], device: @device)) == reference(g, [i])
+        end
+
+        test "a reduction to few values is split over the device's cores and stays accurate" do
+          x = Nx.iota({1_000_000}, type: :f32) |> Nx.divide(1_000_000.0)
+          f = fn x -> x |> Nx.multiply(x) |> Nx.add(1.0) |> Nx.sum() end
+          # sum of (k/n)^2 + 1 for k < n, exactly
+          n = 1_000_000
+          exact = (n - 1) * n * (2 * n - 1) / 6 / (n * n) + n
+          assert_in_delta Nx.to_number(jit(f, [x], device: @device)), exact, exact * 1.0e-6
+        end
+
+        test "an integer zero divisor raises ArgumentError, as the backend does" do
+          f = fn x, y -> x |> Nx.add(1) |> Nx.remainder(y) end
+          x = Nx.tensor([1, 2, 3], type: :s64)
+          y = Nx.tensor([1, 0, 2], type: :s64)
+
+          assert_raise ArgumentError, ~r/division by zero in a fused remainder/, fn ->
+            jit(f, [x, y], device: @device)
+          end
+
+          assert_raise ArgumentError, ~r/division by zero/, fn ->
+            jit(f, [x, y], device: @device, fuse: false)
+          end
+        end
+
+        test "cond and while run around fused regions" do
+          for x <- [Nx.iota({3, 3}, type: :f32), Nx.tensor([[-5.0]])] do
+            assert_close(
+              jit(&Defns.branchy/1, [x], device: @device),
+              reference(&Defns.branchy/1, [x]),
+              1.0e-6
+            )
+          end
+
+          x = Nx.iota({4}, type: :f32)
+          assert_close(jit(&Defns.looped/1, [x], device: @device), reference(&Defns.looped/1, [x]), 1.0e-6)
+        end
+
+        test "Nx.Serving runs functions it compiles" do
+          serving =
+            Nx.Serving.jit(&softmax/1, compiler: Compiler, device: @device)
+            |> Nx.Serving.batch_size(4)
+
+          batch = Nx.Batch.stack([Nx.tensor([1.0, 2.0, 3.0]), Nx.tensor([0.0, 0.0, 1.0])])
+          result = Nx.Serving.run(serving, batch)
+
+          assert_close(
+            result,
+            reference(&softmax/1, [Nx.stack([Nx.tensor([1.0, 2.0, 3.0]), Nx.tensor([0.0, 0.0, 1.0])])]),
+            1.0e-6
+          )
+        end
+      end
+    end
+
+    test "a function is compiled once per shapes, types and options" do
+      handler = "accel-compile-#{inspect(make_ref())}"
+      f = fn x -> x |> Nx.cos() |> Nx.multiply(0.75) |> Nx.add(0.125) end
+
+      :telemetry.attach(handler, [:accel, :nx, :compile], &__MODULE__.forward/4, self())
+
+      try do
+        fun = Nx.Defn.jit(f, compiler: Compiler, device: :cpu)
+        a = fun.(Nx.iota({9}, type: :f32))
+        assert_receive {:compiled, %{duration: d}, %{regions: [%{ops: [:cos, :multiply, :add]}]}} when d > 0
+        assert binary(fun.(Nx.iota({9}, type: :f32))) == binary(a)
+        refute_receive {:compiled, _, _}, 50
+        fun.(Nx.iota({10}, type: :f32))
+        assert_receive {:compiled, _, _}
+      after
+        :telemetry.detach(handler)
+      end
+    end
+
+    def forward(_event, measure, meta, pid), do: send(pid, {:compiled, measure, meta})
+
+    test "arguments from other backends are copied to the device; the result stays there" do
+      x = Nx.tensor([1.0, 2.0], backend: Nx.BinaryBackend)
+      out = jit(fn x -> x |> Nx.multiply(3.0) |> Nx.add(1.0) end, [x], device: :cpu)
+      assert %Accel.Nx.Backend{tensor: %{device: {:cpu, 0}}} = out.data
+      assert Nx.to_flat_list(out) == [4.0, 7.0]
+      assert Nx.to_flat_list(x) == [1.0, 2.0]
+    end
+
+    test "gradients compile" do
+      f = fn x -> Nx.Defn.grad(x, fn x -> x |> Nx.sin() |> Nx.multiply(x) |> Nx.sum() end) end
+      x = Nx.tensor([0.5, 1.0, 2.0], type: :f64)
+      assert_close(jit(f, [x], device: :cpu), reference(f, [x]), 1.0e-12)
+    end
+
+    test "bad options raise ArgumentError naming them" do
+      assert_raise ArgumentError, ~r/option :max_concurrency must be/, fn ->
+        jit(&Nx.exp/1, [Nx.tensor(1.0)], max_concurrency: 0)
+      end
+
+      assert_raise ArgumentError, ~r/option :fuse must be a boolean/, fn ->
+        jit(&Nx.exp/1, [Nx.tensor(1.0)], fuse: 1)
+      end
+
+      assert_raise ArgumentError, ~r/device: must be/, fn ->
+        jit(&Nx.exp/1, [Nx.tensor(1.0)], device: :gpu)
+      end
+    end
+  end
+end
