@@ -26,7 +26,16 @@ no_pocl =
     [:pocl]
   end
 
-ExUnit.start(exclude: unavailable ++ no_nvrtc ++ no_pocl)
+# PropEr (Debian's erlang-proper, installed by bin/setup) drives the property tests.
+no_proper =
+  if Code.ensure_loaded?(:proper) do
+    []
+  else
+    IO.puts("Excluding tests tagged :proper: PropEr is not installed (bin/setup installs erlang-proper)")
+    [:proper]
+  end
+
+ExUnit.start(exclude: unavailable ++ no_nvrtc ++ no_pocl ++ no_proper)
 
 # Compiled CPU kernels (Accel.Kernel) go to a cache inside the build, not the user's cache.
 Application.put_env(:accel, :kernel_cache, Path.join(Mix.Project.build_path(), "kernel_cache"))

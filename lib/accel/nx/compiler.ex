@@ -142,15 +142,7 @@ if Code.ensure_loaded?(Nx) do
         |> Enum.with_index()
         |> Enum.map(fn {arg, pos} -> Nx.Defn.Expr.parameter(Nx.to_template(arg), :root, pos) end)
 
-      previous = Process.put(Nx.Shared.backend_pdict_key(), {Nx.Defn.Expr, []})
-
-      try do
-        fun |> apply(vars) |> Fusion.rewrite() |> elem(1)
-      after
-        if previous,
-          do: Process.put(Nx.Shared.backend_pdict_key(), previous),
-          else: Process.delete(Nx.Shared.backend_pdict_key())
-      end
+      with_backend({Nx.Defn.Expr, []}, fn -> fun |> apply(vars) |> Fusion.rewrite() |> elem(1) end)
     end
 
     ## Options

@@ -178,8 +178,17 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp literal(:neg_infinity, t) when t in [:f32, :f64], do: "(-#{one(t)} / #{zero(t)})"
   defp literal(v, :f32) when is_number(v), do: "((float)#{float_text(v * 1.0)})"
   defp literal(v, :f64) when is_number(v), do: "(#{float_text(v * 1.0)})"
-  defp literal(-0x8000000000000000, _int), do: "ACCEL_I64_MIN"
-  defp literal(v, _int) when is_integer(v), do: "((accel_i64)#{v}L)"
+  # an integer constant as its type holds it (Nx wraps a constant into its type)
+  defp literal(v, t) when is_integer(v) do
+    case {t, v} do
+      {:s32, v} -> <<v::signed-32>> |> then(fn <<w::signed-32>> -> int_literal(w) end)
+      {:u8, v} -> int_literal(Bitwise.band(v, 255))
+      {_, v} -> <<v::signed-64>> |> then(fn <<w::signed-64>> -> int_literal(w) end)
+    end
+  end
+
+  defp int_literal(-0x8000000000000000), do: "ACCEL_I64_MIN"
+  defp int_literal(v), do: "((accel_i64)#{v}L)"
 
   defp zero(:f32), do: "0.0f"
   defp zero(:f64), do: "0.0"

@@ -44,6 +44,19 @@ if Code.ensure_loaded?(Nx) do
     Accel.Nx.Compiler.report/3): `{expr, [%{ops, inputs, shape, reduce, kernel}]}`.
     """
     def rewrite(expr) do
+      # the operations replayed for fallbacks build expressions: numbers they take must become
+      # constants, not tensors of the caller's default backend
+      key = Nx.Shared.backend_pdict_key()
+      previous = Process.put(key, {Expr, []})
+
+      try do
+        do_rewrite(expr)
+      after
+        if previous, do: Process.put(key, previous), else: Process.delete(key)
+      end
+    end
+
+    defp do_rewrite(expr) do
       uses = Composite.reduce(expr, %{}, &count/2)
       # outputs are used by the caller
       uses =
@@ -81,6 +94,13 @@ if Code.ensure_loaded?(Nx) do
 
           {done, %{st | memo: Map.put(st.memo, id, done)}}
       end
+    end
+
+    # An optional operation's call is not a value: only its operands are rewritten (its fallback is
+    # a scope of its own).
+    defp rebuild(%T{data: %Expr{op: :optional, args: [call, fallback, callback]} = data} = t, st) do
+      {call, st} = rebuild(call, st)
+      {%{t | data: %{data | args: [call, fallback, callback]}}, st}
     end
 
     defp rebuild(%T{data: %Expr{} = data} = t, st) do
@@ -138,7 +158,8 @@ if Code.ensure_loaded?(Nx) do
       acc = %{nodes: [], inputs: [], input_ids: %{}, k: 0, shape: shape}
       {result, acc} = add_node(root, acc, st)
 
-      if length(acc.inputs) <= @max_inputs do
+      # a region reads at least one tensor (one of constants alone is Nx's to fold)
+      if acc.inputs != [] and length(acc.inputs) <= @max_inputs do
         %{
           nodes: Enum.reverse(acc.nodes),
           result: elem(result, 1),
@@ -150,7 +171,9 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    defp add_node(%T{data: %Expr{op: op, args: args}} = t, acc, st) do
+    defp add_node(%T{} = t, acc, st) do
+      {op, args} = op_and_args(t)
+
       {operands, acc} =
         args
         |> Enum.map_reduce(acc, fn arg, acc -> operand(arg, acc, st) end)
@@ -161,8 +184,9 @@ if Code.ensure_loaded?(Nx) do
         family: family(op),
         args: operands,
         type: Storage.compute_type(t.type),
-        compute: compare_type(t),
-        expr: t
+        compute: compare_type(op, args),
+        expr: t,
+        expr_args: args
       }
 
       {{:node, acc.k}, %{acc | nodes: [node | acc.nodes], k: acc.k + 1}}
@@ -217,12 +241,21 @@ if Code.ensure_loaded?(Nx) do
 
     ## Which nodes fuse
 
-    defp elementwise?(%T{data: %Expr{op: op, args: args}, type: type}) do
+    # Nx.logical_not is an optional operation (its fallback compares with 0): it fuses as itself.
+    defp op_and_args(%T{data: %Expr{op: :optional, args: [%T{data: %Expr{op: :logical_not, args: [a]}}, _, _]}}),
+      do: {:logical_not, [a]}
+
+    defp op_and_args(%T{data: %Expr{op: op, args: args}}), do: {op, args}
+
+    defp elementwise?(%T{type: type, vectorized_axes: []} = t) do
+      {op, args} = op_and_args(t)
       out = Storage.compute_type(type)
       operand_types = for %T{type: t} <- args, do: t
 
       fusable_op?(op, args) and out != nil and Storage.compute?(operand_types) and admits?(op, type, args)
     end
+
+    defp elementwise?(_vectorized), do: false
 
     defp fusable_op?(op, _args) when op in @unary or op in @binary or op in @compare, do: true
     defp fusable_op?(op, _args) when op in @predicates, do: true
@@ -244,10 +277,8 @@ if Code.ensure_loaded?(Nx) do
     defp family(op), do: op
 
     # Comparisons compute in their operands' merged type (as the backend's do).
-    defp compare_type(%T{data: %Expr{op: op, args: [a, b]}}) when op in @compare,
-      do: Storage.compute_type(Nx.Type.merge(a.type, b.type))
-
-    defp compare_type(_t), do: nil
+    defp compare_type(op, [a, b]) when op in @compare, do: Storage.compute_type(Nx.Type.merge(a.type, b.type))
+    defp compare_type(_op, _args), do: nil
 
     ## The fused node
 
@@ -311,13 +342,13 @@ if Code.ensure_loaded?(Nx) do
     defp replay_arg({:input, j, _}, _built, params), do: Enum.at(params, j)
     defp replay_arg({:const, number, _}, _built, _params), do: number
 
-    defp replay_node(%{op: op, expr: e}, args) do
-      args =
-        Enum.zip_with(args, e.data.args, fn a, orig ->
-          if is_struct(orig, T) and not is_struct(a, T), do: orig, else: a
-        end)
+    defp replay_node(%{op: op, expr: e, expr_args: orig}, args) do
+      args = Enum.zip_with(args, orig, fn a, orig -> if is_struct(a, T), do: a, else: orig end)
 
-      apply(Expr, op, [%{e | data: nil} | args])
+      case op do
+        :logical_not -> Nx.logical_not(hd(args))
+        op -> apply(Expr, op, [%{e | data: nil} | args])
+      end
     end
 
     defp summary(t, region, kernel) do
