@@ -74,7 +74,9 @@ if Code.ensure_loaded?(Nx) do
     # Errors: an integer zero divisor is ArgumentError in Accel, ArithmeticError in the binary backend.
     defp agree?({:raised, %ArgumentError{}}, {:raised, %ArgumentError{}}, _exact, _type), do: true
     defp agree?({:raised, %ArgumentError{}}, {:raised, %ArithmeticError{}}, _exact, _type), do: true
-    defp agree?({:ok, a}, {:ok, b}, true, _type), do: Nx.to_binary(a) == Nx.to_binary(b) and a.shape == b.shape
+
+    defp agree?({:ok, a}, {:ok, b}, true, _type),
+      do: Nx.to_binary(a) == Nx.to_binary(b) and a.shape == b.shape
 
     defp agree?({:ok, a}, {:ok, b}, false, type) do
       tol = Map.fetch!(@tolerance, type)

@@ -176,7 +176,12 @@ if Code.ensure_loaded?(Nx) do
           end
         end
 
-        test "cond and while run around fused regions" do
+        test "cond and while run around fused regions, and fuse in their bodies" do
+          assert [_, %{ops: [:exp, :add]}, %{ops: [:negate, :subtract]}] =
+                   Compiler.report(&Defns.branchy/1, [Nx.template({3}, :f32)])
+
+          assert [%{ops: [:multiply, :subtract]}] = Compiler.report(&Defns.looped/1, [Nx.template({3}, :f32)])
+
           for x <- [Nx.iota({3, 3}, type: :f32), Nx.tensor([[-5.0]])] do
             assert_close(
               jit(&Defns.branchy/1, [x], device: @device),

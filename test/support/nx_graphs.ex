@@ -8,10 +8,22 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
     # float values stay finite and away from NaN (whose ordering the binary backend defines
     # otherwise) by construction: divisors are |b| + 1, square roots and logarithms take |a|.
 
-    import :proper_types, only: [bind: 3, elements: 1, exactly: 1, frequency: 1, integer: 2, lazy: 1, tuple: 1, vector: 2]
+    import :proper_types,
+      only: [bind: 3, elements: 1, exactly: 1, frequency: 1, integer: 2, lazy: 1, tuple: 1, vector: 2]
 
     @types [{:f, 32}, {:f, 64}, {:s, 32}, {:s, 64}, {:u, 8}]
-    @int_binary [:add, :subtract, :multiply, :quotient, :remainder, :min, :max, :bitwise_and, :bitwise_or, :bitwise_xor]
+    @int_binary [
+      :add,
+      :subtract,
+      :multiply,
+      :quotient,
+      :remainder,
+      :min,
+      :max,
+      :bitwise_and,
+      :bitwise_or,
+      :bitwise_xor
+    ]
     @int_unary [:negate, :abs, :sign, :bitwise_not]
     @float_binary [:add, :subtract, :multiply, :min, :max, :safe_divide, :atan2]
     @float_unary [:negate, :abs, :tanh, :sigmoid, :sin, :cos, :atan, :erf, :floor, :ceil, :round, :sign] ++
@@ -45,7 +57,12 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
     defp reduction do
       frequency([
         {2, exactly(nil)},
-        {1, tuple([elements([:sum, :reduce_max, :reduce_min]), elements([[0], [1], [0, 1], nil]), elements([true, false])])}
+        {1,
+         tuple([
+           elements([:sum, :reduce_max, :reduce_min]),
+           elements([[0], [1], [0, 1], nil]),
+           elements([true, false])
+         ])}
       ])
     end
 
@@ -76,7 +93,8 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
       frequency(common ++ ints)
     end
 
-    defp leaf(type), do: frequency([{4, exactly(:x)}, {3, exactly(:y)}, {1, tuple([exactly(:const), value(type)])}])
+    defp leaf(type),
+      do: frequency([{4, exactly(:x)}, {3, exactly(:y)}, {1, tuple([exactly(:const), value(type)])}])
 
     # Conversions there and back whose values both backends define alike (no float beyond an
     # integer type's range, where Accel saturates and the binary backend wraps).
@@ -88,18 +106,29 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
 
     defp value({:u, 8}), do: frequency([{1, elements([0, 1, 255, 128])}, {3, integer(0, 255)}])
     defp value({:s, bits}), do: int_value(bits)
-    defp value({:f, _}), do: frequency([{1, elements([0.0, 1.0, -1.0, 0.5, 100.0])}, {4, :proper_types.float(-100.0, 100.0)}])
+
+    defp value({:f, _}),
+      do: frequency([{1, elements([0.0, 1.0, -1.0, 0.5, 100.0])}, {4, :proper_types.float(-100.0, 100.0)}])
 
     defp int_value(bits) do
       max = Bitwise.bsl(1, bits - 1) - 1
       min = -max - 1
-      frequency([{1, elements([min, max, 0, 1, -1, min + 1])}, {2, integer(-1000, 1000)}, {2, integer(min, max)}])
+
+      frequency([
+        {1, elements([min, max, 0, 1, -1, min + 1])},
+        {2, integer(-1000, 1000)},
+        {2, integer(min, max)}
+      ])
     end
 
     @doc "The two parameters' tensors (on Nx.BinaryBackend)."
     def inputs({type, dims, y_shape, _tree, _reduction, xs, ys}) do
       x = Nx.tensor(xs, type: type, backend: Nx.BinaryBackend) |> Nx.reshape(dims)
-      y = Nx.tensor(Enum.take(ys, Nx.size(y_shape)), type: type, backend: Nx.BinaryBackend) |> Nx.reshape(y_shape)
+
+      y =
+        Nx.tensor(Enum.take(ys, Nx.size(y_shape)), type: type, backend: Nx.BinaryBackend)
+        |> Nx.reshape(y_shape)
+
       {x, y}
     end
 
@@ -153,7 +182,9 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
 
     defp node({:pred, op, a}, type, x, y), do: apply(Nx, op, [node(a, type, x, y)]) |> Nx.as_type(type)
 
-    defp node({:shift, op, a, k}, type, x, y), do: apply(Nx, op, [node(a, type, x, y), Nx.tensor(k, type: type)])
+    defp node({:shift, op, a, k}, type, x, y),
+      do: apply(Nx, op, [node(a, type, x, y), Nx.tensor(k, type: type)])
+
     defp node({:pow, a, k}, type, x, y), do: Nx.pow(node(a, type, x, y), Nx.tensor(k, type: type))
   end
 end

@@ -136,13 +136,9 @@ if Code.ensure_loaded?(Nx) do
     @spec report(function(), [Nx.Tensor.t()], keyword()) :: [map()]
     def report(fun, args, opts \\ []) when is_function(fun) and is_list(args) do
       options!(opts)
-
-      vars =
-        args
-        |> Enum.with_index()
-        |> Enum.map(fn {arg, pos} -> Nx.Defn.Expr.parameter(Nx.to_template(arg), :root, pos) end)
-
-      with_backend({Nx.Defn.Expr, []}, fn -> fun |> apply(vars) |> Fusion.rewrite() |> elem(1) end)
+      # Nx's own tracing (what a compiler is given): defn functions and anonymous ones alike
+      expr = apply(Nx.Defn.debug_expr(fun), Enum.map(args, &Nx.to_template/1))
+      expr |> Fusion.rewrite() |> elem(1)
     end
 
     ## Options

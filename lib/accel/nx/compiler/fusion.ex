@@ -103,8 +103,10 @@ if Code.ensure_loaded?(Nx) do
       {%{t | data: %{data | args: [call, fallback, callback]}}, st}
     end
 
-    defp rebuild(%T{data: %Expr{} = data} = t, st) do
-      {args, st} = Tree.apply_args(t, :scope, st, &rewrite/2)
+    # A while loop's condition and body are fused too (cond branches always are); the bodies of
+    # functions given to reduce and friends are not (the backend runs them as a whole).
+    defp rebuild(%T{data: %Expr{op: op} = data} = t, st) do
+      {args, st} = Tree.apply_args(t, if(op == :while, do: :all, else: :scope), st, &rewrite/2)
       {%{t | data: %{data | args: args}}, st}
     end
 
@@ -242,8 +244,10 @@ if Code.ensure_loaded?(Nx) do
     ## Which nodes fuse
 
     # Nx.logical_not is an optional operation (its fallback compares with 0): it fuses as itself.
-    defp op_and_args(%T{data: %Expr{op: :optional, args: [%T{data: %Expr{op: :logical_not, args: [a]}}, _, _]}}),
-      do: {:logical_not, [a]}
+    defp op_and_args(%T{
+           data: %Expr{op: :optional, args: [%T{data: %Expr{op: :logical_not, args: [a]}}, _, _]}
+         }),
+         do: {:logical_not, [a]}
 
     defp op_and_args(%T{data: %Expr{op: op, args: args}}), do: {op, args}
 
