@@ -13,6 +13,9 @@ defmodule Accel.MixProject do
       deps: deps(),
       elixirc_paths: if(Mix.env() == :test, do: ["lib", "test/support"], else: ["lib"]),
       elixirc_options: [warnings_as_errors: System.get_env("CI") in ["true", "1"]],
+      # PropEr (Debian's erlang-proper, bin/setup) generates the property tests' cases: an OTP
+      # library of the system's, not a dependency
+      xref: [exclude: [:proper, :proper_types]],
       description: "Data-parallel kernels for the BEAM on the CPU, OpenCL and CUDA, through a C++17 NIF",
       test_coverage: [ignore_modules: [Mix.Tasks.Compile.AccelCmake]]
     ]

@@ -29,6 +29,8 @@ if Code.ensure_loaded?(Nx) do
     use ExUnit.Case, async: true
 
     alias Accel.Nx.Compiler
+
+    doctest Accel.Nx.Compiler
     alias Accel.Nx.CompilerTest.Defns
 
     defp jit(fun, args, opts), do: apply(Nx.Defn.jit(fun, [compiler: Compiler] ++ opts), args)
@@ -238,6 +240,29 @@ if Code.ensure_loaded?(Nx) do
       assert %Accel.Nx.Backend{tensor: %{device: {:cpu, 0}}} = out.data
       assert Nx.to_flat_list(out) == [4.0, 7.0]
       assert Nx.to_flat_list(x) == [1.0, 2.0]
+    end
+
+    # Nx.Defn.stream/3 is Nx 0.7's (later versions removed it)
+    if function_exported?(Nx.Defn, :stream, 3) do
+      test "Nx.Defn.stream runs the compiled function on each chunk" do
+        f = fn x, acc -> {x |> Nx.multiply(2.0) |> Nx.add(acc), x |> Nx.exp() |> Nx.add(acc)} end
+
+        stream =
+          Nx.Defn.stream(f, [Nx.template({3}, :f32), Nx.broadcast(0.0, {3})], compiler: Compiler, device: :cpu)
+
+        chunks = for i <- 1..3, do: Nx.tensor([i, i + 1, i + 2], type: :f32)
+
+        {outputs, acc} =
+          Enum.map_reduce(chunks, Nx.broadcast(0.0, {3}), fn chunk, acc ->
+            {expected, acc} = f.(chunk, acc)
+            Nx.Stream.send(stream, chunk)
+            assert_close(Nx.Stream.recv(stream), expected, 1.0e-6)
+            {expected, acc}
+          end)
+
+        assert length(outputs) == 3
+        assert_close(Nx.Stream.done(stream), acc, 1.0e-6)
+      end
     end
 
     test "gradients compile" do
