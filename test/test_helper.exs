@@ -27,6 +27,16 @@ no_pocl =
   end
 
 # PropEr (Debian's erlang-proper, installed by bin/setup) drives the property tests.
+# Elixir 1.15+ keeps only the project's applications on the code path: PropEr (an OTP library of
+# the system's) is added where it is installed.
+if function_exported?(Mix, :ensure_application!, 1) do
+  try do
+    Mix.ensure_application!(:proper)
+  rescue
+    _ -> :ok
+  end
+end
+
 no_proper =
   if Code.ensure_loaded?(:proper) do
     []

@@ -232,6 +232,14 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    test "the same tensors in other containers are other functions" do
+      f = Nx.Defn.jit(fn x -> x end, compiler: Compiler, device: :cpu)
+      assert %Nx.Tensor{} = f.(Nx.tensor(1))
+      assert {%Nx.Tensor{}} = f.({Nx.tensor(1)})
+      assert %{b: %Nx.Tensor{}} = f.(%{b: Nx.tensor(1)})
+      assert %{c: %Nx.Tensor{}} = f.(%{c: Nx.tensor(1)})
+    end
+
     def forward(_event, measure, meta, pid), do: send(pid, {:compiled, measure, meta})
 
     test "arguments from other backends are copied to the device; the result stays there" do

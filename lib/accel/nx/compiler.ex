@@ -170,12 +170,10 @@ if Code.ensure_loaded?(Nx) do
 
     defp backend_options(opts), do: Keyword.take(opts, [:device])
 
-    # The shapes, types and names of the function's parameters: what a compiled function is for.
-    defp signature(vars) do
-      vars
-      |> Composite.flatten_list()
-      |> Enum.map(fn t -> {t.shape, t.type, t.names, t.vectorized_axes} end)
-    end
+    # The function's parameters as templates (shapes, types, names, vectorized axes) in their
+    # containers: what a compiled function is for (the same tensors in a tuple or in a map with
+    # other keys are another function).
+    defp signature(vars), do: Enum.map(vars, &Composite.traverse(&1, fn t -> Nx.to_template(t) end))
 
     defp rewriter(fun, opts) do
       if Keyword.get(opts, :fuse, true),
