@@ -1,4 +1,4 @@
-if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
+if Code.ensure_loaded?(Nx) do
   defmodule Accel.Test.NxGraphs do
     @moduledoc false
     # PropEr generators of random well-typed defn graphs, for test/nx/compiler_property_test.exs:
@@ -31,20 +31,20 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
     @compare [:equal, :not_equal, :less, :less_equal, :greater, :greater_equal]
 
     def case_gen do
-      bind(
-        elements(@types),
+      P.bind(
+        P.elements(@types),
         fn type ->
-          bind(
-            tuple([integer(1, 6), integer(1, 6)]),
+          P.bind(
+            P.tuple([P.integer(1, 6), P.integer(1, 6)]),
             fn {a, b} ->
-              tuple([
-                exactly(type),
-                exactly({a, b}),
-                elements([{a, b}, {b}, {a, 1}, {}]),
+              P.tuple([
+                P.exactly(type),
+                P.exactly({a, b}),
+                P.elements([{a, b}, {b}, {a, 1}, {}]),
                 tree(type, 3),
                 reduction(),
-                vector(a * b, value(type)),
-                vector(a * b, value(type))
+                P.vector(a * b, value(type)),
+                P.vector(a * b, value(type))
               ])
             end,
             false
@@ -55,13 +55,13 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
     end
 
     defp reduction do
-      frequency([
-        {2, exactly(nil)},
+      P.frequency([
+        {2, P.exactly(nil)},
         {1,
-         tuple([
-           elements([:sum, :reduce_max, :reduce_min]),
-           elements([[0], [1], [0, 1], nil]),
-           elements([true, false])
+         P.tuple([
+           P.elements([:sum, :reduce_max, :reduce_min]),
+           P.elements([[0], [1], [0, 1], nil]),
+           P.elements([true, false])
          ])}
       ])
     end
@@ -69,32 +69,35 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
     defp tree(type, 0), do: leaf(type)
 
     defp tree({kind, bits} = type, depth) do
-      sub = lazy(fn -> tree(type, depth - 1) end)
+      sub = P.lazy(fn -> tree(type, depth - 1) end)
       float = kind == :f
 
       common = [
         {2, leaf(type)},
-        {3, tuple([exactly(:un), elements(if(float, do: @float_unary, else: @int_unary)), sub])},
-        {4, tuple([exactly(:bin), elements(if(float, do: @float_binary, else: @int_binary)), sub, sub])},
-        {1, tuple([exactly(:select), elements(@compare), sub, sub, sub, sub])},
-        {1, tuple([exactly(:clip), sub, value(type), value(type)])},
-        {1, tuple([exactly(:via), elements(via(type)), sub])},
-        {1, tuple([exactly(:pred), elements([:logical_not, :is_nan, :is_infinity]), sub])}
+        {3, P.tuple([P.exactly(:un), P.elements(if(float, do: @float_unary, else: @int_unary)), sub])},
+        {4,
+         P.tuple([P.exactly(:bin), P.elements(if(float, do: @float_binary, else: @int_binary)), sub, sub])},
+        {1, P.tuple([P.exactly(:select), P.elements(@compare), sub, sub, sub, sub])},
+        {1, P.tuple([P.exactly(:clip), sub, value(type), value(type)])},
+        {1, P.tuple([P.exactly(:via), P.elements(via(type)), sub])},
+        {1, P.tuple([P.exactly(:pred), P.elements([:logical_not, :is_nan, :is_infinity]), sub])}
       ]
 
       ints =
         if float,
           do: [],
           else: [
-            {1, tuple([exactly(:shift), elements([:left_shift, :right_shift]), sub, integer(0, bits - 1)])},
-            {1, tuple([exactly(:pow), sub, integer(0, 3)])}
+            {1,
+             P.tuple([P.exactly(:shift), P.elements([:left_shift, :right_shift]), sub, P.integer(0, bits - 1)])},
+            {1, P.tuple([P.exactly(:pow), sub, P.integer(0, 3)])}
           ]
 
-      frequency(common ++ ints)
+      P.frequency(common ++ ints)
     end
 
     defp leaf(type),
-      do: frequency([{4, exactly(:x)}, {3, exactly(:y)}, {1, tuple([exactly(:const), value(type)])}])
+      do:
+        P.frequency([{4, P.exactly(:x)}, {3, P.exactly(:y)}, {1, P.tuple([P.exactly(:const), value(type)])}])
 
     # Conversions there and back whose values both backends define alike (no float beyond an
     # integer type's range, where Accel saturates and the binary backend wraps).
@@ -104,20 +107,20 @@ if Code.ensure_loaded?(Nx) and Code.ensure_loaded?(:proper_types) do
     defp via({:f, 32}), do: [{:f, 64}]
     defp via({:f, 64}), do: [{:f, 32}]
 
-    defp value({:u, 8}), do: frequency([{1, elements([0, 1, 255, 128])}, {3, integer(0, 255)}])
+    defp value({:u, 8}), do: P.frequency([{1, P.elements([0, 1, 255, 128])}, {3, P.integer(0, 255)}])
     defp value({:s, bits}), do: int_value(bits)
 
     defp value({:f, _}),
-      do: frequency([{1, elements([0.0, 1.0, -1.0, 0.5, 100.0])}, {4, :proper_types.float(-100.0, 100.0)}])
+      do: P.frequency([{1, P.elements([0.0, 1.0, -1.0, 0.5, 100.0])}, {4, P.float(-100.0, 100.0)}])
 
     defp int_value(bits) do
       max = Bitwise.bsl(1, bits - 1) - 1
       min = -max - 1
 
-      frequency([
-        {1, elements([min, max, 0, 1, -1, min + 1])},
-        {2, integer(-1000, 1000)},
-        {2, integer(min, max)}
+      P.frequency([
+        {1, P.elements([min, max, 0, 1, -1, min + 1])},
+        {2, P.integer(-1000, 1000)},
+        {2, P.integer(min, max)}
       ])
     end
 
