@@ -8,8 +8,8 @@ if Code.ensure_loaded?(Nx) do
     # float values stay finite and away from NaN (whose ordering the binary backend defines
     # otherwise) by construction: divisors are |b| + 1, square roots and logarithms take |a|.
 
-    import :proper_types,
-      only: [bind: 3, elements: 1, exactly: 1, frequency: 1, integer: 2, lazy: 1, tuple: 1, vector: 2]
+    # remote calls: PropEr joins the code path only when the tests start (test_helper.exs)
+    alias :proper_types, as: P
 
     @types [{:f, 32}, {:f, 64}, {:s, 32}, {:s, 64}, {:u, 8}]
     @int_binary [
