@@ -280,6 +280,23 @@ if Code.ensure_loaded?(Nx) do
       assert_close(jit(f, [x], device: :cpu), reference(f, [x]), 1.0e-12)
     end
 
+    # Where no GPU is: fused kernels as :cuda runs them, compiled by NVRTC (which needs no driver).
+    @tag :nvrtc
+    test "fused kernels compile for CUDA" do
+      graphs = [
+        {&chain/2, [Nx.template({64, 33}, :f32), Nx.template({33}, :f32)]},
+        {&softmax/1, [Nx.template({8, 5}, :f64)]},
+        {fn x -> x |> Nx.multiply(3) |> Nx.quotient(7) |> Nx.sum() end, [Nx.template({100_000}, :s32)]},
+        {fn x, y -> Nx.select(Nx.greater(x, y), x, y) |> Nx.as_type(:u8) |> Nx.add(1) end,
+         [Nx.template({4}, :f32), Nx.template({4}, :s64)]}
+      ]
+
+      for {fun, args} <- graphs, region <- Compiler.report(fun, args) do
+        assert {<<0x7F, "ELF", _::binary>>, "sm_90"} = Accel.NIF.cuda_kernel_code(region.source, 90, "accel_user"),
+               inspect(region.ops)
+      end
+    end
+
     test "bad options raise ArgumentError naming them" do
       assert_raise ArgumentError, ~r/option :max_concurrency must be/, fn ->
         jit(&Nx.exp/1, [Nx.tensor(1.0)], max_concurrency: 0)
