@@ -9,6 +9,8 @@
 # rounds. Results checked against the binary backend. Writes bench/results/nx.md.
 #
 #   mix run bench/nx.exs [--runs 7] [--tag TAG]
+Code.require_file("support/peers.ex", __DIR__)
+
 defmodule NxBench do
   @dot_n 1024
   @sum_n 16_777_216
@@ -99,30 +101,8 @@ defmodule NxBench do
     do: Enum.min(for _ <- 1..3, do: seconds(fn -> for _ <- 1..@small_calls, do: fun.() end)) / @small_calls
 
   defp time_peers(python) do
-    script = Path.join(__DIR__, "nx_peers.py")
-    args = [script, "5", "#{@dot_n}", "#{@sum_n}", "#{@rows}", "#{@cols}"]
-
-    case System.cmd(python, args, stderr_to_stdout: true) do
-      {out, 0} -> out |> String.split("\n", trim: true) |> List.last() |> decode()
-      {out, _} -> IO.puts("peers failed: #{out}") && %{}
-    end
-  end
-
-  # The peers' JSON: {"numpy": {op: s}, "torch": {op: s} | null}; Elixir 1.14 has no JSON module.
-  defp decode(line) do
-    for lib <- ["numpy", "torch"], into: %{} do
-      case Regex.run(~r/"#{lib}": (\{[^}]*\}|null)/, line) do
-        [_, "null"] ->
-          {lib, nil}
-
-        [_, obj] ->
-          {lib,
-           Map.new(Regex.scan(~r/"(\w+)": ([0-9.eE+-]+)/, obj), fn [_, k, v] -> {k, String.to_float(v)} end)}
-
-        nil ->
-          {lib, nil}
-      end
-    end
+    args = ["5", "#{@dot_n}", "#{@sum_n}", "#{@rows}", "#{@cols}"]
+    Accel.Bench.Peers.run(python, Path.join(__DIR__, "nx_peers.py"), args)
   end
 
   defp check(devices) do

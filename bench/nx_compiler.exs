@@ -14,6 +14,8 @@
 # checked against Nx.Defn.Evaluator on Nx.BinaryBackend. Writes bench/results/nx_compiler.md.
 #
 #   mix run bench/nx_compiler.exs [--runs 7] [--tag TAG]
+Code.require_file("support/peers.ex", __DIR__)
+
 defmodule NxCompilerBench do
   import Nx.Defn
 
@@ -178,30 +180,11 @@ defmodule NxCompilerBench do
   end
 
   defp time_peers(python) do
-    script = Path.join(__DIR__, "nx_compiler_peers.py")
     sizes = [@chain_n, @rows, @cols, @batch, @n_in, @hidden, @n_out]
 
-    case System.cmd(python, [script, "5" | Enum.map(sizes, &to_string/1)], stderr_to_stdout: true) do
-      {out, 0} -> out |> String.split("\n", trim: true) |> List.last() |> decode()
-      {out, _} -> IO.puts("peers failed: #{out}") && %{}
-    end
-  end
-
-  # The peers' JSON: {"numpy": {op: s}, "torch": {op: s} | null}; Elixir 1.14 has no JSON module.
-  defp decode(line) do
-    for lib <- ["numpy", "torch"], into: %{} do
-      case Regex.run(~r/"#{lib}": (\{[^}]*\}|null)/, line) do
-        [_, "null"] ->
-          {lib, nil}
-
-        [_, obj] ->
-          {lib,
-           Map.new(Regex.scan(~r/"(\w+)": ([0-9.eE+-]+)/, obj), fn [_, k, v] -> {k, String.to_float(v)} end)}
-
-        nil ->
-          {lib, nil}
-      end
-    end
+    Accel.Bench.Peers.run(python, Path.join(__DIR__, "nx_compiler_peers.py"), [
+      "5" | Enum.map(sizes, &to_string/1)
+    ])
   end
 
   # The compiled functions against Nx.Defn.Evaluator on Nx.BinaryBackend, on small inputs.

@@ -7,16 +7,8 @@ rounds).
 """
 import json
 import sys
-import time
 
-
-def fastest(fn, repeats):
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+from nx_peers import fastest
 
 
 def inputs(lib, arange, chain_n, rows, cols, batch, n_in, hidden, n_out):

@@ -292,7 +292,8 @@ if Code.ensure_loaded?(Nx) do
       ]
 
       for {fun, args} <- graphs, region <- Compiler.report(fun, args) do
-        assert {<<0x7F, "ELF", _::binary>>, "sm_90"} = Accel.NIF.cuda_kernel_code(region.source, 90, "accel_user"),
+        assert {<<0x7F, "ELF", _::binary>>, "sm_90"} =
+                 Accel.NIF.cuda_kernel_code(region.source, 90, "accel_user"),
                inspect(region.ops)
       end
     end

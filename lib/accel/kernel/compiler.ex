@@ -21,15 +21,7 @@ defmodule Accel.Kernel.Compiler do
   @min -0x8000000000000000
   @max 0x7FFFFFFFFFFFFFFF
   @full {@min, @max}
-  @prelude_files ["dialect.h", "user.h"]
-  @kernels_dir Path.expand("../../../c_src/kernels", __DIR__)
-  for f <- @prelude_files, do: @external_resource(Path.join(@kernels_dir, f))
-
-  @prelude (for f <- @prelude_files, into: "" do
-              Path.join(@kernels_dir, f)
-              |> File.read!()
-              |> String.replace(~r/#include "kernels\/[^"]*"/, "")
-            end)
+  use Accel.Kernel.Prelude, files: ["dialect.h", "user.h"]
 
   @c_types %{s64: "accel_i64", s32: "accel_i32", u8: "accel_u8", f64: "double", f32: "float"}
   @ranges %{s64: @full, s32: {-0x80000000, 0x7FFFFFFF}, u8: {0, 255}}

@@ -16,15 +16,7 @@ defmodule Accel.Nx.Compiler.Codegen do
   # over the reduced elements for each output element; where there are few output elements the
   # reduced range is split into parts (partial results, reduced again by the backend).
 
-  @prelude_files ["dialect.h", "ops.h", "tensor.h", "user.h"]
-  @kernels_dir Path.expand("../../../../c_src/kernels", __DIR__)
-  for f <- @prelude_files, do: @external_resource(Path.join(@kernels_dir, f))
-
-  @prelude (for f <- @prelude_files, into: "" do
-              Path.join(@kernels_dir, f)
-              |> File.read!()
-              |> String.replace(~r/#include "kernels\/[^"]*"/, "")
-            end)
+  use Accel.Kernel.Prelude, files: ["dialect.h", "ops.h", "tensor.h", "user.h"]
 
   @c_types %{s64: "accel_i64", s32: "accel_i32", u8: "accel_u8", f64: "double", f32: "float"}
   @type_codes %{s64: "ACCEL_S64_TYPE", s32: "ACCEL_S32_TYPE", u8: "ACCEL_U8_TYPE"}

@@ -1,0 +1,30 @@
+defmodule Accel.Bench.Peers do
+  @moduledoc false
+  # The peers a benchmark compares with (NumPy, PyTorch), timed by a Python script in its own
+  # process: `run/3` returns its last line of JSON, {"numpy": {op: seconds}, "torch": {...} | null},
+  # as %{"numpy" => %{op => seconds}, "torch" => map | nil}; %{} when the script fails.
+
+  def run(python, script, args) do
+    case System.cmd(python, [script | args], stderr_to_stdout: true) do
+      {out, 0} -> out |> String.split("\n", trim: true) |> List.last() |> decode()
+      {out, _} -> IO.puts("peers failed: #{out}") && %{}
+    end
+  end
+
+  # Elixir 1.14 has no JSON module: the two flat objects are read with regular expressions.
+  defp decode(line) do
+    for lib <- ["numpy", "torch"], into: %{} do
+      case Regex.run(~r/"#{lib}": (\{[^}]*\}|null)/, line) do
+        [_, "null"] ->
+          {lib, nil}
+
+        [_, obj] ->
+          {lib,
+           Map.new(Regex.scan(~r/"(\w+)": ([0-9.eE+-]+)/, obj), fn [_, k, v] -> {k, String.to_float(v)} end)}
+
+        nil ->
+          {lib, nil}
+      end
+    end
+  end
+end
