@@ -64,10 +64,13 @@ if Code.ensure_loaded?(Nx) do
       test "a lone operation, a dot and a value used twice are not fused into their consumers" do
         assert Compiler.report(&Nx.add/2, [Nx.template({4}, :f32), Nx.template({4}, :f32)]) == []
 
-        [region] = Compiler.report(&softmax/1, [Nx.template({8, 5}, :f32)])
+        [region, division] = Compiler.report(&softmax/1, [Nx.template({8, 5}, :f32)])
         # exp(x - max) is used by the sum and the division: it is stored once
         assert region.ops == [:subtract, :exp]
         assert region.inputs == [{8, 5}, {8, 1}]
+        # a lone operation reading a broadcast operand (the rows' sums) is a kernel too
+        assert division.ops == [:divide]
+        assert division.inputs == [{8, 5}, {8, 1}]
 
         mlp = fn x, w -> x |> Nx.dot(w) |> Nx.add(1.0) |> Nx.max(0.0) end
         [region] = Compiler.report(mlp, [Nx.template({4, 3}, :f32), Nx.template({3, 2}, :f32)])

@@ -22,7 +22,9 @@ if Code.ensure_loaded?(Nx) do
     every unary and binary operation and comparison of `Accel.Tensor`'s registry, `logical_not`,
     `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
     smaller shapes read through Nx's broadcasting in place. A `sum`, `product`, `reduce_max` or
-    `reduce_min` of a region ends it: the region's values are never stored. Each region is one
+    `reduce_min` of a region ends it: the region's values are never stored. A lone operation is a
+    kernel of its own where it reads an operand through a broadcast (faster than the backend's
+    general broadcasting), and otherwise runs as the backend's. Each region is one
     kernel: the system's C++ compiler for `:cpu`, OpenCL C, CUDA by NVRTC, as for `Accel.kernel/1`
     (cached on disk for `:cpu` and `:cuda`, per device for OpenCL), launched like every Accel
     kernel (on Accel's threads, cancelled when its caller dies).

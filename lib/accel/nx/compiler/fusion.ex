@@ -141,10 +141,16 @@ if Code.ensure_loaded?(Nx) do
       if elementwise?(t) do
         case grow(t, t.shape, st) do
           %{nodes: [_, _ | _]} = grown -> grown
-          _ -> nil
+          %{inputs: inputs} = grown -> if Enum.any?(inputs, &broadcast?/1), do: grown
+          nil -> nil
         end
       end
     end
+
+    # An input read through a broadcast (a bias, a row's sum): a lone operation with one is a
+    # kernel of its own too, since the backend's broadcasting path is slower than a generated
+    # kernel's indexing.
+    defp broadcast?(%{strides: strides}), do: 0 in strides
 
     defp reducible?(%T{type: type, shape: shape}, operand, opts) do
       out = Storage.compute_type(type)
