@@ -40,6 +40,9 @@ defmodule NxCompilerBench do
   end
 
   def main(args) do
+    # Nx is an optional dependency: its application (and telemetry's) starts here
+    {:ok, _} = Application.ensure_all_started(:nx)
+
     {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, tag: :string, second_vm: :string])
 
     if device = opts[:second_vm] do

@@ -42,7 +42,9 @@ if Code.ensure_loaded?(Nx) do
     ## Compilation and the cache
 
     A function is compiled once per input shapes, types and options, when it is first called,
-    and kept for the VM's life: later calls run the compiled function. Each compilation emits the
+    and kept for the VM's life: later calls run the compiled function. (An anonymous function
+    made anew with other captured values is another function, as for every Nx compiler: prefer
+    passing such values as arguments.) Each compilation emits the
     telemetry event `[:accel, :nx, :compile]` with `%{duration: native_time}` and
     `%{regions: report, key: key}` (the regions as `report/3` lists them). Kernel texts are compiled
     once per device; the C++ compiler's and NVRTC's output is cached on disk (see `Accel.Kernel`),
