@@ -54,6 +54,49 @@ defmodule Accel.KernelCacheTest do
     assert File.read!(so <> ".sha256") == :crypto.hash(:sha256, rebuilt) |> Base.encode16(case: :lower)
   end
 
+  test "the cache is made private to the user", %{dir: dir} do
+    Accel.Kernel.Native.ensure_built(source(4))
+    assert Bitwise.band(File.stat!(dir).mode, 0o777) == 0o700
+  end
+
+  test "a cache other users may write into is refused, naming it", %{dir: dir} do
+    File.mkdir_p!(dir)
+    File.chmod!(dir, 0o777)
+    e = assert_raise Accel.Error, fn -> Accel.Kernel.Native.ensure_built(source(5)) end
+    assert e.reason == :unsafe_cache
+    assert e.message =~ "the kernel cache #{dir} is writable by other users (mode 777)"
+    # and so is a kernel run on :cpu
+    k = Accel.kernel(fn x -> x * 5 + 1 end)
+    assert_raise Accel.Error, ~r/writable by other users/, fn -> Accel.map([1, 2], k, backend: :cpu) end
+    File.chmod!(dir, 0o755)
+    assert Accel.map([1, 2], k, backend: :cpu) == [6, 11]
+  end
+
+  # chown needs root (as the CI machines run); elsewhere it is refused and the test checks nothing more
+  test "a cache another user owns is refused", %{dir: dir} do
+    File.mkdir_p!(dir)
+    File.chmod!(dir, 0o700)
+
+    case File.chown(dir, 65_534) do
+      :ok ->
+        e = assert_raise Accel.Error, fn -> Accel.Kernel.Native.ensure_built(source(6)) end
+        assert e.message =~ "the kernel cache #{dir} belongs to another user (uid 65534)"
+
+      {:error, :eperm} ->
+        :ok
+    end
+  end
+
+  test "a cached file another user could have written is rebuilt, not loaded" do
+    so = Accel.Kernel.Native.ensure_built(source(7))
+    File.chmod!(so, 0o666)
+    %{inode: planted} = File.stat!(so)
+    assert Accel.Kernel.Native.ensure_built(source(7)) == so
+    rebuilt = File.stat!(so)
+    assert rebuilt.inode != planted
+    assert Bitwise.band(rebuilt.mode, 0o022) == 0
+  end
+
   test "clear_cache/0 removes every compiled kernel", %{dir: dir} do
     Accel.Kernel.Native.ensure_built(source(3))
     assert Accel.Kernel.clear_cache() >= 2

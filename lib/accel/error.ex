@@ -10,6 +10,8 @@ defmodule Accel.Error do
     no_compiler:
       "`Accel.Kernel` found no C++ compiler for a CPU kernel, or no NVRTC for a CUDA one (see \"The kernel cache\")",
     load_failed: "a compiled CPU kernel could not be loaded; the message carries the loader's reason",
+    unsafe_cache:
+      "the kernel cache (or an application's precompiled kernels) is writable by, or belongs to, another user: Accel loads no code from it (the message names the directory)",
     cancelled: "the process that made the call exited, and the call was abandoned between chunks",
     thread_pool: "the OS would not start the CPU backend's threads (`config :accel, cpu_threads:`)",
     no_nodes: "`Accel.Cluster`: every node went down before the work was done",

@@ -68,7 +68,11 @@ defmodule Accel.Kernel do
   cache directory, `~/.cache/accel/kernels` on Linux; `ACCEL_KERNEL_CACHE` overrides it), named by
   a hash of the kernel's text, the compiler and its version, the flags and the architecture, written
   atomically and checked against a SHA-256 sum before loading. A second VM finds the kernel
-  compiled. `clear_cache/0` empties it. The compiler is `$ACCEL_CXX`, `$CXX`, or the first of `c++`,
+  compiled. `clear_cache/0` empties it. Its code runs inside the VM, so the cache is private:
+  Accel creates it with mode 0700 and refuses, with `Accel.Error` `:unsafe_cache` naming it, a
+  directory that another user owns or may write into (as ssh refuses such a key directory); a file
+  in it that another user could have written is rebuilt, not loaded. Precompiled kernels (below)
+  are held to the same rule. The compiler is `$ACCEL_CXX`, `$CXX`, or the first of `c++`,
   `g++`, `clang++` found; without one, CPU kernels raise `Accel.Error` `:no_compiler`.
 
   ## Precompiled kernels

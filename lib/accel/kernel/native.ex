@@ -11,7 +11,11 @@ defmodule Accel.Kernel.Native do
   #     stale code;
   #   * written atomically: compiled under a unique temporary name, checksummed, then renamed into
   #     place; a reader verifies the checksum and rebuilds a file that does not match it;
-  #   * shared by every VM on the machine; Accel.Kernel.clear_cache/0 empties it.
+  #   * shared by the user's VMs; Accel.Kernel.clear_cache/0 empties it;
+  #   * private: made with mode 0700, and refused (Accel.Error :unsafe_cache) where another user
+  #     owns it or may write into it, as ssh refuses such a key directory: a shared object found
+  #     there runs inside the VM. Files in it that another user could have written are rebuilt.
+  #     Precompiled kernels (an application's priv/accel_kernels) are held to the same rule.
   # The C++ compiler runs as an external program (a port): the calling process waits in `receive`,
   # holding no scheduler, normal or dirty. NVRTC runs in the NIF, on a dirty CPU scheduler.
 
@@ -38,14 +42,18 @@ defmodule Accel.Kernel.Native do
   """
   def precompile(source, dir) do
     {cc, _version} = compiler!()
-    cached(dir, precompiled_id(source), ".so", &compile(cc, source, &1))
+    # readable by the user a release runs as, writable by its builder only
+    cached(dir, precompiled_id(source), ".so", &compile(cc, source, &1), 0o755)
   end
 
   defp precompiled(_source, nil), do: nil
 
   defp precompiled(source, app) do
     with dir when is_list(dir) <- :code.priv_dir(app),
-         file = Path.join([List.to_string(dir), "accel_kernels", precompiled_id(source) <> ".so"]),
+         dir = Path.join(List.to_string(dir), "accel_kernels"),
+         true <- File.dir?(dir),
+         :ok <- safe!(dir, :directory),
+         file = Path.join(dir, precompiled_id(source) <> ".so"),
          true <- valid?(file),
          do: file,
          else: (_ -> nil)
@@ -131,20 +139,37 @@ defmodule Accel.Kernel.Native do
 
   # The cached file `id <> ext` in `dir`, made by `produce` (which writes the path it is given, or raises)
   # where the cache lacks a valid one.
-  defp cached(dir, id, ext, produce) do
+  defp cached(dir, id, ext, produce, mode \\ 0o700) do
+    private_dir!(dir, mode)
     file = Path.join(dir, id <> ext)
-    if valid?(file), do: file, else: store(dir, file, ext, produce)
+    if valid?(file), do: file, else: store(file, ext, produce)
   end
 
+  # A file is used when it and its checksum are plain files no other user could have written, and
+  # they agree.
   defp valid?(file) do
-    with {:ok, bytes} <- File.read(file), {:ok, sum} <- File.read(file <> ".sha256") do
+    with :ok <- safe_file(file),
+         :ok <- safe_file(file <> ".sha256"),
+         {:ok, bytes} <- File.read(file),
+         {:ok, sum} <- File.read(file <> ".sha256") do
       hash(bytes) == String.trim(sum)
     else
       _ -> false
     end
   end
 
-  defp store(dir, file, ext, produce) do
+  defp safe_file(file) do
+    case File.lstat(file) do
+      {:ok, %File.Stat{type: :regular} = stat} -> if trusted?(stat), do: :ok, else: :unsafe
+      _ -> :unsafe
+    end
+  end
+
+  # The cache directory, created with `mode` (private: 0700) where it is missing; refused where
+  # another user owns it or may write into it.
+  defp private_dir!(dir, mode \\ 0o700) do
+    existed = File.dir?(dir)
+
     case File.mkdir_p(dir) do
       :ok ->
         :ok
@@ -155,6 +180,59 @@ defmodule Accel.Kernel.Native do
           message: "cannot create the kernel cache #{dir}: #{:file.format_error(why)}"
     end
 
+    if not existed, do: File.chmod(dir, mode)
+    safe!(dir, :directory)
+  end
+
+  defp safe!(dir, type) do
+    case File.stat(dir) do
+      {:ok, %File.Stat{type: ^type} = stat} ->
+        if trusted?(stat),
+          do: :ok,
+          else: raise(Accel.Error, reason: :unsafe_cache, message: unsafe(dir, stat))
+
+      {:ok, %File.Stat{type: other}} ->
+        raise Accel.Error,
+          reason: :unsafe_cache,
+          message: "the kernel cache #{dir} is a #{other}, not a directory"
+
+      {:error, why} ->
+        raise Accel.Error,
+          reason: :build_failed,
+          message: "cannot read the kernel cache #{dir}: #{:file.format_error(why)}"
+    end
+  end
+
+  # Owned by this user (or root) and writable by no one else.
+  defp trusted?(%File.Stat{uid: uid, mode: mode}),
+    do: uid in [own_uid(), 0] and Bitwise.band(mode, 0o022) == 0
+
+  defp unsafe(dir, %File.Stat{uid: uid, mode: mode}) do
+    why =
+      if uid in [own_uid(), 0],
+        do: "is writable by other users (mode #{Integer.to_string(Bitwise.band(mode, 0o777), 8)})",
+        else: "belongs to another user (uid #{uid})"
+
+    "the kernel cache #{dir} #{why}: Accel loads compiled kernels from it into the VM, so it must be " <>
+      "private to you (chmod 700 #{dir}), or name another with config :accel, kernel_cache: or ACCEL_KERNEL_CACHE"
+  end
+
+  # This VM's user id: the owner of a file it creates (Erlang has no getuid).
+  defp own_uid do
+    remembered(:uid, fn ->
+      probe = Path.join(System.tmp_dir!(), "accel-uid-#{System.unique_integer([:positive])}-#{:os.getpid()}")
+
+      try do
+        File.write!(probe, "")
+        File.lstat!(probe).uid
+      after
+        File.rm(probe)
+      end
+    end)
+  end
+
+  defp store(file, ext, produce) do
+    dir = Path.dirname(file)
     tmp = Path.join(dir, "tmp-#{System.unique_integer([:positive])}-#{:os.getpid()}")
 
     try do
@@ -209,7 +287,8 @@ defmodule Accel.Kernel.Native do
         version = out |> String.split("\n") |> hd()
         tmp = file <> ".#{System.unique_integer([:positive])}"
 
-        with :ok <- File.mkdir_p(cache_dir()), :ok <- File.write(tmp, version), do: File.rename(tmp, file)
+        private_dir!(cache_dir())
+        with :ok <- File.write(tmp, version), do: File.rename(tmp, file)
 
         version
     end
