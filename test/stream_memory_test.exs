@@ -19,6 +19,28 @@ defmodule Accel.StreamMemoryTest do
     assert peak - before < 200_000_000, "memory grew by #{div(peak - before, 1_000_000)} MB"
   end
 
+  test "bounded memory over a 10^8-element stream whose first chunk stalls for a second" do
+    before = :erlang.memory(:total)
+    parent = self()
+    watcher = spawn_link(fn -> watch_memory(parent, before) end)
+
+    stalled = fn range ->
+      if range.first == 1, do: Process.sleep(1_000)
+      Accel.logistic_map(range, as: :binary)
+    end
+
+    count =
+      1..100_000_000
+      |> Accel.Stream.map_chunks(stalled, chunk_size: 1_000_000, emit: :chunks)
+      |> Enum.reduce(0, fn bin, acc -> acc + byte_size(bin) end)
+
+    send(watcher, :stop)
+    assert_receive {:peak, peak}, 5_000
+    assert count == 800_000_000
+    # nothing is read ahead of the stalled chunk beyond max_concurrency chunks
+    assert peak - before < 200_000_000, "memory grew by #{div(peak - before, 1_000_000)} MB"
+  end
+
   defp watch_memory(parent, peak) do
     receive do
       :stop -> send(parent, {:peak, max(peak, :erlang.memory(:total))})

@@ -7,9 +7,11 @@ defmodule Accel.Stream do
       |> Enum.each(&File.write!("out.bin", &1, [:append]))
 
   Elements are batched into chunks lazily, chunks are dispatched with bounded concurrency and
-  back-pressure (`Task.async_stream/3` underneath: a chunk is taken from the input only when there is
-  room for it), and results come out chunk by chunk, in order unless `ordered: false`. Memory stays
-  bounded by `max_concurrency` chunks however long the input, endless streams included.
+  back-pressure, and results come out chunk by chunk, in order unless `ordered: false`. A chunk is
+  taken from the input only when fewer than `max_concurrency` chunks are running or waiting to be
+  emitted, so memory stays bounded by `max_concurrency` chunks however long the input, endless
+  streams included, and however slow one chunk is (`Task.async_stream/3` keeps starting chunks
+  behind a slow first one when results are ordered, and holds their results).
 
   Ranges are split into sub-ranges and binaries into sub-binaries (both without copying or
   materialising anything); streams of binaries, such as a file's, into binaries of whole elements;
@@ -186,7 +188,8 @@ defmodule Accel.Stream do
 
   #{Accel.Options.docs(@map_options)}
 
-  `max_concurrency`, `ordered`, `timeout` and `on_timeout` behave as in `Task.async_stream/3`.
+  `ordered`, `timeout` and `on_timeout` behave as in `Task.async_stream/3`; `max_concurrency`
+  bounds the chunks running and the results waiting to be emitted together.
 
       iex> 1..10 |> Accel.Stream.map_chunks(&Accel.logistic_map(&1, p: 61), chunk_size: 3) |> Enum.to_list()
       Accel.logistic_map(1..10, p: 61)
@@ -208,10 +211,9 @@ defmodule Accel.Stream do
 
     enumerable
     |> chunks(Keyword.take(opts, [:chunk_size, :type]))
-    |> Task.async_stream(
+    |> Accel.Stream.Window.run(
       fun,
-      Keyword.take(opts, [:ordered, :timeout, :on_timeout]) ++
-        [max_concurrency: opts[:max_concurrency] || System.schedulers_online()]
+      Keyword.put(opts, :max_concurrency, opts[:max_concurrency] || System.schedulers_online())
     )
     |> emit(emit)
   end
