@@ -52,22 +52,35 @@ defmodule Accel.SchedulingTest do
   end
 
   # Iterations for a call long enough to prove something on this machine (16 cores finish 10
-  # iterations over 33M elements in 60 ms): doubled until the call takes 200 ms. The first call
-  # also maps its buffers' pages (twice as long here), which the measured call will not: not timed.
+  # iterations over 33M elements in 60 ms): doubled until the call takes 200 ms, each size judged
+  # by the faster of two calls (one slow call, the VM paused by its host, would stop the doubling
+  # too early). The first call also maps its buffers' pages, which the measured call will not: not
+  # timed.
   defp long_enough(call) do
     call.(1)
     long_enough(call, 10)
   end
 
   defp long_enough(call, iterations) do
-    {us, _} = :timer.tc(fn -> call.(iterations) end)
+    us = Enum.min(for _ <- 1..2, do: elem(:timer.tc(fn -> call.(iterations) end), 0))
     if us >= 200_000 or iterations >= 10_240, do: iterations, else: long_enough(call, iterations * 2)
   end
 
   test "a 33M-element binary call runs off the normal scheduler" do
     bin = Accel.logistic_map(1..@n, iterations: 0, as: :binary)
     iterations = long_enough(&Accel.logistic_map(bin, iterations: &1))
-    {call_ms, worst_ms} = worst_lateness_during(fn -> Accel.logistic_map(bin, iterations: iterations) end)
+
+    measure = fn iterations ->
+      worst_lateness_during(fn -> Accel.logistic_map(bin, iterations: iterations) end)
+    end
+
+    # a call that came out short all the same runs again, twice as long
+    {call_ms, worst_ms} =
+      case measure.(iterations) do
+        {ms, _} when ms <= 4 * @max_lateness_ms -> measure.(iterations * 2)
+        measured -> measured
+      end
+
     assert call_ms > 4 * @max_lateness_ms, "the call took #{call_ms} ms: too short to prove anything"
 
     assert worst_ms < @max_lateness_ms,
