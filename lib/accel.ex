@@ -208,7 +208,7 @@ defmodule Accel do
   end
 
   defp plan_devices!(opts) do
-    {devices, rest} = Keyword.pop(opts, :devices)
+    {devices, rest} = opts |> Accel.Options.keyword!("Accel.plan/3") |> Keyword.pop(:devices)
 
     if devices != nil and not device_list?(devices) do
       raise ArgumentError,

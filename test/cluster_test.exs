@@ -57,9 +57,26 @@ defmodule Accel.ClusterTest do
     {peer, node} = ClusterHelper.start_peer!()
     :peer.stop(peer)
 
-    assert_raise Accel.Error, "every node went down before the work was done", fn ->
+    assert_raise Accel.Error, "every node was lost before the work was done: #{node} went down", fn ->
       Accel.Cluster.map_chunks([node], 1..10, &Accel.logistic_map/1) |> Enum.to_list()
     end
+  end
+
+  test "a node whose calls time out is lost, and the message says so" do
+    slow = {Enum, :each, [&Process.sleep/1]}
+
+    assert_raise Accel.Error,
+                 "every node was lost before the work was done: #{node()} timed out (timeout: 20 ms) on a chunk",
+                 fn ->
+                   # the chunk [1000] sleeps 1000 ms: longer than the timeout
+                   Accel.Cluster.map_chunks([node()], [1000], slow, timeout: 20) |> Enum.to_list()
+                 end
+
+    assert_raise ArgumentError,
+                 ~r/option :timeout must be a number of milliseconds of at least 1, or :infinity, got: 0/,
+                 fn ->
+                   Accel.Cluster.map_chunks([node()], 1..3, &Accel.logistic_map/1, timeout: 0)
+                 end
   end
 
   test "argument errors" do

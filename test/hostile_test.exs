@@ -163,7 +163,7 @@ defmodule Accel.HostileTest do
        ~r/await\/2 expects a timeout/},
       {"Cluster with timeout: :soon",
        fn -> Accel.Cluster.map_chunks([node()], 1..3, & &1, timeout: :soon) end, ArgumentError,
-       ~r/option :timeout must be a non-negative number of milliseconds or :infinity, got: :soon/},
+       ~r/option :timeout must be a number of milliseconds of at least 1, or :infinity, got: :soon/},
       {"async of an atom", fn -> Accel.async(:x) end, ArgumentError, ~r/async\/1 expects a function/},
       {"async of a 1-arity function", fn -> Accel.async(fn x -> x end) end, ArgumentError,
        ~r/async\/1 expects a function/},

@@ -223,4 +223,51 @@ defmodule Accel.ReviewClassesTest do
       end
     end
   end
+
+  describe "options and inputs, one style of message everywhere (second review)" do
+    test "an improper list of options is an ArgumentError naming the function" do
+      require Accel
+      k = Accel.kernel(fn x -> x + 1 end)
+      t = T.from_list([1, 2])
+
+      for {function, call} <- [
+            {"Accel.logistic_map/2", fn o -> Accel.logistic_map(1..3, o) end},
+            {"Accel.map/3", fn o -> Accel.map([1], k, o) end},
+            {"Accel.plan/3", fn o -> Accel.plan(1..3, :logistic_map, o) end},
+            {"Accel.Tensor.from_list/2", fn o -> T.from_list([1], o) end},
+            {"Accel.Tensor.sum/2", fn o -> T.sum(t, o) end},
+            {"Accel.Stream.chunks/2", fn o -> Accel.Stream.chunks(1..3, o) end},
+            {"Accel.Stream.map_chunks/3", fn o -> Accel.Stream.map_chunks(1..3, & &1, o) end},
+            {"Accel.Dispatch.run/5",
+             fn o -> Accel.Dispatch.run([1], [:w], fn _, c -> c end, fn _ -> 1 end, o) end}
+          ] do
+        message = "#{function} expects options as a keyword list, got: [{:a, 1} | :tail]"
+        assert_raise ArgumentError, message, fn -> call.([{:a, 1} | :tail]) end
+      end
+    end
+
+    test "Accel.Stream.chunks of an improper list or a range of step 0" do
+      assert_raise ArgumentError, "expected a proper list, got an improper one: [1, 2 | 3]", fn ->
+        Accel.Stream.chunks([1, 2 | 3], chunk_size: 1) |> Enum.to_list()
+      end
+
+      assert_raise ArgumentError, "expected a range with a non-zero step, got: 1..3//0", fn ->
+        Accel.Stream.chunks(%Range{first: 1, last: 3, step: 0}, chunk_size: 1) |> Enum.to_list()
+      end
+    end
+
+    test "a 0-d tensor's axes" do
+      scalar = T.from_binary(<<5::signed-native-64>>, :s64, {})
+
+      assert_raise ArgumentError, "a 0-d tensor (shape {}) has no axes, got axis: 0", fn ->
+        T.sum(scalar, axes: [0])
+      end
+    end
+
+    test "a forged device is refused by the logistic map" do
+      assert_raise ArgumentError, ~r/no :cpu device 99: the backend has/, fn ->
+        Accel.logistic_map(1..3, device: %Accel.Device{backend: :cpu, id: 99})
+      end
+    end
+  end
 end

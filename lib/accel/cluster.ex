@@ -26,7 +26,7 @@ defmodule Accel.Cluster do
       doc: "chunks dispatched together before their results are emitted"
     ],
     timeout: [
-      rule: :timeout,
+      rule: {:timeout, 1},
       default: :infinity,
       doc:
         "per chunk and call, in milliseconds or `:infinity`; a node whose call times out is " <>
@@ -86,10 +86,11 @@ defmodule Accel.Cluster do
   # Dispatches a batch of {chunk, index} over the alive nodes, one chunk in flight per node; a chunk
   # whose node goes down is queued again. Returns results in index order and the nodes still alive.
   defp run_batch(batch, alive, fun, timeout) do
-    loop(:queue.from_list(batch), alive, %{}, %{}, fun, timeout)
+    loop(:queue.from_list(batch), alive, %{}, %{}, {fun, timeout, []})
   end
 
-  defp loop(queue, alive, busy, done, fun, timeout) do
+  # lost: [{node, why}] of the nodes lost in this batch, for the message when none is left.
+  defp loop(queue, alive, busy, done, {fun, timeout, lost} = call) do
     {queue, busy} = fill(queue, alive -- Map.values(busy), busy, fun, timeout)
 
     cond do
@@ -97,24 +98,30 @@ defmodule Accel.Cluster do
         {done |> Enum.sort() |> Enum.map(&elem(&1, 1)), alive}
 
       map_size(busy) == 0 ->
-        raise Accel.Error, reason: :no_nodes, message: "every node went down before the work was done"
+        raise Accel.Error,
+          reason: :no_nodes,
+          message:
+            "every node was lost before the work was done: " <>
+              Enum.map_join(Enum.reverse(lost), "; ", fn {node, why} -> "#{node} #{why}" end)
 
       true ->
         receive do
           {ref, {:ok, index, result}} when is_map_key(busy, ref) ->
             Process.demonitor(ref, [:flush])
-            loop(queue, alive, Map.delete(busy, ref), Map.put(done, index, result), fun, timeout)
+            loop(queue, alive, Map.delete(busy, ref), Map.put(done, index, result), call)
 
-          {ref, {:node_down, node, item}} when is_map_key(busy, ref) ->
+          {ref, {:node_down, node, item, reason}} when is_map_key(busy, ref) ->
             Process.demonitor(ref, [:flush])
+
+            why =
+              if reason == :timeout, do: "timed out (timeout: #{timeout} ms) on a chunk", else: "went down"
 
             loop(
               :queue.in_r(item, queue),
               List.delete(alive, node),
               Map.delete(busy, ref),
               done,
-              fun,
-              timeout
+              {fun, timeout, [{node, why} | lost]}
             )
 
           {:DOWN, ref, :process, _pid, reason} when is_map_key(busy, ref) ->
@@ -136,7 +143,8 @@ defmodule Accel.Cluster do
             try do
               {:ok, index, :erpc.call(node, __MODULE__, :run_chunk, [fun, chunk], timeout)}
             catch
-              :error, {:erpc, reason} when reason in [:noconnection, :timeout] -> {:node_down, node, item}
+              :error, {:erpc, reason} when reason in [:noconnection, :timeout] ->
+                {:node_down, node, item, reason}
             end
           end)
 

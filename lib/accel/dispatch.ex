@@ -53,7 +53,7 @@ defmodule Accel.Dispatch do
       end
 
     # owned: true gives chunk i (i < length(workers)) to worker i, before any is pulled
-    owned = Keyword.get(opts, :owned, false)
+    owned = opts |> Accel.Options.keyword!("Accel.Dispatch.run/5") |> Keyword.get(:owned, false)
     next = :atomics.new(1, [])
     if owned, do: :atomics.put(next, 1, min(length(workers), elem(source, 0)))
     # Set by the first worker whose chunk raised: the others stop pulling.

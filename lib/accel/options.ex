@@ -6,8 +6,8 @@ defmodule Accel.Options do
   # the "## Options" list of the function's @doc, so the docs cannot drift from the checks.
   #
   # Rules: :integer (signed 64-bit), {:integer, min, max | nil}, :boolean, {:in, values},
-  # :timeout (milliseconds or :infinity), {:custom, module, function, expected} (function(value)
-  # returns true when valid). nil is accepted wherever the default is nil ("not given"); a default
+  # :timeout (milliseconds or :infinity), {:timeout, min} (at least min milliseconds, or
+  # :infinity), {:custom, module, function, expected} (function(value) returns true when valid). nil is accepted wherever the default is nil ("not given"); a default
   # computed when the function runs is nil in the schema, described by `default_doc:`.
   #
   # One rule for duplicated options, everywhere: an option given twice is an error. Keyword.get/2
@@ -18,9 +18,7 @@ defmodule Accel.Options do
   @doc false
   @spec validate!(term(), schema(), String.t()) :: keyword()
   def validate!(opts, schema, function) do
-    unless is_list(opts) and Enum.all?(opts, &match?({key, _} when is_atom(key), &1)) do
-      raise ArgumentError, "#{function} expects options as a keyword list, got: #{inspect(opts, limit: 5)}"
-    end
+    keyword!(opts, function)
 
     Enum.reduce(opts, MapSet.new(), fn {key, value}, seen ->
       spec = Keyword.get(schema, key)
@@ -48,6 +46,21 @@ defmodule Accel.Options do
     for {key, spec} <- schema, do: {key, Keyword.get(opts, key, spec[:default])}
   end
 
+  @doc "Raises ArgumentError naming `function` unless `opts` is a keyword list (a proper one)."
+  def keyword!(opts, function) do
+    unless keyword?(opts) do
+      raise ArgumentError, "#{function} expects options as a keyword list, got: #{inspect(opts, limit: 5)}"
+    end
+
+    opts
+  end
+
+  # A proper list of {atom, value} pairs (Enum.all?/2 would raise FunctionClauseError on an
+  # improper list's tail).
+  defp keyword?([]), do: true
+  defp keyword?([{key, _} | rest]) when is_atom(key), do: keyword?(rest)
+  defp keyword?(_), do: false
+
   @doc false
   @spec docs(schema()) :: String.t()
   def docs(schema) do
@@ -69,6 +82,7 @@ defmodule Accel.Options do
   def valid?(:boolean, v), do: is_boolean(v)
   def valid?({:in, values}, v), do: v in values
   def valid?(:timeout, v), do: v == :infinity or (is_integer(v) and v >= 0)
+  def valid?({:timeout, min}, v), do: v == :infinity or (is_integer(v) and v >= min)
   def valid?({:custom, m, f, _expected}, v), do: apply(m, f, [v])
 
   @doc false
@@ -87,5 +101,6 @@ defmodule Accel.Options do
   def expected(:boolean), do: "true or false"
   def expected({:in, values}), do: "one of " <> Enum.map_join(values, ", ", &inspect/1)
   def expected(:timeout), do: "a non-negative number of milliseconds or :infinity"
+  def expected({:timeout, min}), do: "a number of milliseconds of at least #{min}, or :infinity"
   def expected({:custom, _m, _f, expected}), do: expected
 end

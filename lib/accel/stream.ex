@@ -91,6 +91,9 @@ defmodule Accel.Stream do
     do_chunks(input, opts[:chunk_size], @widths[opts[:type]], opts[:type])
   end
 
+  defp do_chunks(%Range{step: 0} = range, _size, _width, _type),
+    do: raise(ArgumentError, "expected a range with a non-zero step, got: #{inspect(range)}")
+
   defp do_chunks(%Range{first: first, step: step} = range, size, _width, _type) do
     count = Range.size(range)
 
@@ -116,6 +119,10 @@ defmodule Accel.Stream do
   end
 
   defp do_chunks(enumerable, size, width, type) do
+    if is_list(enumerable) and not proper_list?(enumerable) do
+      raise ArgumentError, "expected a proper list, got an improper one: #{inspect(enumerable, limit: 5)}"
+    end
+
     if Enumerable.impl_for(enumerable) == nil do
       raise ArgumentError, "expected an enumerable or a binary, got: #{inspect(enumerable, limit: 5)}"
     end
@@ -155,6 +162,10 @@ defmodule Accel.Stream do
       fn _ -> :ok end
     )
   end
+
+  defp proper_list?([_ | rest]), do: proper_list?(rest)
+  defp proper_list?([]), do: true
+  defp proper_list?(_tail), do: false
 
   defp list_piece(x, acc, n, size) when n + 1 == size, do: {[Enum.reverse([x | acc])], {:list, [], 0}}
   defp list_piece(x, acc, n, _size), do: {[], {:list, [x | acc], n + 1}}

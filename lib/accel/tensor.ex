@@ -553,6 +553,9 @@ defmodule Accel.Tensor do
   defp axis!(axis, shape) when is_integer(axis) and axis >= -tuple_size(shape) and axis < tuple_size(shape),
     do: if(axis < 0, do: axis + tuple_size(shape), else: axis)
 
+  defp axis!(other, {}),
+    do: raise(ArgumentError, "a 0-d tensor (shape {}) has no axes, got axis: #{inspect(other)}")
+
   defp axis!(other, shape) do
     rank = tuple_size(shape)
 
