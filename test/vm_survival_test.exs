@@ -18,6 +18,24 @@ defmodule Accel.VmSurvivalTest do
              {:ok, {Enum.to_list(0..9), [45, 46, 47], [28, 25, 37]}}
   end
 
+  for backend <- [:cpu, :opencl] do
+    @tag opencl: backend == :opencl
+    test "results of 2^31 to 2^62 bytes are made or refused on #{backend}, never the VM's end" do
+      assert {:ok, outcomes} = ChildVM.run([], {ChildVM, :oversized_results, [unquote(backend)]}, 600_000)
+
+      for {name, bits, outcome} <- outcomes do
+        assert outcome == :made or match?({:refused, :out_of_memory}, outcome) or
+                 match?({:argument_error, _}, outcome),
+               "#{name} of 2^#{bits} bytes: #{inspect(outcome)}"
+      end
+
+      # beyond any machine's memory, each path refuses
+      for {name, bits, outcome} <- outcomes, bits >= 44 do
+        assert outcome != :made, "#{name} of 2^#{bits} bytes was made"
+      end
+    end
+  end
+
   test "cpu_threads out of range stops the NIF loading, with the key named; the VM lives on" do
     assert {:ok, {{:error, :on_load_failure}, {:error, message}}} =
              ChildVM.run([cpu_threads: 100_000], {ChildVM, :try_load, []})

@@ -573,9 +573,22 @@ defmodule Accel.Tensor do
   def axes_option?(axes), do: is_list(axes) and Enum.all?(axes, &is_integer/1)
 
   # A tensor of `shape`, all zeros (or no element at all), of `like`'s type and on its device.
+  # Zeros made on the device (one zero repeated by a stride-0 view): a host binary of the whole
+  # shape could be larger than the VM can allocate, and the VM's allocator aborts where it cannot
+  # serve; the device refuses such a size with Accel.Error :out_of_memory instead.
   defp zeros(shape, %__MODULE__{type: type, device: {backend, index}}) do
-    bytes = :binary.copy(<<0>>, count!(shape) * byte_width(type))
-    new(shape, type, fn ref -> NIF.tensor_upload(bytes, type, backend, index, ref) end)
+    zero =
+      new({}, type, fn ref ->
+        NIF.tensor_upload(:binary.copy(<<0>>, byte_width(type)), type, backend, index, ref)
+      end)
+
+    dims = Tuple.to_list(shape)
+
+    try do
+      new(shape, type, fn ref -> NIF.tensor_view(zero.ref, dims, Enum.map(dims, fn _ -> 0 end), 0, ref) end)
+    after
+      free(zero)
+    end
   end
 
   # An intermediate result is freed as soon as the next one exists: mean/2 and dot/2 would

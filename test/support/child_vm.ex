@@ -85,4 +85,51 @@ defmodule Accel.Test.ChildVM do
 
   # Whether Accel.NIF loads with this VM's settings; the VM answering at all shows it survived.
   def try_load(key \\ :cpu_threads), do: {Code.ensure_loaded(Accel.NIF), Accel.Config.fetch(key)}
+
+  # Results whose size comes from the caller, from 2^31 to 2^62 bytes, on every path that makes
+  # one, in this (child) VM: each either works (where the machine holds it) or raises; the VM
+  # answering at all shows it survived. Returns [{case, bytes, outcome}].
+  def oversized_results(backend) do
+    require Accel
+    kernel = Accel.kernel(fn x -> x + 1 end)
+
+    cases = [
+      {"Accel.Tensor.matmul of empty factors",
+       fn elems ->
+         side = isqrt(elems)
+         a = Accel.Tensor.from_binary(<<>>, :f64, {side, 0}, backend: backend)
+         b = Accel.Tensor.from_binary(<<>>, :f64, {0, side}, backend: backend)
+         Accel.Tensor.matmul(a, b)
+       end},
+      {"Accel.Tensor.iota", fn elems -> Accel.Tensor.iota({elems}, type: :f64, backend: backend) end},
+      {"Accel.logistic_map(range, as: :binary)",
+       fn elems -> Accel.logistic_map(1..elems, as: :binary, backend: backend) end},
+      {"Accel.logistic_map(range, as: :list)",
+       fn elems -> Accel.logistic_map(1..elems, backend: backend) end},
+      {"Accel.map(range, kernel, as: :binary)",
+       fn elems -> Accel.map(1..elems, kernel, backend: backend, as: :binary) end},
+      {"Accel.map(range, kernel, as: :tensor)",
+       fn elems -> Accel.map(1..elems, kernel, backend: backend, as: :tensor) end},
+      {"Accel.Crossing.zeros_list", fn elems -> Accel.Crossing.zeros_list(elems) end}
+    ]
+
+    for {name, make} <- cases, bits <- [31, 36, 44, 50, 56, 62] do
+      bytes = Bitwise.bsl(1, bits)
+
+      outcome =
+        try do
+          result = make.(div(bytes, 8))
+          if is_struct(result, Accel.Tensor), do: Accel.Tensor.free(result)
+          :made
+        rescue
+          e in Accel.Error -> {:refused, e.reason}
+          e in ArgumentError -> {:argument_error, Exception.message(e)}
+        end
+
+      :erlang.garbage_collect()
+      {name, bits, outcome}
+    end
+  end
+
+  defp isqrt(n), do: n |> :math.sqrt() |> trunc()
 end
