@@ -62,6 +62,33 @@ defmodule Accel.LoadTest do
     assert settle() == baseline
   end
 
+  test "callers killed in the middle of a user kernel's endless loop free their cores within 100 ms" do
+    require Accel
+
+    k =
+      Accel.kernel(fn x ->
+        Enum.reduce(1..10_000_000_000_000, x, fn i, a -> rem(a * 31 + i, 1_000_003) end)
+      end)
+
+    # compiled before the clock starts
+    Accel.Kernel.Native.library(
+      Accel.Kernel.Map.compiled(k, [:s64]).key,
+      Accel.Kernel.Map.compiled(k, [:s64]).source
+    )
+
+    dirty = :erlang.system_info(:dirty_cpu_schedulers)
+    victims = for _ <- 1..dirty, do: spawn(fn -> Accel.map(Enum.to_list(1..64), k, backend: :cpu) end)
+    Process.sleep(300)
+    Enum.each(victims, &Process.exit(&1, :kill))
+    killed = System.monotonic_time(:millisecond)
+    # a kernel call takes a dirty CPU scheduler: it runs once the endless ones have stopped
+    small = Accel.kernel(fn x -> x * 2 end)
+    task = Task.async(fn -> Accel.map([1, 2, 3], small, backend: :cpu) end)
+    assert {:ok, [2, 4, 6]} = Task.yield(task, 30_000), "the endless loops still hold the schedulers"
+    # (timer and scheduling noise on a shared VM are in this figure)
+    assert System.monotonic_time(:millisecond) - killed < 1_000
+  end
+
   @tag :opencl
   test "callers killed in the middle of OpenCL calls" do
     baseline = settle()

@@ -16,13 +16,20 @@ namespace accel {
 class Cancellation {
  public:
   Cancellation() = default;
-  explicit Cancellation(std::function<bool()> owner_alive)
-      : owner_alive_(std::move(owner_alive)), owner_(std::this_thread::get_id()) {}
+  // `owner_alive` is asked on the owner's thread only; `alive_anywhere`, where given, on every
+  // other thread (a check that needs no process environment), so that a worker stuck in one long
+  // element notices on its own.
+  explicit Cancellation(std::function<bool()> owner_alive, std::function<bool()> alive_anywhere = {})
+      : owner_alive_(std::move(owner_alive)),
+        alive_anywhere_(std::move(alive_anywhere)),
+        owner_(std::this_thread::get_id()) {}
 
-  // Cheap on every thread; the owner also re-checks liveness.
+  // Cheap on every thread; the owner, and other threads where they can, also re-check liveness.
   bool cancelled() const {
     if (flag_.load(std::memory_order_relaxed)) return true;
-    if (owner_alive_ && std::this_thread::get_id() == owner_ && !owner_alive_()) flag_.store(true, std::memory_order_relaxed);
+    const bool owner = std::this_thread::get_id() == owner_;
+    if (owner && owner_alive_ && !owner_alive_()) flag_.store(true, std::memory_order_relaxed);
+    if (!owner && alive_anywhere_ && !alive_anywhere_()) flag_.store(true, std::memory_order_relaxed);
     return flag_.load(std::memory_order_relaxed);
   }
 
@@ -34,6 +41,7 @@ class Cancellation {
 
  private:
   std::function<bool()> owner_alive_;
+  std::function<bool()> alive_anywhere_;
   std::thread::id owner_;
   mutable std::atomic<bool> flag_{false};
 };

@@ -18,7 +18,8 @@
 namespace accel {
 
 // The CPU entry point every generated text defines for host C++ (extern "C" accel_user): runs
-// elements [begin, end) with buffers[k] and the 8-byte scalar slots.
+// elements [begin, end) with buffers[k] and the 8-byte scalar slots. After the last buffer the CPU
+// backend passes its stop poll (accel_stop in kernels/user.h, or null), which loops ask.
 using HostKernelEntry = void (*)(void* const* buffers, const uint64_t* scalars, uint64_t begin, uint64_t end);
 
 struct SourceKernel {

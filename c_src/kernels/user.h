@@ -24,10 +24,12 @@
 #define ACCEL_USER_FLAG(flag) (*(flag) = 1)
 #define ACCEL_USER_ELEMENT ACCEL_FN
 #define accel_f64_of(bits) as_double((ulong)(bits))
+#define ACCEL_STOPPED() 0
 #elif defined(__CUDACC__)
 #define ACCEL_GLOBAL
 #define ACCEL_USER_FLAG(flag) (*(flag) = 1)
 #define ACCEL_USER_ELEMENT ACCEL_FN
+#define ACCEL_STOPPED() 0
 ACCEL_UFN double accel_f64_of(accel_u64 b) {
   union { accel_u64 u; double f; } v;
   v.u = b;
@@ -36,6 +38,16 @@ ACCEL_UFN double accel_f64_of(accel_u64 b) {
 #else
 #define ACCEL_GLOBAL
 #define ACCEL_USER_FLAG(flag) __atomic_store_n((flag), 1, __ATOMIC_RELAXED) /* threads may race */
+/* Whether the call was abandoned (its caller exited): loops ask every 2^16 iterations, so that no
+ * element holds a core after its caller is gone (a device kernel cannot be stopped this way; on
+ * the host it can). The CPU backend passes its poll after the last buffer (core/source_kernel.hpp);
+ * the entry point keeps it for its thread. */
+typedef struct accel_stop {
+  int (*poll)(const void* ctx);
+  const void* ctx;
+} accel_stop;
+static __thread const accel_stop* accel_stop_now = 0;
+#define ACCEL_STOPPED() (accel_stop_now != 0 && accel_stop_now->poll(accel_stop_now->ctx))
 /* The host runs ACCEL_LANES elements in lockstep (enough independent vectors to hide each
  * operation's latency), each run of statements a loop over the lanes, and builds its entry point
  * for the x86-64 levels too, picked at load time by the CPU it finds (GCC's target_clones): 4- and

@@ -93,7 +93,12 @@ Cancellation caller_cancellation(ErlNifEnv* env) {
     ErlNifPid caller = *t_job_caller;
     return Cancellation([caller]() mutable { return enif_is_process_alive(nullptr, &caller) != 0; });
   }
-  return Cancellation([env] { return enif_is_current_process_alive(env) != 0; });
+  // The calling process's own check on its thread; the pool's threads ask by its pid (with no
+  // environment, as threads the VM did not create must).
+  ErlNifPid self;
+  if (enif_self(env, &self) == nullptr) return Cancellation([env] { return enif_is_current_process_alive(env) != 0; });
+  return Cancellation([env] { return enif_is_current_process_alive(env) != 0; },
+                      [self]() mutable { return enif_is_process_alive(nullptr, &self) != 0; });
 }
 
 void Runtime::check_device(Backend& backend, int64_t device) {

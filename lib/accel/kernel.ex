@@ -56,6 +56,14 @@ defmodule Accel.Kernel do
     * `:f32` inputs are widened to doubles and a float result is rounded to `:f32` once when the
       inputs are `:f32` (IEEE single precision at the store, not after every operation).
 
+  ## A caller that exits
+
+  A kernel call runs on Accel's threads, not the caller's. When the caller exits (killed, or timed
+  out by a `Task`), the call is abandoned: on `:cpu` between blocks of elements and inside every
+  loop (each asks every 2^16 iterations, at a cost below 1% measured in
+  `bench/results/kernel_stop_cost.md`), so even an endless loop frees its cores within
+  milliseconds; on a device, a launch runs to its end (a device kernel cannot be interrupted).
+
   ## Inputs and outputs
 
   See `Accel.map/3`: ranges, lists, binaries (`:s64` unless `type:` says otherwise) and tensors;

@@ -164,10 +164,19 @@ void CpuBackend::launch_source(const SourceKernel& kernel, int device, uint64_t 
   if (kernel.host == nullptr) throw std::logic_error("a source kernel reached the CPU backend without its compiled entry");
   std::vector<void*> b;
   for (const DeviceBuffer* buffer : buffers) b.push_back(data<unsigned char>(*buffer));
+  // After the buffers, the poll a generated kernel's loops ask (ACCEL_STOPPED, kernels/user.h):
+  // an element whose loop would run for hours stops once its caller is gone.
+  struct Stop {
+    int (*poll)(const void*);
+    const void* ctx;
+  } stop{[](const void* c) { return static_cast<const Cancellation*>(c)->cancelled() ? 1 : 0; }, cancel};
+  b.push_back(cancel != nullptr ? static_cast<void*>(&stop) : nullptr);
   pool_.parallel_for(static_cast<size_t>(n), size_t{1} << 14, [&](size_t begin, size_t end) {
     if (cancel != nullptr) cancel->throw_if_cancelled();
     kernel.host(b.data(), scalars.data(), begin, end);
   });
+  // an element stopped in its loop returned no value: the call is abandoned, not finished
+  if (cancel != nullptr) cancel->throw_if_cancelled();
 }
 
 void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,

@@ -317,6 +317,7 @@ defmodule Accel.Kernel.Compiler do
     #else
     extern "C" ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
     #{buffers |> Enum.with_index() |> Enum.map_join("\n", fn {{t, n}, k} -> "  #{t} #{n} = (#{t})b[#{k}];" end)}
+      accel_stop_now = (const accel_stop*)b[#{length(buffers)}];
     #{scalars |> Enum.with_index() |> Enum.map_join("\n", fn {n, k} -> "  const accel_u64 #{n} = s[#{k}];" end)}
       int any = 0;
       accel_u64 i = begin;
@@ -731,6 +732,8 @@ defmodule Accel.Kernel.Compiler do
         |> emit_loop_body(first_lines, acc_ref, first_v, acc_v)
         |> emit("  }")
         |> emit("  for (accel_u64 #{last}k = 1; #{last}k <= #{last}; ++#{last}k) {")
+        # an abandoned call stops here (host only; see ACCEL_STOPPED in kernels/user.h)
+        |> emit("    if ((#{last}k & 0xFFFFUL) == 0 && ACCEL_STOPPED()) { bad = 1; break; }")
         |> emit("    const accel_i64 #{i} = (accel_i64)((accel_u64)#{fc} + #{last}k * (accel_u64)#{sc});")
         |> emit_loop_body(later_lines, acc_ref, later_v, acc_v)
         |> emit("  }")
