@@ -302,6 +302,9 @@ defmodule Accel do
   ## Options
 
   #{Accel.Options.docs(Accel.Kernel.Map.options())}
+    * `:timeout` - milliseconds, or `:infinity` (the default): a call that runs longer is abandoned
+      (its work stops as a killed caller's does) and raises `Accel.Error` `:timeout`. The call then
+      runs in a process of its own, and a list result is copied from it.
 
   ## Examples
 
@@ -322,11 +325,23 @@ defmodule Accel do
   """
   @spec map(term(), Accel.Kernel.t() | Accel.Kernel.Source.t() | atom(), keyword()) ::
           list() | binary() | Accel.Tensor.t()
-  def map(input, kernel, opts \\ [])
-  def map(input, %Accel.Kernel{} = kernel, opts), do: Accel.Kernel.Map.run(input, kernel, opts)
-  def map(input, %Accel.Kernel.Source{} = kernel, opts), do: Accel.Kernel.Source.run(input, kernel, opts)
+  def map(input, kernel, opts \\ []) do
+    {timeout, opts} = opts |> Accel.Options.keyword!("Accel.map/3") |> Keyword.pop(:timeout, :infinity)
 
-  def map(input, op, opts) do
+    if not Accel.Options.valid?({:timeout, 1}, timeout),
+      do:
+        raise(
+          ArgumentError,
+          "option :timeout must be #{Accel.Options.expected({:timeout, 1})}, got: #{inspect(timeout)}"
+        )
+
+    within(timeout, fn -> run_map(input, kernel, opts) end)
+  end
+
+  defp run_map(input, %Accel.Kernel{} = kernel, opts), do: Accel.Kernel.Map.run(input, kernel, opts)
+  defp run_map(input, %Accel.Kernel.Source{} = kernel, opts), do: Accel.Kernel.Source.run(input, kernel, opts)
+
+  defp run_map(input, op, opts) do
     operation!(
       op,
       "map/3 expects a kernel from Accel.kernel/1, Accel.Kernel.opencl/3 or Accel.Kernel.cuda/3, " <>
@@ -334,6 +349,49 @@ defmodule Accel do
     )
 
     Accel.Tensor.Offload.run(input, op, opts)
+  end
+
+  # `fun` in a process of its own, abandoned (killed: its device work stops as a dead caller's does)
+  # when it runs past `timeout` milliseconds; its exceptions are raised here.
+  defp within(:infinity, fun), do: fun.()
+
+  defp within(timeout, fun) do
+    parent = self()
+
+    # linked: a caller that exits takes the call with it
+    pid =
+      spawn_link(fn ->
+        result =
+          try do
+            {:ok, fun.()}
+          rescue
+            e -> {:raise, e, __STACKTRACE__}
+          end
+
+        send(parent, {self(), result})
+      end)
+
+    receive do
+      {^pid, {:ok, result}} ->
+        result
+
+      {^pid, {:raise, e, stacktrace}} ->
+        reraise e, stacktrace
+    after
+      timeout ->
+        Process.unlink(pid)
+        Process.exit(pid, :kill)
+        # a result sent just before the kill
+        receive do
+          {^pid, _} -> :ok
+        after
+          0 -> :ok
+        end
+
+        raise Accel.Error,
+          reason: :timeout,
+          message: "Accel.map/3 ran past its timeout of #{timeout} ms and was abandoned"
+    end
   end
 
   # `op` names an operation of Accel.Tensor's registry, else ArgumentError: `expects`, the names.

@@ -89,6 +89,38 @@ defmodule Accel.LoadTest do
     assert System.monotonic_time(:millisecond) - killed < 1_000
   end
 
+  test "Accel.map with timeout: abandons a call that runs too long, and raises Accel.Error :timeout" do
+    require Accel
+
+    endless =
+      Accel.kernel(fn x ->
+        Enum.reduce(1..10_000_000_000_000, x, fn i, a -> rem(a * 31 + i, 1_000_003) end)
+      end)
+
+    Accel.Kernel.source(endless)
+    compiled = Accel.Kernel.Map.compiled(endless, [:s64])
+    Accel.Kernel.Native.library(compiled.key, compiled.source)
+
+    started = System.monotonic_time(:millisecond)
+    e = assert_raise Accel.Error, fn -> Accel.map([1, 2], endless, backend: :cpu, timeout: 200) end
+    assert e.reason == :timeout
+    assert e.message == "Accel.map/3 ran past its timeout of 200 ms and was abandoned"
+    assert System.monotonic_time(:millisecond) - started < 2_000
+
+    # the abandoned call freed its scheduler and cores; results and exceptions come through
+    assert Accel.map([1, 2], Accel.kernel(fn x -> x + 1 end), backend: :cpu, timeout: 5_000) == [2, 3]
+
+    assert_raise ArithmeticError, fn ->
+      Accel.map([1], Accel.kernel(fn x -> div(x, 0) end), backend: :cpu, timeout: 5_000)
+    end
+
+    assert_raise ArgumentError,
+                 "option :timeout must be a number of milliseconds of at least 1, or :infinity, got: 0",
+                 fn ->
+                   Accel.map([1], :add, timeout: 0)
+                 end
+  end
+
   @tag :opencl
   test "callers killed in the middle of OpenCL calls" do
     baseline = settle()

@@ -13,6 +13,7 @@ defmodule Accel.Error do
     unsafe_cache:
       "the kernel cache (or an application's precompiled kernels) is writable by, or belongs to, another user: Accel loads no code from it (the message names the directory)",
     cancelled: "the process that made the call exited, and the call was abandoned between chunks",
+    timeout: "a call ran past its `timeout:` option (`Accel.map/3`) and was abandoned",
     thread_pool: "the OS would not start the CPU backend's threads (`config :accel, cpu_threads:`)",
     no_nodes: "`Accel.Cluster`: every node went down before the work was done",
     internal: "a bug in Accel: please report it with the message"
