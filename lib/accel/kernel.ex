@@ -254,7 +254,8 @@ defmodule Accel.Kernel do
 
   @doc """
   An expert kernel written in OpenCL C, for what the Elixir subset cannot say; run it with
-  `Accel.map/3` on `:opencl` (see `Accel.Kernel.Source` for its parameters and launch).
+  `Accel.map/3` on `:opencl` (see `Accel.Kernel.Source` for its parameters and launch). It runs
+  unchecked, as a NIF does: a write past a buffer can end the VM (see `Accel.Kernel.Source`).
 
       saxpy =
         Accel.Kernel.opencl(\"""

@@ -13,7 +13,12 @@ defmodule Accel.Kernel.Source do
   grid stride to cover more), and must skip indices at or beyond `n`.
 
   Unlike kernels written in Elixir, an expert kernel's results are whatever its code computes:
-  Accel checks the types and lengths of what it passes, not the arithmetic. OpenCL compilers may
+  Accel checks the types and lengths of what it passes, not the arithmetic, and not the memory
+  the kernel touches. **An expert kernel runs unchecked, as a NIF does**: an index past a buffer
+  reads or writes memory that is not its own, which on a device that shares the host's memory
+  (PoCL, integrated GPUs) corrupts the VM or ends it with a segmentation fault, and on a GPU can
+  leave its context unusable. Kernels written in Elixir (`Accel.kernel/1`) cannot do this: their
+  indices are generated, and their inputs' lengths checked. OpenCL compilers may
   contract `a * b + c` into a fused multiply-add unless the source says
   `#pragma OPENCL FP_CONTRACT OFF`; NVRTC compiles with `--fmad=false`, as for generated kernels.
   Scalars are passed in their own width, read from little-endian slots (every platform Accel
