@@ -88,6 +88,14 @@ ERL_NIF_TERM submit_now(ErlNifEnv* env, JobQueue& queue, NifFn run, int argc, co
   return submit(env, std::move(ticket), queue, run, argc, argv);
 }
 
+bool calling_process(ErlNifEnv* env, ErlNifPid* pid) {
+  if (t_job_caller != nullptr) {
+    *pid = *t_job_caller;
+    return true;
+  }
+  return enif_self(env, pid) != nullptr;
+}
+
 Cancellation caller_cancellation(ErlNifEnv* env) {
   if (t_job_caller != nullptr) {
     ErlNifPid caller = *t_job_caller;

@@ -35,4 +35,7 @@ ERL_NIF_TERM submit_now(ErlNifEnv* env, JobQueue& queue, NifFn run, int argc, co
 // job that is the job's caller; in a NIF called directly, the calling process.
 Cancellation caller_cancellation(ErlNifEnv* env);
 
+// The process a call works for (a job's caller, or the calling process): false where there is none.
+bool calling_process(ErlNifEnv* env, ErlNifPid* pid);
+
 }  // namespace accel::nif

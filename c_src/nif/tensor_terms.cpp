@@ -8,9 +8,11 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "nif/codecs.hpp"
+#include "nif/device_jobs.hpp"
 #include "nif/nif_util.hpp"
 #include "nif/tensor_nif.hpp"
 #include "nif/runtime.hpp"
@@ -21,6 +23,28 @@ namespace {
 ErlNifResourceType* g_tensor_type = nullptr;
 // Tensor bytes allocated since the last collection the Elixir side ran (tensor_take_pressure).
 std::atomic<uint64_t> g_bytes_since_gc{0};
+
+// The processes that made tensors since that collection: dropped tensors wait in their heaps, so
+// these are the ones to collect. Past kMaxMakers distinct processes, every process is.
+constexpr size_t kMaxMakers = 4096;
+std::mutex g_makers_mutex;
+std::vector<ErlNifPid> g_makers;
+bool g_makers_overflow = false;
+
+void note_maker(ErlNifEnv* env) {
+  ErlNifPid pid;
+  if (!calling_process(env, &pid)) return;
+  std::lock_guard<std::mutex> lock(g_makers_mutex);
+  if (g_makers_overflow) return;
+  for (const ErlNifPid& seen : g_makers)
+    if (enif_compare_pids(&seen, &pid) == 0) return;
+  if (g_makers.size() == kMaxMakers) {
+    g_makers_overflow = true;
+    g_makers.clear();
+    return;
+  }
+  g_makers.push_back(pid);
+}
 
 
 void destroy_tensor(ErlNifEnv*, void* object) { static_cast<TensorResource*>(object)->~TensorResource(); }
@@ -42,6 +66,7 @@ ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor) {
   // Borrowed memory (a binary's, shared) was allocated, and is collected, as the binary.
   const uint64_t bytes = tensor.buffer && !tensor.buffer->borrowed() ? tensor.buffer->bytes() : 0;
   const uint64_t since_gc = g_bytes_since_gc.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (bytes != 0) note_maker(env);
   const ERL_NIF_TERM place[] = {enif_make_atom(env, runtime().name_of(tensor.backend)), enif_make_int(env, tensor.device)};
   TensorResource* resource = new_resource(std::move(tensor));
   ERL_NIF_TERM term = enif_make_resource(env, resource);
@@ -219,14 +244,27 @@ ERL_NIF_TERM tensor_free(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return already ? enif_make_atom(env, "already_freed") : atoms.ok;
 }
 
-// (threshold bytes): true, and the count restarts, once that many tensor bytes were allocated
-// since the last true. The Elixir side then collects the calling process's garbage, which is
-// where dropped tensors wait: their size is invisible to the VM's own GC heuristics.
+// (threshold bytes): once that many tensor bytes were allocated VM-wide since the last time, the
+// processes that made tensors meanwhile (a list of pids, or the atom all when there were too many
+// to list), and the count restarts; false before. The Elixir side then collects those processes'
+// garbage, which is where dropped tensors wait: their size is invisible to the VM's own GC
+// heuristics, and one process's threshold would let garbage grow with the number of processes.
 ERL_NIF_TERM tensor_take_pressure(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const uint64_t threshold = decode_count(env, argv[0], "threshold");
   uint64_t seen = g_bytes_since_gc.load(std::memory_order_relaxed);
   while (seen >= threshold) {
-    if (g_bytes_since_gc.compare_exchange_weak(seen, 0, std::memory_order_relaxed)) return atoms.true_;
+    if (g_bytes_since_gc.compare_exchange_weak(seen, 0, std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> lock(g_makers_mutex);
+      ERL_NIF_TERM makers = enif_make_list(env, 0);
+      if (g_makers_overflow) {
+        makers = enif_make_atom(env, "all");
+      } else {
+        for (const ErlNifPid& pid : g_makers) makers = enif_make_list_cell(env, enif_make_pid(env, &pid), makers);
+      }
+      g_makers.clear();
+      g_makers_overflow = false;
+      return makers;
+    }
   }
   return atoms.false_;
 }

@@ -25,7 +25,7 @@ defmodule Accel.Config do
          "OpenCL and CUDA device, CPU devices too (for tests); read when the NIF loads"},
     tensor_gc_bytes:
       {268_435_456, {:integer, 1, nil},
-       "tensor bytes allocated between garbage collections of the allocating process (see `Accel.Tensor`)"}
+       "tensor bytes made in the VM between garbage collections of the processes that made them (see `Accel.Tensor`)"}
   ]
 
   @moduledoc """

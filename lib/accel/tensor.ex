@@ -20,7 +20,8 @@ defmodule Accel.Tensor do
   `free/1` releases a tensor's memory at once; using it afterwards raises `ArgumentError`. Without
   it, memory goes when the tensor is garbage-collected. The VM cannot see how large a tensor's
   buffer is, so Accel helps it: after every `:tensor_gc_bytes` (application env, default 256 MiB)
-  of new tensors, the process allocating them collects its garbage; and a device allocation that
+  of new tensors made in the whole VM, every process that made tensors meanwhile collects its
+  garbage (so dropped tensors cannot pile up across many processes); and a device allocation that
   fails for lack of memory collects every process's garbage and retries once. A process that drops
   large tensors and then idles should call `free/1`. `reshape/2` shares the buffer: freeing either
   tensor frees both.
@@ -622,9 +623,27 @@ defmodule Accel.Tensor do
       Accel.Job.call(make)
   end
 
+  # Once tensor_gc_bytes of tensors were made VM-wide since the last time, every process that made
+  # some meanwhile collects its garbage (where dropped tensors wait, their size unseen by the VM's
+  # heuristics): this one at once, the others in the background.
   defp maybe_collect(since_gc) do
     threshold = Accel.Config.get!(:tensor_gc_bytes)
-    if since_gc >= threshold and NIF.tensor_take_pressure(threshold), do: :erlang.garbage_collect()
+
+    if since_gc >= threshold do
+      case NIF.tensor_take_pressure(threshold) do
+        false -> :ok
+        :all -> collect(Process.list())
+        makers -> collect(makers)
+      end
+    end
+  end
+
+  defp collect(pids) do
+    me = self()
+    others = Enum.reject(pids, &(&1 == me))
+    # (a process of its own waits for the others' collections: no reply lands in this mailbox)
+    if others != [], do: spawn(fn -> Enum.each(others, &:erlang.garbage_collect/1) end)
+    :erlang.garbage_collect()
   end
 
   defp place(opts) do
