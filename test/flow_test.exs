@@ -104,6 +104,29 @@ defmodule Accel.FlowTest do
     end
   end
 
+  if @real_flow do
+    test "back-pressure: a stalled chunk does not make the source read ahead" do
+      counter = :counters.new(1, [])
+
+      stalled = fn chunk ->
+        :counters.add(counter, 1, 1)
+        if hd(chunk) == 1, do: Process.sleep(500)
+        Accel.logistic_map(chunk, backend: :cpu)
+      end
+
+      taken =
+        Stream.iterate(1, &(&1 + 1))
+        |> Accel.Flow.from_chunks(stalled, chunk_size: 100, stages: 2, emit: :elements)
+        |> Flow.stream()
+        |> Enum.take(250)
+
+      assert length(taken) == 250
+      # 3 chunks hold the 250 elements; each stage holds one chunk at a time, and demand asks for
+      # a few more (5 here): the input is not run through behind the stalled chunk
+      assert :counters.get(counter, 1) <= 8
+    end
+  end
+
   test "a flow given as input, a missing flow, unknown options and bad results raise ArgumentError" do
     flow = Flow.from_enumerable(1..10, [])
 
