@@ -31,6 +31,12 @@ std::mutex g_makers_mutex;
 std::vector<ErlNifPid> g_makers;
 bool g_makers_overflow = false;
 
+// A pid's term (erl_nif.h's enif_make_pid macro casts to a const type, which -Werror refuses).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-qualifiers"
+ERL_NIF_TERM pid_term(ErlNifEnv* env, const ErlNifPid& pid) { return enif_make_pid(env, &pid); }
+#pragma GCC diagnostic pop
+
 void note_maker(ErlNifEnv* env) {
   ErlNifPid pid;
   if (!calling_process(env, &pid)) return;
@@ -259,7 +265,7 @@ ERL_NIF_TERM tensor_take_pressure(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]
       if (g_makers_overflow) {
         makers = enif_make_atom(env, "all");
       } else {
-        for (const ErlNifPid& pid : g_makers) makers = enif_make_list_cell(env, enif_make_pid(env, &pid), makers);
+        for (const ErlNifPid& pid : g_makers) makers = enif_make_list_cell(env, pid_term(env, pid), makers);
       }
       g_makers.clear();
       g_makers_overflow = false;
