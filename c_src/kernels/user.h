@@ -46,7 +46,7 @@ typedef struct accel_stop {
   int (*poll)(const void* ctx);
   const void* ctx;
 } accel_stop;
-static __thread const accel_stop* accel_stop_now = 0;
+static __thread const accel_stop* accel_stop_now __attribute__((unused)) = 0;
 #define ACCEL_STOPPED() (accel_stop_now != 0 && accel_stop_now->poll(accel_stop_now->ctx))
 /* The host runs ACCEL_LANES elements in lockstep (enough independent vectors to hide each
  * operation's latency), each run of statements a loop over the lanes, and builds its entry point
