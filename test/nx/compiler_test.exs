@@ -306,6 +306,12 @@ if Code.ensure_loaded?(Nx) do
         jit(&Nx.exp/1, [Nx.tensor(1.0)], max_concurrency: 0)
       end
 
+      assert_raise ArgumentError,
+                   ~r/report\/3 expects a function and a list of its arguments .*got: :x and 1/,
+                   fn ->
+                     Compiler.report(:x, 1)
+                   end
+
       assert_raise ArgumentError, ~r/option :fuse must be a boolean/, fn ->
         jit(&Nx.exp/1, [Nx.tensor(1.0)], fuse: 1)
       end

@@ -138,11 +138,19 @@ if Code.ensure_loaded?(Nx) do
         [[:multiply, :exp, :add]]
     """
     @spec report(function(), [Nx.Tensor.t()], keyword()) :: [map()]
-    def report(fun, args, opts \\ []) when is_function(fun) and is_list(args) do
+    def report(fun, args, opts \\ [])
+
+    def report(fun, args, opts) when is_function(fun) and is_list(args) do
       options!(opts)
       # Nx's own tracing (what a compiler is given): defn functions and anonymous ones alike
       expr = apply(Nx.Defn.debug_expr(fun), Enum.map(args, &Nx.to_template/1))
       expr |> Fusion.rewrite() |> elem(1)
+    end
+
+    def report(fun, args, _opts) do
+      raise ArgumentError,
+            "Accel.Nx.Compiler.report/3 expects a function and a list of its arguments (tensors or " <>
+              "templates), got: #{inspect(fun, limit: 5)} and #{inspect(args, limit: 5)}"
     end
 
     ## Options
