@@ -1,7 +1,7 @@
 defmodule Accel.KernelDifferentialTest do
   # Accel.map(input, kernel) against Enum.map(input, the same function) on every available backend:
-  # 78 functions (overflow at the edges, negative rem/div, division by zero, float/int mixing,
-  # `/` always float, comparisons and booleans, bitwise, shifts past 63, nested if/cond/case, loops,
+  # 84 functions (overflow at the edges, negative rem/div, division by zero, float/int mixing,
+  # `/` always float, comparisons and booleans, bitwise, shifts past 63, nested if/cond/case, Elixir's variable scopes, loops,
   # captured divisors) on extreme and random int64 and f64 inputs. Elements where Elixir raises are
   # checked apart: Accel.map must raise the BEAM's exception of the first of them.
   use ExUnit.Case, async: true
@@ -188,6 +188,64 @@ defmodule Accel.KernelDifferentialTest do
           z = y - x
           y = z + 1
           y * 2
+        end),
+      # bindings in blocks, case subjects, if conditions and loop ranges stay visible after them;
+      # a cond condition's only in its own clause
+      binding_after_block:
+        Accel.kernel(fn x ->
+          y =
+            (
+              t = band(x, 0xFFFF) + 1
+              t * 2
+            )
+
+          y + t
+        end),
+      case_subject_binding:
+        Accel.kernel(fn x ->
+          t = x
+
+          r =
+            case (
+                   t = rem(t, 5)
+                   t
+                 ) do
+              0 -> t
+              _ -> t + t
+            end
+
+          r * 10 + t
+        end),
+      if_condition_binding:
+        Accel.kernel(fn x ->
+          r = if (t = rem(x, 7)) > 2, do: t, else: -t
+          r * 10 + t
+        end),
+      cond_condition_scope:
+        Accel.kernel(fn x ->
+          t = 1
+
+          cond do
+            (t = rem(x, 3)) == 0 -> t + 100
+            true -> t
+          end
+        end),
+      sibling_arguments:
+        Accel.kernel(fn x ->
+          t = 3
+
+          band(
+            (
+              t = x
+              t
+            ),
+            t + t
+          ) + t
+        end),
+      range_binding:
+        Accel.kernel(fn x ->
+          r = Enum.reduce(0..(n = band(x, 7)), 0, fn i, a -> a + i end)
+          r + n
         end)
     ]
   end

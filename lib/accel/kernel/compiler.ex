@@ -66,7 +66,8 @@ defmodule Accel.Kernel.Compiler do
       caps: caps,
       dint: false,
       lanes: false,
-      narrow: nil
+      narrow: nil,
+      binds: %{}
     }
 
     {v, st} = walk(ir, args, caps, base)
@@ -546,7 +547,8 @@ defmodule Accel.Kernel.Compiler do
 
   defp gen({:fail}, _env, st), do: fail(st)
   defp gen({:arg, _} = a, env, st), do: {Map.fetch!(env, a), st}
-  defp gen({:var, _} = a, env, st), do: {Map.fetch!(env, a), st}
+  # (a variable bound in a block stays visible after it: see Accel.Kernel.Lower.block/2)
+  defp gen({:var, _} = a, env, st), do: {Map.get_lazy(env, a, fn -> Map.fetch!(st.binds, a) end), st}
 
   defp gen({:cap, k} = c, env, st) do
     case Map.fetch(env, c) do
@@ -557,7 +559,7 @@ defmodule Accel.Kernel.Compiler do
 
   defp gen({:let, id, value, body}, env, st) do
     {v, st} = gen(value, env, st)
-    gen(body, Map.put(env, {:var, id}, v), st)
+    gen(body, Map.put(env, {:var, id}, v), %{st | binds: Map.put(st.binds, {:var, id}, v)})
   end
 
   defp gen({:op, name, args, line}, env, st) do

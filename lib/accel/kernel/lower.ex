@@ -128,13 +128,13 @@ defmodule Accel.Kernel.Lower do
   defp expr({:__block__, _, [e]}, st), do: expr(e, st)
   defp expr({:__block__, _, exprs}, st) when exprs != [], do: block(exprs, st)
 
-  defp expr({:=, meta, _} = ast, st),
-    do:
-      error(
-        meta,
-        st.caller,
-        "#{Macro.to_string(ast)}: a match must be followed by an expression that uses it"
-      )
+  # A match inside an expression (`if (t = rem(x, 7)) > 2`) has the value matched, and binds for
+  # what follows, as in a block.
+  defp expr({:=, meta, [{name, _, ctx} = var, value]}, st) when is_atom(name) and is_atom(ctx) do
+    if underscore?(name), do: expr(value, st), else: block([{:=, meta, [var, value]}, var], st)
+  end
+
+  defp expr({:=, meta, [pattern, _]}, st), do: bad_match(pattern, meta, st)
 
   defp expr({:|>, _, [left, {f, m, args}]}, st) when is_list(args), do: expr({f, m, [left | args]}, st)
 
@@ -220,19 +220,25 @@ defmodule Accel.Kernel.Lower do
         if underscore?(name) do
           block(rest, st)
         else
+          # A block is no scope of its own: the binding stays visible after it (Elixir's
+          # `y = (t = x + 1; t * 2) + t`); the constructs that are scopes restore the variables.
           {id, st} = fresh(st)
-          {body, st2} = block(rest, %{st | vars: Map.put(st.vars, {name, ctx}, {:var, id})})
-          {{:let, id, v, body}, %{st2 | vars: st.vars}}
+          {body, st} = block(rest, %{st | vars: Map.put(st.vars, {name, ctx}, {:var, id})})
+          {{:let, id, v, body}, st}
         end
 
       other ->
-        error(
-          meta,
-          st.caller,
-          "only a plain variable may be bound in a kernel, got: #{Macro.to_string(other)} = ..."
-        )
+        bad_match(other, meta, st)
     end
   end
+
+  defp bad_match(pattern, meta, st),
+    do:
+      error(
+        meta,
+        st.caller,
+        "only a plain variable may be bound in a kernel, got: #{Macro.to_string(pattern)} = ..."
+      )
 
   defp block([e], st), do: expr(e, st)
 
@@ -249,27 +255,51 @@ defmodule Accel.Kernel.Lower do
   end
 
   defp op(name, args, meta, st) do
-    {args, st} = Enum.map_reduce(args, st, &expr/2)
+    {args, st} = siblings(args, st)
     {{:op, name, args, meta[:line]}, st}
   end
 
+  # The arguments of one call: each sees the variables from before the call, none another's
+  # bindings, and all of theirs are visible after it (Elixir's rule: in `band((t = x; t), t + t)`,
+  # the second `t` is the one bound before).
+  defp siblings(asts, st, lower \\ &expr/2) do
+    before = st.vars
+
+    {irs, {st, vars}} =
+      Enum.map_reduce(asts, {st, before}, fn ast, {st, vars} ->
+        {ir, st} = lower.(ast, %{st | vars: before})
+        bound = for {k, v} <- st.vars, Map.get(before, k) != v, into: %{}, do: {k, v}
+        {ir, {st, Map.merge(vars, bound)}}
+      end)
+
+    {irs, %{st | vars: vars}}
+  end
+
+  # The left side's bindings are visible after it; the right side's (run or not) are not.
   defp bool(name, [a, b], meta, st) do
     {a, st} = expr(a, st)
-    {b, st} = expr(b, st)
+    {b, st} = scoped(b, st)
     {{name, a, b, meta[:line]}, st}
   end
 
   defp truthy(name, [a, b], st) do
     {a, st} = expr(a, st)
-    {b, st} = expr(b, st)
+    {b, st} = scoped(b, st)
     {{name, a, b}, st}
   end
 
+  # An expression whose bindings end with it (a branch, a clause, a function's body).
+  defp scoped(ast, st) do
+    {ir, inner} = expr(ast, st)
+    {ir, %{inner | vars: st.vars}}
+  end
+
+  # The condition's bindings are visible in both branches and after the if; a branch's are not.
   defp if_([c, clauses], meta, st) do
     {then, otherwise} = branches(clauses, meta, st)
     {c, st} = expr(c, st)
-    {t, st} = expr(then, st)
-    {e, st} = expr(otherwise, st)
+    {t, st} = scoped(then, st)
+    {e, st} = scoped(otherwise, st)
     {{:if, c, t, e, meta[:line]}, st}
   end
 
@@ -286,11 +316,12 @@ defmodule Accel.Kernel.Lower do
     end
   end
 
+  # A clause's condition binds for its own body only.
   defp cond_([[do: clauses]], _meta, st) do
     Enum.reduce(Enum.reverse(clauses), {{:fail}, st}, fn {:->, meta, [[c], body]}, {rest, st} ->
-      {c, st} = expr(c, st)
-      {b, st} = expr(body, st)
-      {{:if, c, b, rest, meta[:line]}, st}
+      {c, inner} = expr(c, st)
+      {b, inner} = expr(body, inner)
+      {{:if, c, b, rest, meta[:line]}, %{inner | vars: st.vars}}
     end)
   end
 
@@ -351,10 +382,16 @@ defmodule Accel.Kernel.Lower do
 
   # Enum.reduce(range, init, fn i, acc -> body end)
   defp reduce(range, init, {:fn, _, [{:->, fmeta, [[i, acc], body]}]}, meta, st) do
-    {range, st} = range(range, meta, st)
-    {init, st} = expr(init, st)
+    {[range, init], st} = range_and_init(range, init, meta, st)
     loop(range, init, i, acc, body, fmeta, meta, st)
   end
+
+  defp range_and_init(range, init, meta, st),
+    do:
+      siblings([{:range, range}, init], st, fn
+        {:range, r}, st -> range(r, meta, st)
+        init, st -> expr(init, st)
+      end)
 
   defp reduce(_range, _init, fun, meta, st),
     do:
@@ -366,8 +403,7 @@ defmodule Accel.Kernel.Lower do
 
   # for i <- range, reduce: init do acc -> body end
   defp for_([{:<-, _, [i, range]}, [reduce: init], [do: [{:->, fmeta, [[acc], body]}]]], meta, st) do
-    {range, st} = range(range, meta, st)
-    {init, st} = expr(init, st)
+    {[range, init], st} = range_and_init(range, init, meta, st)
     loop(range, init, i, acc, body, fmeta, meta, st)
   end
 
@@ -395,15 +431,12 @@ defmodule Accel.Kernel.Lower do
     do: error(meta, st.caller, "a loop variable must be a plain variable, got: #{Macro.to_string(other)}")
 
   defp range({:.., _, [a, b]}, _meta, st) do
-    {a, st} = expr(a, st)
-    {b, st} = expr(b, st)
+    {[a, b], st} = siblings([a, b], st)
     {{:range, a, b, nil}, st}
   end
 
   defp range({:"..//", _, [a, b, s]}, _meta, st) do
-    {a, st} = expr(a, st)
-    {b, st} = expr(b, st)
-    {s, st} = expr(s, st)
+    {[a, b, s], st} = siblings([a, b, s], st)
     {{:range, a, b, s}, st}
   end
 
@@ -422,7 +455,7 @@ defmodule Accel.Kernel.Lower do
 
   # A sibling or remote defkernel: its body with the arguments bound to fresh locals.
   defp inline({arity, body}, args, st) when length(args) == arity do
-    {args, st} = Enum.map_reduce(args, st, &expr/2)
+    {args, st} = siblings(args, st)
     {ids, st} = Enum.map_reduce(args, st, fn _, st -> fresh(st) end)
     offset = st.next
     body = renumber(body, offset, ids)
