@@ -68,7 +68,7 @@ defmodule Accel.KernelTest do
       {r2, _} = run.(999_983)
       assert r1 == Enum.map(1..1000, &rem(&1 * &1 + 1, 1_000_003))
       assert r2 == Enum.map(1..1000, &rem(&1 * &1 + 1, 999_983))
-      specialisations = for {{Accel.Kernel.Map, id, _, _}, _} <- :persistent_term.get(), id == k.id, do: id
+      specialisations = for {{Accel.Kernel.Map, id, _, _, _}, _} <- :persistent_term.get(), id == k.id, do: id
       assert length(specialisations) == 1
     end
 
@@ -231,7 +231,7 @@ defmodule Accel.KernelTest do
       Accel.map([1], k, backend: :cpu)
 
       [compiled] =
-        for {{Accel.Kernel.Map, id, [{:s64, :buffer}], []}, c} <- :persistent_term.get(), id == k.id, do: c
+        for {{Accel.Kernel.Map, id, [{:s64, :buffer}], [], []}, c} <- :persistent_term.get(), id == k.id, do: c
 
       lib = Accel.Kernel.Native.library(compiled.key, compiled.source)
 

@@ -117,6 +117,35 @@ defmodule Accel.LoadTest do
                  end
   end
 
+  # A device kernel cannot be stopped from outside: its loops run in bounded launches instead.
+  for backend <- [:opencl, :cuda] do
+    @tag backend
+    test "#{backend}: endless user kernels let other calls pass, time out, and free the device when their callers die" do
+      require Accel
+      backend = unquote(backend)
+      k = endless_kernel()
+      device = Enum.find(Accel.devices(), &(&1.backend == backend))
+      before = settled_memory(device)
+      victims = for n <- [4, 100_000], do: spawn(fn -> Accel.map(Enum.to_list(1..n), k, backend: backend) end)
+      Process.sleep(300)
+
+      # a call made while both run gets its turn between their launches
+      small = Accel.kernel(fn x -> x * 2 end)
+      task = Task.async(fn -> Accel.map([1, 2, 3], small, backend: backend) end)
+      assert {:ok, [2, 4, 6]} = Task.yield(task, 30_000), "the endless calls hold the device"
+      assert Accel.memory(device) > before
+
+      e = assert_raise Accel.Error, fn -> Accel.map([1, 2], k, backend: backend, timeout: 300) end
+      assert e.reason == :timeout
+
+      # their launches stop, and what they held (outputs, saved loop state) is freed
+      Enum.each(victims, &Process.exit(&1, :kill))
+
+      assert Enum.any?(1..250, fn _ -> Process.sleep(20) || settled_memory(device) <= before end),
+             "#{Accel.memory(device) - before} bytes still held on the device"
+    end
+  end
+
   @tag :opencl
   test "callers killed in the middle of OpenCL calls" do
     baseline = settle()
@@ -153,6 +182,11 @@ defmodule Accel.LoadTest do
 
     assert outcome
     assert settle() == baseline
+  end
+
+  defp settled_memory(device) do
+    for pid <- Process.list(), do: :erlang.garbage_collect(pid)
+    Accel.memory(device)
   end
 
   defp settle do

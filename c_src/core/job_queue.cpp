@@ -51,19 +51,43 @@ void JobQueue::give_back() {
   for (auto& tell : waiters) tell();
 }
 
+namespace {
+thread_local JobQueue* t_serving = nullptr;  // the queue whose thread this is
+}  // namespace
+
+std::unique_ptr<JobQueue::Job> JobQueue::next(bool wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (wait) ready_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+  if (stop_ || jobs_.empty()) return nullptr;  // queued jobs are destroyed unrun with the queue
+  std::unique_ptr<Job> job = std::move(jobs_.front());
+  jobs_.pop_front();
+  return job;
+}
+
+void JobQueue::run(std::unique_ptr<Job> job) {
+  job->run();
+  job.reset();  // before the place is given back: a job's memory counts against the bound
+  give_back();
+}
+
 void JobQueue::serve() {
-  for (;;) {
-    std::unique_ptr<Job> job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
-      if (stop_) return;  // queued jobs are destroyed unrun with the queue
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    job->run();
-    job.reset();  // before the place is given back: a job's memory counts against the bound
-    give_back();
+  t_serving = this;
+  while (std::unique_ptr<Job> job = next(true)) run(std::move(job));
+}
+
+void JobQueue::serve_waiting() {
+  JobQueue* q = t_serving;
+  if (q == nullptr) return;
+  size_t waiting = 0;
+  {
+    std::lock_guard<std::mutex> lock(q->mutex_);
+    waiting = q->jobs_.size();
+  }
+  // only those queued now: jobs that arrive meanwhile wait for the next step
+  for (; waiting > 0; --waiting) {
+    std::unique_ptr<Job> job = q->next(false);
+    if (!job) return;
+    q->run(std::move(job));
   }
 }
 

@@ -53,6 +53,11 @@ class JobQueue {
   Ticket reserve(std::function<void()> on_free = {});
   void submit(Ticket&& ticket, std::unique_ptr<Job> job);
 
+  // Called by a running job on its queue's thread between steps of a long piece of work (a kernel
+  // in bounded launches): runs the jobs queued behind it at this moment, so that a long call
+  // lets later ones through instead of holding the device until it ends. Elsewhere, a no-op.
+  static void serve_waiting();
+
   size_t capacity() const { return capacity_; }
   size_t in_use() const;  // reserved, queued or running
   bool on_queue_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
@@ -60,6 +65,8 @@ class JobQueue {
  private:
   void give_back();
   void serve();
+  std::unique_ptr<Job> next(bool wait);  // the front job, or null (stopping; or none, unless `wait`)
+  void run(std::unique_ptr<Job> job);
 
   const size_t capacity_;
   mutable std::mutex mutex_;

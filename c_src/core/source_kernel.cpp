@@ -2,13 +2,92 @@
 // call's length, the output and the flag allocated here, the flag read back after the launch.
 #include "core/source_kernel.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
+#include "core/job_queue.hpp"
 #include "core/tensor_checks.hpp"
 
 namespace accel {
+
+namespace {
+
+// How long one launch of a resumable kernel should take: a call whose caller died stops, and the
+// device is free for other callers, within about that.
+constexpr double kLaunchSeconds = 0.04;
+// The first launch's loop iterations per element; then fitted to kLaunchSeconds.
+constexpr uint64_t kFirstFuel = 4096;
+// The state buffer's size at most: the elements of a call run in windows that fit it.
+constexpr uint64_t kStateBytes = uint64_t{64} << 20;
+
+// What the device form reads from its flag buffer (Accel.Kernel.Compiler's device entries): the
+// flag, whether an element was suspended, the fuel, the window's first element, and its epoch
+// (which tells an element's saved state from an earlier window's in the same buffer) shifted
+// left once, the low bit set in the window's first launch (which runs every element).
+struct ResumeHeader {
+  int32_t flag = 0;
+  int32_t pending = 0;
+  uint64_t fuel = kFirstFuel;
+  uint64_t base = 0;
+  uint64_t epoch_first = 0;
+};
+
+// Runs `kernel` (resume_words > 0) over n elements in launches of bounded length, buffers[0] the
+// output, then the inputs, in windows of elements that share one state buffer. Returns whether an
+// element was flagged.
+bool run_resumable(const SourceKernel& kernel, Backend& backend, int device, uint64_t n,
+                   std::vector<const DeviceBuffer*> buffers, const std::vector<uint64_t>& scalars,
+                   const Cancellation* cancel) {
+  const uint64_t words = kernel.resume_words;
+  const uint64_t most = std::min(n, std::max<uint64_t>(1, kStateBytes / (words * 8)));
+  // the first window: a few elements per compute unit; doubled while its launches stay short
+  const uint64_t units = backend.devices().at(static_cast<size_t>(device)).compute_units;
+  uint64_t window = std::min(most, std::max<uint64_t>(4096, units * 2048));
+  std::shared_ptr<DeviceBuffer> header = backend.allocate(device, sizeof(ResumeHeader));
+  std::shared_ptr<DeviceBuffer> state;
+  uint64_t capacity = 0;
+  buffers.insert(buffers.begin() + 1, {header.get(), nullptr});
+  ResumeHeader h;
+  uint64_t epoch = 0;
+  for (uint64_t base = 0; base < n;) {
+    const uint64_t count = std::min(window, n - base);
+    if (count > capacity) {  // a fresh buffer, zeroed: no element's mark holds an epoch
+      capacity = std::min(most, std::max(count, capacity * 2));
+      state = backend.allocate(device, capacity * words * 8);
+      backend.zero(*state);
+      buffers[2] = state.get();
+      epoch = 0;
+    }
+    ++epoch;
+    h.base = base;
+    for (bool first = true;; first = false) {
+      h.pending = 0;
+      h.epoch_first = epoch << 1 | (first ? 1 : 0);
+      backend.upload(*header, &h);
+      const auto start = std::chrono::steady_clock::now();
+      backend.launch_source(kernel, device, count, buffers, scalars, cancel, 0);
+      backend.download(*header, &h, 2 * sizeof(int32_t));
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (cancel != nullptr) cancel->throw_if_cancelled();
+      JobQueue::serve_waiting();  // calls made meanwhile on this device run between our launches
+      if (h.pending == 0) {
+        if (took < kLaunchSeconds / 2) window = std::min(most, window * 2);
+        if (took > 2 * kLaunchSeconds) window = std::max<uint64_t>(1, window / 2);
+        break;
+      }
+      const double fitted = static_cast<double>(h.fuel) * kLaunchSeconds / std::max(took, 1e-6);
+      h.fuel = static_cast<uint64_t>(std::clamp(fitted, 1.0, static_cast<double>(h.fuel) * 4));
+      if (h.fuel == 1 && took > kLaunchSeconds) window = std::max<uint64_t>(1, window / 2);
+    }
+    base += count;
+  }
+  return h.flag != 0;
+}
+
+}  // namespace
 
 // More than any generated kernel passes: OpenCL guarantees 128 arguments at least.
 constexpr size_t kMaxSourceInputs = 32;
@@ -46,6 +125,12 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
   SourceLaunch result;
   result.out = detail::allocate_like(backend, device, kernel.out_type, n);
   if (n == 0) return result;
+  if (kernel.resume_words > 0 && backend.waits_on_device()) {
+    std::vector<const DeviceBuffer*> buffers{result.out.buffer.get()};
+    for (const Tensor& t : inputs) buffers.push_back(t.buffer.get());
+    result.flagged = run_resumable(kernel, backend, device, n, std::move(buffers), scalars, cancel);
+    return result;
+  }
   std::shared_ptr<DeviceBuffer> flag;
   std::vector<const DeviceBuffer*> buffers{result.out.buffer.get()};
   if (kernel.flag) {

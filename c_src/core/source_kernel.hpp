@@ -22,6 +22,8 @@ namespace accel {
 // backend passes its stop poll (accel_stop in kernels/user.h, or null), which loops ask.
 using HostKernelEntry = void (*)(void* const* buffers, const uint64_t* scalars, uint64_t begin, uint64_t end);
 
+constexpr uint64_t kMaxResumeWords = 4096;
+
 struct SourceKernel {
   std::string key;     // identifies `source` and `entry` (a hash): what the caches file it under
   std::string source;  // complete: the dialect's headers, then the kernel
@@ -38,6 +40,10 @@ struct SourceKernel {
   // Each input's element count, where the text reads inputs of other lengths than the output's
   // (a fused Nx kernel reads a broadcast operand at its own indices); empty: every input has n.
   std::vector<uint64_t> input_counts;
+  // Generated kernels whose loops may run long: their device form takes, after the flag, a state
+  // buffer of this many 8-byte words per element, and runs in launches that each spend a bounded
+  // `fuel` of loop iterations per element, resuming where the last stopped (0: one launch).
+  uint32_t resume_words = 0;
   HostKernelEntry host = nullptr;   // the CPU backend's compiled entry, where it has one
   std::shared_ptr<void> library;    // keeps the shared object holding `host` loaded
   std::string device_code;          // CUDA: the text compiled by NVRTC for the device (cubin or PTX)

@@ -50,13 +50,14 @@ class NifJob final : public JobQueue::Job {
     if (!letter_.reader_alive()) return;  // killed or timed out while queued: nobody waits
     ErlNifEnv* env = letter_.env();
     ERL_NIF_TERM reply;
+    const ErlNifPid* outer = t_job_caller;  // a job that lets queued ones run in its pauses (JobQueue::serve_waiting)
     t_job_caller = &letter_.to();
     try {
       reply = enif_make_tuple2(env, atoms.ok, run_(env, static_cast<int>(args_.size()), args_.data()));
     } catch (...) {
       reply = enif_make_tuple2(env, atoms.raise, current_exception_term(env));
     }
-    t_job_caller = nullptr;
+    t_job_caller = outer;
     letter_.send(reply);
   }
 

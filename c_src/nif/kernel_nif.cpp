@@ -37,13 +37,14 @@ std::string binary_text(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
 }
 
 // {key, source, uses_f64, code, [input type], output type, scalar sizes, entry, flag} and
-// optionally [input count] (each input's element count, where it is not the output's); code is
+// optionally [input count] (each input's element count, where it is not the output's; nil: each
+// has n), then the words of resumable state per element (SourceKernel::resume_words); code is
 // the CPU backend's loaded library resource, NVRTC's code (a binary) for :cuda, or nil for OpenCL;
 // scalar sizes a binary of one byte (1, 2, 4 or 8) per scalar.
 SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   int arity = 0;
   const ERL_NIF_TERM* fields = nullptr;
-  if (!enif_get_tuple(env, term, &arity, &fields) || (arity != 9 && arity != 10))
+  if (!enif_get_tuple(env, term, &arity, &fields) || arity < 9 || arity > 11)
     throw ArgumentError("expected a compiled kernel, got: " + describe_term(env, term));
   SourceKernel k;
   k.key = binary_text(env, fields[0], "a kernel's key");
@@ -72,7 +73,7 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   k.entry = binary_text(env, fields[7], "a kernel's name");
   if (k.entry.empty() || k.entry.find('\0') != std::string::npos) throw ArgumentError("a kernel's name must be a non-empty name without NUL bytes");
   k.flag = !enif_is_identical(fields[8], atoms.false_);
-  if (arity == 10) {
+  if (arity >= 10 && !enif_is_identical(fields[9], atoms.nil)) {
     tail = fields[9];
     while (enif_get_list_cell(env, tail, &head, &tail)) {
       if (k.input_counts.size() == k.input_types.size()) throw ArgumentError("a kernel's input counts must match its inputs");
@@ -80,6 +81,12 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
     }
     if (!enif_is_empty_list(env, tail) || k.input_counts.size() != k.input_types.size())
       throw ArgumentError("a kernel's input counts must be a list with one count per input");
+  }
+  if (arity == 11) {
+    const uint64_t words = decode_count(env, fields[10], "a kernel's resumable words");
+    if (words > kMaxResumeWords)
+      throw ArgumentError("a kernel keeps at most " + std::to_string(kMaxResumeWords) + " words of state per element");
+    k.resume_words = static_cast<uint32_t>(words);
   }
   return k;
 }

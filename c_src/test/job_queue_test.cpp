@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -102,6 +103,38 @@ TEST(JobQueue, DestructionFinishesTheRunningJobAndDropsTheQueuedOnes) {
   }
   EXPECT_EQ(ran.load(), 1);
   EXPECT_EQ(destroyed.load(), 6);
+}
+
+TEST(JobQueue, ALongJobLetsTheJobsQueuedBehindItRunInItsPauses) {
+  JobQueue q(10);
+  std::mutex m;
+  std::vector<std::string> order;
+  auto log = [&](std::string what) {
+    std::lock_guard<std::mutex> lock(m);
+    order.push_back(std::move(what));
+  };
+  std::promise<void> started, queued, done;
+  std::shared_future<void> behind = queued.get_future().share();
+  submit(q, [&] {
+    log("long: step 1");
+    started.set_value();
+    behind.wait();
+    JobQueue::serve_waiting();  // runs the two queued now, not the one they queue
+    log("long: step 2");
+  });
+  started.get_future().wait();
+  submit(q, [&] {
+    log("short 1");
+    submit(q, [&] {
+      log("later");
+      done.set_value();
+    });
+  });
+  submit(q, [&] { log("short 2"); });
+  queued.set_value();
+  done.get_future().wait();
+  EXPECT_EQ(order, (std::vector<std::string>{"long: step 1", "short 1", "short 2", "long: step 2", "later"}));
+  JobQueue::serve_waiting();  // not on a queue's thread: nothing happens
 }
 
 }  // namespace

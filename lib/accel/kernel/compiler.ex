@@ -30,7 +30,9 @@ defmodule Accel.Kernel.Compiler do
     @moduledoc false
     # slots: what each 8-byte scalar slot holds, in order: {:cap, k} | {:magic, k, 0..2} |
     # {:range, j, :first | :step}
-    defstruct [:source, :key, :out_type, :result, :slots, :uses_f64]
+    # resume_words: 8-byte words of saved state per element that the device form takes (0: its
+    # loops are short, and it runs in one launch)
+    defstruct [:source, :key, :out_type, :result, :slots, :uses_f64, resume_words: 0]
   end
 
   @doc "The class a captured integer is specialised by: the bits its magnitude needs."
@@ -55,8 +57,10 @@ defmodule Accel.Kernel.Compiler do
       whose control flow is the same for every element (branches on element values run the
       one-element form).
   """
-  def compile(ir, args, caps, name) do
+  def compile(ir, args, caps, name, opts \\ []) do
     base = %{
+      # false: every loop runs to its end in one launch (bench/kernel_stop_cost.exs compares)
+      resumable: Keyword.get(opts, :resumable, true),
       lines: [],
       tmp: 0,
       magic: %{},
@@ -67,6 +71,11 @@ defmodule Accel.Kernel.Compiler do
       dint: false,
       lanes: false,
       narrow: nil,
+      loops: 0,
+      in_loop: false,
+      # resumable loops: {id, last id inside it, the enclosing one's id or nil}
+      nest: [],
+      parent: nil,
       binds: %{}
     }
 
@@ -122,7 +131,16 @@ defmodule Accel.Kernel.Compiler do
     source = assemble(args, out_type, result, slots, {v, st}, doubles, {lanes, narrow})
     key = :crypto.hash(:sha256, source) |> Base.encode16(case: :lower) |> binary_part(0, 32)
     uses_f64 = st.float or result == :float or Enum.any?(args, fn {t, _} -> t in [:f32, :f64] end)
-    %Compiled{source: source, key: key, out_type: out_type, result: result, slots: slots, uses_f64: uses_f64}
+
+    %Compiled{
+      source: source,
+      key: key,
+      out_type: out_type,
+      result: result,
+      slots: slots,
+      uses_f64: uses_f64,
+      resume_words: resume_words(st)
+    }
   end
 
   defp walk(ir, args, caps, st) do
@@ -222,6 +240,7 @@ defmodule Accel.Kernel.Compiler do
         {{:range, j, field}, slot} -> ["#define ACCEL_RANGE_#{String.upcase(to_string(field))}_#{j} s#{slot}"]
         _ -> []
       end)
+      |> Kernel.++(keep_defines(elem(plain, 1)))
       |> Enum.join("\n")
 
     element = fn {v, st}, lane_form, fun ->
@@ -230,30 +249,51 @@ defmodule Accel.Kernel.Compiler do
       value = "(#{out_t})(#{result_text(v)})"
       failed = if v.t == :none, do: "  bad = 1;\n", else: ""
 
-      if lane_form do
-        """
-        ACCEL_USER_ELEMENT int #{fun}(#{params}) {
-          int bad = 0;
-          int lbad[ACCEL_LANES] = {0};
-        #{body}
-        #{failed}  int any = 0;
-          ACCEL_LANE {
-            const int b = bad | lbad[l];
-            out[i + l] = b ? (#{out_t})#{sentinel} : #{value};
-            any |= b;
+      cond do
+        st.loops > 0 ->
+          # the device form with resumable loops (see loop/8): returns 1 (flag), 2 (suspended) or 0
+          """
+          ACCEL_USER_ELEMENT int #{fun}(#{params}, ACCEL_GLOBAL accel_u64* rs, accel_u64 fuel, accel_u64 epoch, int fresh) {
+            int bad = 0;
+            int susp = 0;
+            accel_u64 resume = 0;
+            if (!fresh) { /* after a window's first launch, only elements suspended in it run */
+              resume = rs[0];
+              if ((resume >> 16) != epoch || (resume & 0xFFFFUL) == ACCEL_RESUME_DONE) return 0;
+              resume &= 0xFFFFUL;
+            }
+          #{body}
+          #{failed}  out[i] = bad ? (#{out_t})#{sentinel} : #{value};
+            if (!fresh) rs[0] = (epoch << 16) | ACCEL_RESUME_DONE;
+            return bad;
           }
-          return any;
-        }
-        """
-      else
-        """
-        ACCEL_USER_ELEMENT int #{fun}(#{params}) {
-          int bad = 0;
-        #{body}
-        #{failed}  out[i] = bad ? (#{out_t})#{sentinel} : #{value};
-          return bad;
-        }
-        """
+          """
+
+        lane_form ->
+          """
+          ACCEL_USER_ELEMENT int #{fun}(#{params}) {
+            int bad = 0;
+            int lbad[ACCEL_LANES] = {0};
+          #{body}
+          #{failed}  int any = 0;
+            ACCEL_LANE {
+              const int b = bad | lbad[l];
+              out[i + l] = b ? (#{out_t})#{sentinel} : #{value};
+              any |= b;
+            }
+            return any;
+          }
+          """
+
+        true ->
+          """
+          ACCEL_USER_ELEMENT int #{fun}(#{params}) {
+            int bad = 0;
+          #{body}
+          #{failed}  out[i] = bad ? (#{out_t})#{sentinel} : #{value};
+            return bad;
+          }
+          """
       end
     end
 
@@ -305,16 +345,7 @@ defmodule Accel.Kernel.Compiler do
 
     #{single}
     #{lane_text}
-    #if defined(__OPENCL_VERSION__)
-    __kernel void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "__global #{t} #{n}" end) ++ ["ulong n" | Enum.map(scalars, &"ulong #{&1}")], ", ")}) {
-      const ulong i = get_global_id(0);
-      if (i < n && accel_user_at(#{call_args})) ACCEL_USER_FLAG(flag);
-    }
-    #elif defined(__CUDACC__)
-    extern "C" __global__ void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "#{t} #{n}" end) ++ ["accel_u64 n" | Enum.map(scalars, &"accel_u64 #{&1}")], ", ")}) {
-      for (accel_u64 i = blockIdx.x * 1ULL * blockDim.x + threadIdx.x; i < n; i += 1ULL * blockDim.x * gridDim.x)
-        if (accel_user_at(#{call_args})) ACCEL_USER_FLAG(flag);
-    }
+    #{device_entries(plain, buffers, scalars, call_args)}
     #else
     extern "C" ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
     #{buffers |> Enum.with_index() |> Enum.map_join("\n", fn {{t, n}, k} -> "  #{t} #{n} = (#{t})b[#{k}];" end)}
@@ -328,6 +359,76 @@ defmodule Accel.Kernel.Compiler do
     #endif
     """
   end
+
+  # The OpenCL and CUDA entry points. A form with resumable loops takes the state buffer `rs`
+  # after the flag, whose 8 bytes are followed by the launch's fuel and first element (the header
+  # tensor_source_kernel uploads, core/source_kernel.cpp): element `i = base + g` keeps its state
+  # at rs + g * words, and the second int of the flag says that some element was suspended.
+  defp device_entries({_, %{loops: 0}}, buffers, scalars, call_args) do
+    """
+    #if defined(__OPENCL_VERSION__)
+    __kernel void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "__global #{t} #{n}" end) ++ ["ulong n" | Enum.map(scalars, &"ulong #{&1}")], ", ")}) {
+      const ulong i = get_global_id(0);
+      if (i < n && accel_user_at(#{call_args})) ACCEL_USER_FLAG(flag);
+    }
+    #elif defined(__CUDACC__)
+    extern "C" __global__ void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "#{t} #{n}" end) ++ ["accel_u64 n" | Enum.map(scalars, &"accel_u64 #{&1}")], ", ")}) {
+      for (accel_u64 i = blockIdx.x * 1ULL * blockDim.x + threadIdx.x; i < n; i += 1ULL * blockDim.x * gridDim.x)
+        if (accel_user_at(#{call_args})) ACCEL_USER_FLAG(flag);
+    }
+    """
+  end
+
+  defp device_entries({_, st}, buffers, scalars, call_args) do
+    [out, flag | inputs] = buffers
+    buffers = [out, flag, {"accel_u64*", "rs"} | inputs]
+
+    call =
+      String.replace_prefix(call_args, "i", "hdr[2] + g") <>
+        ", rs + g * #{resume_words(st)}UL, hdr[1], hdr[3] >> 1, "
+
+    """
+    #if defined(__OPENCL_VERSION__)
+    __kernel void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "__global #{t} #{n}" end) ++ ["ulong n" | Enum.map(scalars, &"ulong #{&1}")], ", ")}) {
+      const ulong g = get_global_id(0);
+      __global const ulong* hdr = (__global const ulong*)flag;
+      if (g < n) {
+        /* the first launch's copy has nothing to resume: its loops' bounds are the same for all */
+        const int r = (hdr[3] & 1) ? accel_user_at(#{call}1) : accel_user_at(#{call}0);
+        if (r & 1) flag[0] = 1;
+        if (r & 2) flag[1] = 1;
+      }
+    }
+    #elif defined(__CUDACC__)
+    extern "C" __global__ void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "#{t} #{n}" end) ++ ["accel_u64 n" | Enum.map(scalars, &"accel_u64 #{&1}")], ", ")}) {
+      const accel_u64* hdr = (const accel_u64*)flag;
+      for (accel_u64 g = blockIdx.x * 1ULL * blockDim.x + threadIdx.x; g < n; g += 1ULL * blockDim.x * gridDim.x) {
+        const int r = (hdr[3] & 1) ? accel_user_at(#{call}1) : accel_user_at(#{call}0);
+        if (r & 1) flag[0] = 1;
+        if (r & 2) flag[1] = 1;
+      }
+    }
+    """
+  end
+
+  # A loop's value is saved when it ends only where a later loop in the same iteration of the
+  # loops around it (or after it, at the top) may be resumed, and would need it.
+  defp keep_defines(%{nest: nest}) do
+    inner = Map.new(nest, fn {id, last, _} -> {id, last} end)
+
+    for {id, last, parent} <- Enum.reverse(nest) do
+      upto = if parent, do: inner[parent], else: :infinity
+      keep = Enum.any?(nest, fn {m, _, _} -> m > last and m <= upto end)
+      "#define ACCEL_KEEP_#{id}(s)#{if keep, do: " s", else: ""}"
+    end
+  end
+
+  # Per element: a mark, the window's epoch << 16 | the suspended loop's id + 1 (ACCEL_RESUME_DONE:
+  # resumed and finished; another epoch: finished in the window's first launch, which every
+  # element runs), then each resumable loop's iteration and accumulator (or, once it ended, its
+  # value). Ids stay below ACCEL_RESUME_DONE: kMaxResumeWords (C++) bounds them.
+  defp resume_words(%{loops: 0}), do: 0
+  defp resume_words(%{loops: loops}), do: 1 + 2 * loops
 
   # Each run of straight-line lines becomes one loop over the lanes, which the C++ compiler
   # vectorises as a whole (one loop per statement would be unrolled first, and then not
@@ -707,9 +808,14 @@ defmodule Accel.Kernel.Compiler do
 
       body_at = fn acc_v, st ->
         env = env |> Map.put({:var, acc_id}, acc_v) |> Map.put({:var, i_id}, %{index | c: i})
-        nested(st, fn st -> gen(body, env, st) end)
+        {v, lines, inner} = nested(%{st | in_loop: true}, fn st -> gen(body, env, st) end)
+        {v, lines, %{inner | in_loop: st.in_loop}}
       end
 
+      # this loop's id among the resumable ones, numbered in pre-order: those in its body follow it
+      id = st.loops
+      parent = st.parent
+      st = %{st | loops: id + 1, parent: id}
       {first_v, first_lines, st} = body_at.(iv, st)
       check_acc_type(iv, first_v, line, st)
       start = if first_v.t == :none, do: iv, else: first_v
@@ -720,35 +826,166 @@ defmodule Accel.Kernel.Compiler do
       acc_type = if held_d?(acc_v), do: "double", else: c_type(acc_v.t)
       acc_decl = if st.lanes, do: "#{acc_type} #{acc}[ACCEL_LANES];", else: "#{acc_type} #{acc};"
 
+      resumable =
+        st.resumable and not st.lanes and not st.dint and (st.loops > id + 1 or long_loop?(f.r, l.r, s.r))
+
       st =
-        st
-        |> emit(assign(res, text_as(iv, res_v)))
-        |> emit("if (#{sc} == 0) bad = 1;")
-        |> emit("else if (#{sc} > 0 ? #{fc} <= #{lc} : #{fc} >= #{lc}) {")
-        |> emit(
-          "  const accel_u64 #{last} = (#{sc} > 0 ? (accel_u64)#{lc} - (accel_u64)#{fc} : (accel_u64)#{fc} - (accel_u64)#{lc}) / (#{sc} > 0 ? (accel_u64)#{sc} : (accel_u64)0 - (accel_u64)#{sc});"
-        )
-        |> emit("  " <> acc_decl)
-        |> emit("  {")
-        |> emit("    const accel_i64 #{i} = #{fc};")
-        |> emit_loop_body(first_lines, acc_ref, first_v, acc_v)
-        |> emit("  }")
-        |> emit("  for (accel_u64 #{last}k = 1; #{last}k <= #{last}; ++#{last}k) {")
-        # an abandoned call stops here (host only; see ACCEL_STOPPED in kernels/user.h)
-        |> emit("    if ((#{last}k & 0xFFFFUL) == 0 && ACCEL_STOPPED()) { bad = 1; break; }")
-        |> emit("    const accel_i64 #{i} = (accel_i64)((accel_u64)#{fc} + #{last}k * (accel_u64)#{sc});")
-        |> emit_loop_body(later_lines, acc_ref, later_v, acc_v)
-        |> emit("  }")
-        |> emit("  " <> assign(res, text_as(acc_v, res_v)))
-        |> emit("}")
+        if resumable,
+          do: %{st | parent: parent, nest: [{id, st.loops - 1, parent} | st.nest]},
+          else: %{st | loops: id, parent: parent}
+
+      names = %{i: i, last: last, acc: acc, res: res, id: id, inner: st.loops - 1}
+      loop_parts = {fc, lc, sc, acc_decl, first_lines, first_v, later_lines, later_v, acc_v, res_v}
+
+      st =
+        if resumable,
+          do: emit_resumable(st, names, iv, loop_parts),
+          else: emit_loop(st, names, iv, loop_parts)
 
       {if(held_d?(res_v), do: %{res_v | c: nil, d: res}, else: %{res_v | c: res}), st}
     end
   end
 
-  defp emit_loop_body(st, lines, acc_ref, v, acc_v) do
-    st = Enum.reduce(lines, st, &emit(&2, "    " <> &1))
-    if v.t == :none, do: st, else: emit(st, "    " <> assign(acc_ref, text_as(v, acc_v)))
+  # A loop that runs to its end in one go: the host's, and the devices' short ones.
+  defp emit_loop(
+         st,
+         names,
+         iv,
+         {fc, lc, sc, acc_decl, first_lines, first_v, later_lines, later_v, acc_v, res_v}
+       ) do
+    %{i: i, last: last, acc: acc, res: res} = names
+    acc_ref = if st.lanes, do: acc <> "[l]", else: acc
+
+    st
+    |> emit(assign(res, text_as(iv, res_v)))
+    |> emit("if (#{sc} == 0) bad = 1;")
+    |> emit("else if (#{sc} > 0 ? #{fc} <= #{lc} : #{fc} >= #{lc}) {")
+    |> emit(
+      "  const accel_u64 #{last} = (#{sc} > 0 ? (accel_u64)#{lc} - (accel_u64)#{fc} : (accel_u64)#{fc} - (accel_u64)#{lc}) / (#{sc} > 0 ? (accel_u64)#{sc} : (accel_u64)0 - (accel_u64)#{sc});"
+    )
+    |> emit("  " <> acc_decl)
+    |> emit("  {")
+    |> emit("    const accel_i64 #{i} = #{fc};")
+    |> emit_loop_body(first_lines, acc_ref, first_v, acc_v)
+    |> emit("  }")
+    |> emit("  for (accel_u64 #{last}k = 1; #{last}k <= #{last}; ++#{last}k) {")
+    # an abandoned call stops here (host only; see ACCEL_STOPPED in kernels/user.h)
+    |> emit("    if ((#{last}k & 0xFFFFUL) == 0 && ACCEL_STOPPED()) { bad = 1; break; }")
+    |> emit("    const accel_i64 #{i} = (accel_i64)((accel_u64)#{fc} + #{last}k * (accel_u64)#{sc});")
+    |> emit_loop_body(later_lines, acc_ref, later_v, acc_v)
+    |> emit("  }")
+    |> emit("  " <> assign(res, text_as(acc_v, res_v)))
+    |> emit("}")
+  end
+
+  # A device cannot be interrupted, so a loop that may run long runs at most `fuel` iterations
+  # (of all loops) per launch, then saves where it is and returns; the next launch resumes it. Per
+  # element, rs[0] names the loop that ran out (its id + 1) and each loop has two words: the next
+  # iteration and the accumulator while it is under way, then its value once it ended. A resumed
+  # element computes again what comes before (the language has no side effects, so it comes out
+  # the same): a loop that ended earlier in the same iteration of the loops around it gives its
+  # saved value, and loops on the way to the one that ran out start where they were; no fuel is
+  # spent until it is reached, so every launch gets at least one iteration further. An element
+  # whose flag is raised is not suspended (the flag would be lost): it finishes, its value flagged.
+  defp emit_resumable(st, names, iv, parts) do
+    {fc, lc, sc, acc_decl, first_lines, first_v, later_lines, later_v, acc_v, res_v} = parts
+    %{i: i, last: last, acc: acc, res: res, id: id, inner: inner} = names
+    {k, at, val} = {"#{last}k", "rs[#{2 * id + 1}]", "rs[#{2 * id + 2}]"}
+    acc_type = c_type(acc_v.t)
+    res_type = c_type(res_v.t)
+
+    st
+    |> emit(assign(res, text_as(iv, res_v)))
+    |> emit("if (resume != 0 && (resume < #{id + 1}UL || resume > #{inner + 1}UL)) {")
+    |> emit("  #{res} = #{from_word(res_type, val)};")
+    |> emit("} else if (#{sc} == 0) bad = 1;")
+    |> emit("else if (#{sc} > 0 ? #{fc} <= #{lc} : #{fc} >= #{lc}) {")
+    |> emit(
+      "  const accel_u64 #{last} = (#{sc} > 0 ? (accel_u64)#{lc} - (accel_u64)#{fc} : (accel_u64)#{fc} - (accel_u64)#{lc}) / (#{sc} > 0 ? (accel_u64)#{sc} : (accel_u64)0 - (accel_u64)#{sc});"
+    )
+    |> emit("  " <> String.replace_suffix(acc_decl, ";", " = 0;"))
+    |> emit("  accel_u64 #{k} = 0;")
+    |> emit("  if (resume != 0) {")
+    |> emit("    #{k} = #{at};")
+    |> emit("    #{acc} = #{from_word(acc_type, val)};")
+    |> emit("    if (resume == #{id + 1}UL) resume = 0;")
+    |> emit("  }")
+    |> then(fn st ->
+      iteration = "(accel_i64)((accel_u64)#{fc} + #{k} * (accel_u64)#{sc})"
+      mark = "rs[0] = (epoch << 16) | #{id + 1}UL;"
+
+      if inner == id do
+        # innermost: as many iterations as the fuel allows, in a loop as tight as a launch's
+        st
+        |> emit("  if (#{k} == 0) {")
+        |> emit("    if (fuel == 0) { susp = 1; #{mark} }")
+        |> emit("    else {")
+        |> emit("      --fuel;")
+        |> emit("      const accel_i64 #{i} = #{fc};")
+        |> emit_loop_body(first_lines, acc, first_v, acc_v, "      ")
+        |> emit("      #{k} = 1;")
+        |> emit("    }")
+        |> emit("  }")
+        |> emit("  if (!susp) {")
+        |> emit("    const accel_u64 #{last}a = #{last} - #{k} + 1;")
+        |> emit("    const accel_u64 #{last}r = #{last}a < fuel ? #{last}a : fuel;")
+        |> emit("    fuel -= #{last}r;")
+        |> emit("    for (accel_u64 #{last}c = 0; #{last}c < #{last}r; ++#{last}c, ++#{k}) {")
+        |> emit("      const accel_i64 #{i} = #{iteration};")
+        |> emit_loop_body(later_lines, acc, later_v, acc_v, "      ")
+        |> emit("    }")
+        |> emit("    if (#{last}r < #{last}a) { susp = 1; #{mark} }")
+        |> emit("  }")
+      else
+        # around other resumable loops: each iteration asks for fuel, unless on the way to resume
+        st
+        |> emit("  for (; #{k} <= #{last}; ++#{k}) {")
+        |> emit("    if (resume == 0) {")
+        |> emit("      if (fuel == 0) { susp = 1; #{mark} break; }")
+        |> emit("      --fuel;")
+        |> emit("    }")
+        |> emit("    if (#{k} == 0) {")
+        |> emit("      const accel_i64 #{i} = #{fc};")
+        |> emit_loop_body(first_lines, acc, first_v, acc_v, "      ")
+        |> emit("    } else {")
+        |> emit("      const accel_i64 #{i} = #{iteration};")
+        |> emit_loop_body(later_lines, acc, later_v, acc_v, "      ")
+        |> emit("    }")
+        |> emit("  }")
+      end
+    end)
+    |> emit("  if (susp) {")
+    |> emit("    #{at} = #{k};")
+    |> emit("    #{val} = #{to_word(acc_type, acc)};")
+    |> emit("  } else {")
+    |> emit("    " <> assign(res, text_as(acc_v, res_v)))
+    |> emit("  }")
+    |> emit("}")
+    |> emit("ACCEL_KEEP_#{id}(if (!susp) #{val} = #{to_word(res_type, res)};)")
+    |> emit(if st.in_loop, do: "if (susp) break;", else: "if (susp && !bad) return 2;")
+  end
+
+  defp to_word("double", x), do: "accel_f64_bits(#{x})"
+  defp to_word(_, x), do: "(accel_u64)#{x}"
+  defp from_word("double", w), do: "accel_f64_of(#{w})"
+  defp from_word(type, w), do: "(#{type})#{w}"
+
+  # Whether a loop may run more than a few hundred iterations: its trip count's bound from the
+  # ranges of its first, last and step (a step that is not one constant is taken as unbounded).
+  # Shorter loops run to their end in one launch, as straight-line code does: resuming costs the
+  # launch 5-25% on PoCL (bench/results/kernel_stop_cost.md), and a captured count of the 8-bit
+  # class (the logistic map's 10 iterations) is short.
+  @short_loop 256
+  defp long_loop?({f_lo, f_hi}, {l_lo, l_hi}, {s, s}) when s != 0 do
+    span = if s > 0, do: l_hi - f_lo, else: f_hi - l_lo
+    div(span, abs(s)) + 1 > @short_loop
+  end
+
+  defp long_loop?(_, _, _), do: true
+
+  defp emit_loop_body(st, lines, acc_ref, v, acc_v, indent \\ "    ") do
+    st = Enum.reduce(lines, st, &emit(&2, indent <> &1))
+    if v.t == :none, do: st, else: emit(st, indent <> assign(acc_ref, text_as(v, acc_v)))
   end
 
   defp check_acc_type(%{t: a} = init, %{t: b} = body, line, st) when a != b and b != :none,

@@ -389,8 +389,8 @@ defmodule Accel.Kernel.Map do
   # ---- one launch ----
 
   @doc "The kernel specialised for buffer inputs of `types` (Accel.Kernel.source/2)."
-  def compiled(%Accel.Kernel{} = kernel, types) do
-    specialise(kernel, Enum.map(types, &{&1, :buffer}), Enum.map(kernel.values, &cap_kind!(&1, kernel)))
+  def compiled(%Accel.Kernel{} = kernel, types, opts \\ []) do
+    specialise(kernel, Enum.map(types, &{&1, :buffer}), Enum.map(kernel.values, &cap_kind!(&1, kernel)), opts)
   end
 
   defp run_chunk(kernel, inputs, n, as, place, offset) do
@@ -421,7 +421,8 @@ defmodule Accel.Kernel.Map do
 
     kterm =
       {compiled.key, compiled.source, compiled.uses_f64, code, Enum.map(tensors, & &1.type),
-       compiled.out_type, :binary.copy(<<8>>, length(compiled.slots)), "accel_user", true}
+       compiled.out_type, :binary.copy(<<8>>, length(compiled.slots)), "accel_user", true, nil,
+       compiled.resume_words}
 
     slots = Compiler.slots(compiled, kernel.values, Enum.map(inputs, &if(&1.kind == :range, do: &1.value)))
 
@@ -469,12 +470,12 @@ defmodule Accel.Kernel.Map do
   end
 
   # Specialisations are cached for the VM's life, by the kernel and its argument and capture kinds.
-  defp specialise(kernel, args, caps) do
-    key = {__MODULE__, kernel.id, args, caps}
+  defp specialise(kernel, args, caps, opts \\ []) do
+    key = {__MODULE__, kernel.id, args, caps, opts}
 
     case :persistent_term.get(key, nil) do
       nil ->
-        compiled = Compiler.compile(kernel.ir, args, caps, kernel.name)
+        compiled = Compiler.compile(kernel.ir, args, caps, kernel.name, opts)
         :persistent_term.put(key, compiled)
         compiled
 
