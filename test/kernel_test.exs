@@ -231,7 +231,9 @@ defmodule Accel.KernelTest do
       Accel.map([1], k, backend: :cpu)
 
       [compiled] =
-        for {{Accel.Kernel.Map, id, [{:s64, :buffer}], [], []}, c} <- :persistent_term.get(), id == k.id, do: c
+        for {{Accel.Kernel.Map, id, [{:s64, :buffer}], [], []}, c} <- :persistent_term.get(),
+            id == k.id,
+            do: c
 
       lib = Accel.Kernel.Native.library(compiled.key, compiled.source)
 

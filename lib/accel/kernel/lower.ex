@@ -232,6 +232,11 @@ defmodule Accel.Kernel.Lower do
     end
   end
 
+  defp block([e], st), do: expr(e, st)
+
+  # An expression whose value is dropped has no effect in a kernel (nothing can print or send).
+  defp block([_ | rest], st), do: block(rest, st)
+
   defp bad_match(pattern, meta, st),
     do:
       error(
@@ -239,11 +244,6 @@ defmodule Accel.Kernel.Lower do
         st.caller,
         "only a plain variable may be bound in a kernel, got: #{Macro.to_string(pattern)} = ..."
       )
-
-  defp block([e], st), do: expr(e, st)
-
-  # An expression whose value is dropped has no effect in a kernel (nothing can print or send).
-  defp block([_ | rest], st), do: block(rest, st)
 
   defp fresh(st), do: {st.next, %{st | next: st.next + 1}}
 
@@ -386,13 +386,6 @@ defmodule Accel.Kernel.Lower do
     loop(range, init, i, acc, body, fmeta, meta, st)
   end
 
-  defp range_and_init(range, init, meta, st),
-    do:
-      siblings([{:range, range}, init], st, fn
-        {:range, r}, st -> range(r, meta, st)
-        init, st -> expr(init, st)
-      end)
-
   defp reduce(_range, _init, fun, meta, st),
     do:
       error(
@@ -400,6 +393,13 @@ defmodule Accel.Kernel.Lower do
         st.caller,
         "Enum.reduce/3 in a kernel takes fn index, acc -> ... end, got: #{Macro.to_string(fun)}"
       )
+
+  defp range_and_init(range, init, meta, st),
+    do:
+      siblings([{:range, range}, init], st, fn
+        {:range, r}, st -> range(r, meta, st)
+        init, st -> expr(init, st)
+      end)
 
   # for i <- range, reduce: init do acc -> body end
   defp for_([{:<-, _, [i, range]}, [reduce: init], [do: [{:->, fmeta, [[acc], body]}]]], meta, st) do
