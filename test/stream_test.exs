@@ -188,7 +188,12 @@ defmodule Accel.StreamTest do
           |> Accel.Stream.map_chunks(
             fn chunk ->
               send(parent, {:chunk_started, self()})
-              if hd(chunk) == 1, do: receive(do: (:go -> :ok))
+
+              if hd(chunk) == 1 do
+                send(parent, {:stalled, self()})
+                receive(do: (:go -> :ok))
+              end
+
               chunk
             end,
             chunk_size: 10,
@@ -198,11 +203,10 @@ defmodule Accel.StreamTest do
         end)
 
       Process.sleep(300)
-      held = started_pids()
-      assert length(held) == 3
-      # release the first chunk: the rest flows
-      [first | _] = held
-      send(first, :go)
+      assert length(started_pids()) == 3
+      # release the stalled chunk (chunks start concurrently: its message may not come first)
+      assert_received {:stalled, stalled}
+      send(stalled, :go)
       assert Task.await(consumer) == Enum.to_list(1..50)
     end
 
