@@ -22,6 +22,18 @@ defmodule Accel.PlacementTest do
     assert Placement.calibrations() == %{}
   end
 
+  test "an :auto call goes without planning to the only candidate, or to the CPU when small" do
+    gpu = %Accel.Device{backend: :opencl, id: 0, name: "a GPU", type: :gpu}
+    assert Placement.small_choice([gpu], 10_000_000) == gpu
+    assert Placement.small_choice([gpu, cpu()], 4095) == cpu()
+    # what Accel.plan/3 says of the same call
+    assert Accel.plan(1..4095, :logistic_map).device == cpu()
+    assert Placement.small_choice([gpu, cpu()], 4096) == nil
+    assert Placement.small_choice([gpu], 10) == gpu
+    assert Placement.small_choice([gpu, %{gpu | id: 1}], 10) == nil
+    assert Placement.calibrations() == %{}
+  end
+
   # PoCL: an OpenCL device on the CPU backend's own cores, ~10x slower (a GPU host has none)
   @tag :pocl
   test "the CPU backend over PoCL, from predictions that add up" do

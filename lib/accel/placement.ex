@@ -185,12 +185,12 @@ defmodule Accel.Placement do
     candidates = candidates()
 
     cond do
-      small?(input) and cpu?() ->
-        {{:cpu, 0}, nil}
-
       match?([_], candidates) ->
         [only] = candidates
         {{only.backend, only.id}, nil}
+
+      small?(input) and cpu?() ->
+        {{:cpu, 0}, nil}
 
       true ->
         case count(input) do
@@ -290,6 +290,16 @@ defmodule Accel.Placement do
   def cpu?, do: Enum.any?(candidates(), &(&1.backend == :cpu))
 
   @doc false
+  # Where an :auto call of n elements goes without planning: the only candidate, or the CPU
+  # backend for a small call (nil: plan it). What decide/4 would choose, without its table work.
+  def small_choice([only], _n), do: only
+
+  def small_choice(candidates, n) when n < @small,
+    do: Enum.find(candidates, &(&1.backend == :cpu))
+
+  def small_choice(_candidates, _n), do: nil
+
+  @doc false
   # A call the plan chose took `seconds`: the chosen device's correction follows it. The table's
   # process makes the correction (learn/4), off the caller's path: a correction, and every 10 s
   # the file written, cost the call tens of microseconds on a cold core (a 10^5-element call takes
@@ -358,6 +368,8 @@ defmodule Accel.Placement do
   @doc false
   # Runs `fun`, the call `plan` chose, and teaches the model what it took (observe/2; a nil plan
   # teaches nothing).
+  def follow(nil, fun), do: fun.()
+
   def follow(plan, fun) do
     {us, result} = :timer.tc(fun)
     observe(plan, us / 1.0e6)

@@ -71,13 +71,15 @@ defmodule Accel.Kernel.Map do
 
       # backend: :auto for host inputs: the device the cost model predicts fastest for this work
       opts[:backend] == :auto and opts[:device] == nil and not Enum.any?(inputs, &(&1.kind == :tensor)) ->
-        case Accel.Placement.candidates() do
-          [only] ->
-            launch.(Keyword.put(opts, :device, only))
+        candidates = Accel.Placement.candidates()
+        n = length!(inputs)
 
-          candidates ->
+        case Accel.Placement.small_choice(candidates, n) do
+          %Accel.Device{} = device ->
+            launch.(Keyword.put(opts, :device, device))
+
+          nil ->
             {key, time} = model.(inputs)
-            n = length!(inputs)
 
             plan =
               Accel.Placement.remembered({key, n}, fn ->
