@@ -17,7 +17,30 @@ defmodule Accel.MixProject do
       # library of the system's, not a dependency
       xref: [exclude: [:proper, :proper_types]],
       description: "Data-parallel kernels for the BEAM on the CPU, OpenCL and CUDA, through a C++17 NIF",
-      test_coverage: [ignore_modules: [Mix.Tasks.Compile.AccelCmake]]
+      test_coverage: [ignore_modules: [Mix.Tasks.Compile.AccelCmake]],
+      docs: docs()
+    ]
+  end
+
+  # `mix docs` (ex_doc, a dev dependency where hex is reachable): the README, the guides as
+  # chapters, the modules grouped; internal modules carry `@moduledoc false`.
+  defp docs do
+    [
+      main: "readme",
+      extras:
+        ["README.md"] ++
+          Enum.map(
+            ~w(backends kernels tensors nx placement pipelines reliability benchmarks contributing),
+            &"guides/#{&1}.md"
+          ) ++ ["RELIABILITY.md"],
+      groups_for_extras: [Guides: ~r/guides\//, Reliability: ["RELIABILITY.md"]],
+      groups_for_modules: [
+        "Public API": [Accel, Accel.Device, Accel.Error, Accel.Config, Accel.Crossing, Accel.Timing],
+        Kernels: [Accel.Kernel, Accel.Kernel.Source],
+        Tensors: [Accel.Tensor, Accel.Nx.Backend, Accel.Nx.Compiler],
+        Pipelines: [Accel.Stream, Accel.Flow, Accel.Cluster, Accel.Dispatch],
+        Placement: [Accel.Placement]
+      ]
     ]
   end
 
@@ -33,7 +56,11 @@ defmodule Accel.MixProject do
   defp deps do
     case System.get_env("ACCEL_HEXDEPS") do
       nil ->
-        [{:nx, "~> 0.7", optional: true}, {:flow, "~> 1.2", optional: true}]
+        [
+          {:nx, "~> 0.7", optional: true},
+          {:flow, "~> 1.2", optional: true},
+          {:ex_doc, "~> 0.31", only: :dev, runtime: false, optional: true}
+        ]
 
       "none" ->
         []

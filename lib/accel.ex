@@ -9,9 +9,9 @@ defmodule Accel do
     * a `Range` is generated natively, never materialised as a list;
     * a list of integers is the convenience path: it is converted element by element.
 
-  Small calls run on the calling scheduler; larger ones move to a dirty CPU scheduler (see the
-  README's "Scheduling" section). Bad input raises `ArgumentError` naming the offending option or
-  element; failures of the machine raise `Accel.Error`.
+  Small calls run on the calling scheduler; larger ones move to a dirty CPU scheduler (see
+  guides/reliability.md). Bad input raises `ArgumentError` naming the offending option or element;
+  failures of the machine raise `Accel.Error`.
   """
 
   @backends [:auto, :cpu, :opencl, :cuda]
@@ -604,7 +604,7 @@ defmodule Accel do
   @doc """
   The device `backend: :auto` runs on: the first CUDA device, else the first OpenCL GPU, else the
   CPU backend's device (on a CPU, Accel's native backend is several times faster than an OpenCL CPU
-  device; see the README's benchmark).
+  device; see guides/benchmarks.md).
   """
   @spec default_device() :: Accel.Device.t()
   def default_device do
