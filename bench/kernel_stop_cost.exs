@@ -87,11 +87,18 @@ defmodule KernelStopCost do
       {key, source, compiled.uses_f64, library, [:s64], compiled.out_type,
        :binary.copy(<<8>>, length(compiled.slots)), "accel_user", true}
 
+    run(term, compiled.out_type, input, @n, slots, {:cpu, 0})
+  end
+
+  # One launch of the kernel term over `input`'s n elements, its result as a binary.
+  defp run(term, out_type, input, n, slots, {backend, device}) do
     fn ->
       {out, _flagged} =
-        Accel.Tensor.allocate(&Accel.NIF.tensor_source_kernel(term, [input.ref], @n, slots, :cpu, 0, &1))
+        Accel.Tensor.allocate(
+          &Accel.NIF.tensor_source_kernel(term, [input.ref], n, slots, backend, device, &1)
+        )
 
-      out = Accel.Tensor.wrap(out, {@n}, compiled.out_type)
+      out = Accel.Tensor.wrap(out, {n}, out_type)
       bin = Accel.Tensor.to_binary(out)
       Accel.Tensor.free(out)
       bin
@@ -131,17 +138,7 @@ defmodule KernelStopCost do
       {compiled.key, compiled.source, compiled.uses_f64, code, [:s64], compiled.out_type,
        :binary.copy(<<8>>, length(compiled.slots)), "accel_user", true, nil, compiled.resume_words}
 
-    fn ->
-      {out, _flagged} =
-        Accel.Tensor.allocate(
-          &Accel.NIF.tensor_source_kernel(term, [input.ref], @device_n, slots, backend, device, &1)
-        )
-
-      out = Accel.Tensor.wrap(out, {@device_n}, compiled.out_type)
-      bin = Accel.Tensor.to_binary(out)
-      Accel.Tensor.free(out)
-      bin
-    end
+    run(term, compiled.out_type, input, @device_n, slots, {backend, device})
   end
 
   defp device_table({backend, rows}) do
