@@ -279,6 +279,26 @@ defmodule Accel.KernelTest do
         call.(put_elem(kterm.([:s64], 0), 7, "accel\0user"), [s64], <<>>)
       end
 
+      # the resumable words: bounded, and only for generated kernels
+      resumable = fn words, flag ->
+        Tuple.append(put_elem(kterm.([:s64], 0), 8, flag), nil) |> Tuple.append(words)
+      end
+
+      assert_raise ArgumentError, ~r/at most 4096 words of state/, fn ->
+        call.(resumable.(4097, true), [s64], <<>>)
+      end
+
+      assert_raise ArgumentError, ~r/a kernel's resumable words/, fn ->
+        call.(resumable.(-1, true), [s64], <<>>)
+      end
+
+      assert_raise ArgumentError, ~r/only generated kernels/, fn ->
+        call.(resumable.(3, false), [s64], <<>>)
+      end
+
+      # (the CPU backend runs loops to their end: its text has no resumable form)
+      assert {_, false} = call.(resumable.(3, true), [s64], <<>>)
+
       assert {_, false} = call.(kterm.([:s64], 0), [s64], <<>>)
     end
 

@@ -79,7 +79,8 @@ bool run_resumable(const SourceKernel& kernel, Backend& backend, int device, uin
         break;
       }
       const double fitted = static_cast<double>(h.fuel) * kLaunchSeconds / std::max(took, 1e-6);
-      h.fuel = static_cast<uint64_t>(std::clamp(fitted, 1.0, static_cast<double>(h.fuel) * 4));
+      const double most_fuel = std::min(static_cast<double>(h.fuel) * 4, 0x1p62);
+      h.fuel = static_cast<uint64_t>(std::clamp(fitted, 1.0, most_fuel));
       if (h.fuel == 1 && took > kLaunchSeconds) window = std::max<uint64_t>(1, window / 2);
     }
     base += count;

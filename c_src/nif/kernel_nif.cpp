@@ -86,6 +86,7 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
     const uint64_t words = decode_count(env, fields[10], "a kernel's resumable words");
     if (words > kMaxResumeWords)
       throw ArgumentError("a kernel keeps at most " + std::to_string(kMaxResumeWords) + " words of state per element");
+    if (words > 0 && !k.flag) throw ArgumentError("only generated kernels (with a flag) resume from saved state");
     k.resume_words = static_cast<uint32_t>(words);
   }
   return k;

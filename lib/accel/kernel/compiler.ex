@@ -46,7 +46,9 @@ defmodule Accel.Kernel.Compiler do
   (a branch giving an integer and another a float), naming the line.
 
   The text holds up to three forms of the body, from one walk each:
-    * `accel_user_at`, one element, integers in 64-bit registers: every backend;
+    * `accel_user_at`, one element, integers in 64-bit registers: every backend; on OpenCL and
+      CUDA its loops that may run long are resumable (emit_resumable/4), and it takes the state
+      buffer that `resume_words` sizes;
     * the same with integers that ranges prove below 2^53 held exactly in doubles (a loop's
       accumulator once it settles, and what is computed from it), which vectorises where 64-bit
       multiply-high and division do not: on the host only, for now (on PoCL it measured slower
