@@ -74,7 +74,7 @@ bool run_resumable(const SourceKernel& kernel, Backend& backend, int device, uin
       if (cancel != nullptr) cancel->throw_if_cancelled();
       JobQueue::serve_waiting();  // calls made meanwhile on this device run between our launches
       if (h.pending == 0) {
-        if (took < kLaunchSeconds / 2) window = std::min(most, window * 2);
+        if (took < kLaunchSeconds) window = std::min(most, window * (took < kLaunchSeconds / 8 ? 4 : 2));
         if (took > 2 * kLaunchSeconds) window = std::max<uint64_t>(1, window / 2);
         break;
       }

@@ -67,7 +67,7 @@ defmodule Accel.Kernel do
   above 255) runs a bounded number of iterations per launch, in launches of about 40 ms that each
   resume from the loop's saved state (its index and accumulator, per element): a dead caller
   frees the device within a launch or two, and calls made meanwhile on the device run between
-  the launches. This costs 1-3% on PoCL (`bench/results/kernel_stop_cost.md`).
+  the launches. This costs 1-4% on PoCL (`bench/results/kernel_stop_cost.md`).
 
   ## Inputs and outputs
 
