@@ -1,0 +1,140 @@
+# Accel's OpenCL paths against what a user would write instead: the seed's own OpenCL kernel (ten
+# plain `x = mu * x * (x + 1) % p` steps on `long`) through a plain Erlang OpenCL binding,
+# Debian's erlang-cl (the tonyrog/cl NIF; bin/setup installs it), creating buffers, writing,
+# launching and reading on every call, on the same device. Against it: Accel.logistic_map/2 and
+# the same computation as an Accel user kernel (Accel.map/3), both `backend: :opencl`, int64
+# binary in and out. Sizes 2^16 to 2^25, medians of 5 rounds, rows round-robin, results checked
+# equal. The binding's calls run with SIGCHLD handled (PoCL runs its linker as a child process and
+# aborts when it cannot wait for it; the VM ignores SIGCHLD). Writes
+# bench/results/opencl_peer.md.
+#
+#   mix run bench/opencl_peer.exs [--runs 5] [--max 25]
+require Accel
+
+defmodule OpenCLPeerBench do
+  @p 6_700_417
+  @mu 22
+  @source """
+  __kernel void logistic(__global long* x) {
+    const size_t i = get_global_id(0);
+    long v = x[i];
+    for (int k = 0; k < 10; ++k) v = MU * v * (v + 1) % P;
+    x[i] = v;
+  }
+  """
+
+  def main(args) do
+    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, max: :integer])
+    runs = opts[:runs] || 5
+    max = opts[:max] || 25
+    Code.ensure_loaded(:cl) == {:module, :cl} || raise "erlang-cl is not installed (bin/setup installs it)"
+    peer = peer_setup()
+    k = Accel.kernel(fn x -> Enum.reduce(1..10, x, fn _, a -> rem(@mu * a * (a + 1), @p) end) end)
+
+    rows =
+      for bits <- 16..max//3 do
+        n = Bitwise.bsl(1, bits)
+        bin = Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu)
+
+        variants = [
+          {"erlang-cl", fn -> peer_call(peer, bin) end},
+          {"Accel.logistic_map", fn -> Accel.logistic_map(bin, backend: :opencl) end},
+          {"Accel user kernel", fn -> Accel.map(bin, k, backend: :opencl) end}
+        ]
+
+        [first | rest] = Enum.map(variants, fn {_, f} -> f.() end)
+        Enum.all?(rest, &(&1 == first)) || raise "results differ at 2^#{bits}"
+
+        times =
+          Enum.reduce(1..runs, Enum.map(variants, fn _ -> [] end), fn _, acc ->
+            Enum.zip_with(variants, acc, fn {_, f}, ts -> [seconds(f) | ts] end)
+          end)
+          |> Enum.map(&Accel.Timing.summarize(&1).median)
+
+        {bits, times}
+      end
+
+    [_, device] = peer.names
+
+    text = """
+    # Accel's OpenCL paths against a plain OpenCL binding
+
+    The seed's OpenCL kernel through erlang-cl (buffers made, written, launched and read per call)
+    against `Accel.logistic_map/2` and the same computation as an Accel user kernel, on one OpenCL
+    device (#{device}), int64 binary in and out. Medians of #{runs} rounds, rows round-robin,
+    results equal. Speed relative to the binding: above 1 is faster than it.
+
+    | elements | erlang-cl, ms | logistic_map, ms | user kernel, ms | logistic_map vs binding | user kernel vs binding |
+    |---:|---:|---:|---:|---:|---:|
+    #{Enum.map_join(rows, "\n", fn {bits, [c, l, u]} -> "| 2^#{bits} | #{ms(c)} | #{ms(l)} | #{ms(u)} | #{ratio(c, l)} | #{ratio(c, u)} |" end)}
+    """
+
+    IO.puts(text)
+    File.write!(Path.join([__DIR__, "results", "opencl_peer.md"]), text)
+  end
+
+  # The binding's device: the OpenCL device Accel's :opencl backend uses first (same platform and name).
+  defp peer_setup do
+    target = Enum.find(Accel.devices(), &(&1.backend == :opencl)) || raise "no OpenCL device"
+
+    with_sigchld(fn ->
+      {:ok, platforms} = :cl.get_platform_ids()
+
+      {platform, device} =
+        Enum.find_value(platforms, fn pl ->
+          {:ok, devices} = :cl.get_device_ids(pl, :all)
+
+          Enum.find_value(devices, fn d ->
+            {:ok, name} = :cl.get_device_info(d, :name)
+            if to_string(name) |> String.trim_trailing(<<0>>) == target.name, do: {pl, d}
+          end)
+        end) || raise "erlang-cl does not see #{target.name}"
+
+      {:ok, pname} = :cl.get_platform_info(platform, :name)
+      {:ok, context} = :cl.create_context([device])
+      {:ok, queue} = :cl.create_queue(context, device, [])
+      {:ok, program} = :cl.create_program_with_source(context, @source)
+      :ok = :cl.build_program(program, [device], ~c"-D P=#{@p}L -D MU=#{@mu}L")
+      {:ok, kernel} = :cl.create_kernel(program, ~c"logistic")
+      %{context: context, queue: queue, kernel: kernel, names: [to_string(pname), target.name]}
+    end)
+  end
+
+  # One call as a plain binding makes it: a buffer, the input written, the kernel, the result read.
+  defp peer_call(%{context: c, queue: q, kernel: k}, bin) do
+    with_sigchld(fn ->
+      size = byte_size(bin)
+      {:ok, buf} = :cl.create_buffer(c, [:read_write], size)
+      {:ok, w} = :cl.enqueue_write_buffer(q, buf, 0, size, bin, [])
+      :ok = :cl.set_kernel_arg(k, 0, buf)
+      {:ok, run} = :cl.enqueue_nd_range_kernel(q, k, [div(size, 8)], [], [w])
+      {:ok, r} = :cl.enqueue_read_buffer(q, buf, 0, size, [run])
+      {:ok, out} = :cl.wait(r, :infinity)
+      Enum.each([w, run, r], &:cl.release_event/1)
+      :cl.release_mem_object(buf)
+      out
+    end)
+  end
+
+  # (ERTS ignores SIGCHLD by default, so that waitpid fails; :handle installs its handler for the
+  # call, which lets PoCL wait for its linker, and :default puts ERTS's ignore back)
+  defp with_sigchld(fun) do
+    :os.set_signal(:sigchld, :handle)
+
+    try do
+      fun.()
+    after
+      :os.set_signal(:sigchld, :default)
+    end
+  end
+
+  defp seconds(fun) do
+    {us, _} = :timer.tc(fun)
+    us / 1.0e6
+  end
+
+  defp ms(s), do: :erlang.float_to_binary(s * 1000, decimals: 2)
+  defp ratio(peer, ours), do: "#{:erlang.float_to_binary(peer / ours, decimals: 2)}x"
+end
+
+OpenCLPeerBench.main(System.argv())
