@@ -16,6 +16,31 @@ defmodule Accel.KernelResumeTest do
     end
   end
 
+  # (compiled text only: runs on any machine)
+  test "loops that may run past 512 iterations resume; shorter ones run in one launch" do
+    words = fn k -> Accel.Kernel.Map.compiled(k, [:s64]).resume_words end
+    {p, few, many} = {61, 10, 300}
+
+    assert words.(Accel.kernel(fn x -> Enum.reduce(1..10, x, fn _, a -> rem(22 * a * (a + 1), p) end) end)) ==
+             0
+
+    assert words.(Accel.kernel(fn x -> Enum.reduce(1..few, x, fn _, a -> a + 1 end) end)) == 0
+    assert words.(Accel.kernel(fn x -> Enum.reduce(1..512, x, fn _, a -> a + 1 end) end)) == 0
+    assert words.(Accel.kernel(fn x -> Enum.reduce(1..2048//4, x, fn _, a -> a + 1 end) end)) == 0
+    assert words.(Accel.kernel(fn x -> Enum.reduce(0..rem(x, 4), x, fn _, a -> a + 1 end) end)) == 0
+    # 513 iterations, a captured count of the 16-bit class, an input's range
+    assert words.(Accel.kernel(fn x -> Enum.reduce(1..513, x, fn _, a -> a + 1 end) end)) == 3
+    assert words.(Accel.kernel(fn x -> Enum.reduce(1..many, x, fn _, a -> a + 1 end) end)) == 3
+    assert words.(Accel.kernel(fn x -> Enum.reduce(1..x, x, fn _, a -> a + 1 end) end)) == 3
+    # a short loop around a long one resumes too: 1 + 2 words per loop, the inner one emitted
+    # twice (in the outer loop's first iteration, and in its later ones)
+    assert words.(
+             Accel.kernel(fn x ->
+               Enum.reduce(1..3, x, fn _, a -> Enum.reduce(1..x, a, fn i, b -> b + i end) end)
+             end)
+           ) == 7
+  end
+
   for backend <- [:opencl, :cuda] do
     describe "#{backend}" do
       @describetag backend
@@ -75,7 +100,9 @@ defmodule Accel.KernelResumeTest do
 
         xs = Enum.to_list(1..3_000_000)
 
-        agree(@backend, xs, fn x -> Enum.reduce(0..rem(x, 4), x, fn i, a -> a * 3 + i end) end)
+        agree(@backend, xs, fn x ->
+          Enum.reduce(0..rem(x, 600), x, fn i, a -> rem(a * 3 + i, 1_000_003) end)
+        end)
       end
     end
   end

@@ -63,8 +63,8 @@ defmodule Accel.Kernel do
   loop (each asks every 2^16 iterations, at a cost below 1% measured in
   `bench/results/kernel_stop_cost.md`), so even an endless loop frees its cores within
   milliseconds. A device kernel cannot be interrupted, so on OpenCL and CUDA a loop that may run
-  more than 256 iterations (by the ranges of its bounds: a literal `1..1000`, or a captured count
-  above 255) runs a bounded number of iterations per launch, in launches of about 40 ms that each
+  more than 512 iterations (by the ranges of its bounds: a literal `1..1000`, or a captured count
+  of 16 bits or more) runs a bounded number of iterations per launch, in launches of about 40 ms that each
   resume from the loop's saved state (its index and accumulator, per element): a dead caller
   frees the device within a launch or two, and calls made meanwhile on the device run between
   the launches. This costs 1-4% on PoCL (`bench/results/kernel_stop_cost.md`).

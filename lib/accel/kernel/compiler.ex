@@ -973,17 +973,17 @@ defmodule Accel.Kernel.Compiler do
   defp from_word(type, w), do: "(#{type})#{w}"
 
   # Whether a loop may run more than a few hundred iterations: its trip count's bound from the
-  # ranges of its first, last and step (a step that is not one constant is taken as unbounded).
-  # Shorter loops run to their end in one launch, as straight-line code does: resuming costs the
-  # launch 5-25% on PoCL (bench/results/kernel_stop_cost.md), and a captured count of the 8-bit
-  # class (the logistic map's 10 iterations) is short.
-  @short_loop 256
-  defp long_loop?({f_lo, f_hi}, {l_lo, l_hi}, {s, s}) when s != 0 do
-    span = if s > 0, do: l_hi - f_lo, else: f_hi - l_lo
-    div(span, abs(s)) + 1 > @short_loop
+  # ranges of its first and last (the span between them) and its step (a step that is not one
+  # constant counts as 1: `a..b` steps by +1 or -1). Shorter loops run to their end in one launch,
+  # as straight-line code does: resuming costs the launch 5-25% on PoCL
+  # (bench/results/kernel_stop_cost.md). `1..n` with a captured n of the 8-bit class (the logistic
+  # map's 10 iterations) is short: n within -256..255 bounds it at 258 iterations.
+  @short_loop 512
+  defp long_loop?({f_lo, f_hi}, {l_lo, l_hi}, step) do
+    span = max(max(l_hi - f_lo, f_hi - l_lo), 0)
+    by = if match?({s, s} when s != 0, step), do: abs(elem(step, 0)), else: 1
+    div(span, by) + 1 > @short_loop
   end
-
-  defp long_loop?(_, _, _), do: true
 
   defp emit_loop_body(st, lines, acc_ref, v, acc_v, indent \\ "    ") do
     st = Enum.reduce(lines, st, &emit(&2, indent <> &1))
