@@ -151,13 +151,11 @@ defmodule Accel.Placement do
   # The plan among `candidates` for n elements: small inputs on the CPU backend without measuring,
   # else the device of least predicted time (`predict.(device)`), `what` naming the work.
   defp decide(n, candidates, what, predict) do
-    cpu = Enum.find(candidates, &(&1.backend == :cpu))
-
     cond do
       candidates == [] ->
         raise ArgumentError, "no usable device to plan on"
 
-      n < @small and cpu != nil ->
+      cpu = small_cpu(candidates, n) ->
         small_plan(cpu, n)
 
       true ->
@@ -293,11 +291,11 @@ defmodule Accel.Placement do
   # Where an :auto call of n elements goes without planning: the only candidate, or the CPU
   # backend for a small call (nil: plan it). What decide/4 would choose, without its table work.
   def small_choice([only], _n), do: only
+  def small_choice(candidates, n), do: small_cpu(candidates, n)
 
-  def small_choice(candidates, n) when n < @small,
-    do: Enum.find(candidates, &(&1.backend == :cpu))
-
-  def small_choice(_candidates, _n), do: nil
+  # The CPU backend among `candidates` for a call of n elements too small to measure, else nil.
+  defp small_cpu(candidates, n) when n < @small, do: Enum.find(candidates, &(&1.backend == :cpu))
+  defp small_cpu(_candidates, _n), do: nil
 
   @doc false
   # A call the plan chose took `seconds`: the chosen device's correction follows it. The table's
