@@ -98,7 +98,7 @@ defmodule AutoCostBench do
 
   # the model's prediction for `big` on `device`, its measured time and the model's corrections
   defp large_call(big, device) do
-    Placement.await_learning()
+    Placement.Table.await_learning()
     predicted = Enum.find(Accel.plan(big, :logistic_map).predictions, &(&1.device == device))
     Accel.logistic_map(big, device: device, as: :binary)
 

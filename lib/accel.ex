@@ -29,7 +29,7 @@ defmodule Accel do
     ],
     device: [
       rule:
-        {:custom, __MODULE__, :device_option?,
+        {:custom, Accel.Devices, :device_option?,
          "an Accel.Device, a non-negative index, :all or a non-empty list of Accel.Device"},
       default: nil,
       doc:
@@ -37,7 +37,7 @@ defmodule Accel do
           "backend's devices, `:all` (every usable device, less OpenCL devices on the host's CPU when " <>
           "the CPU backend takes part, which share its cores, and less NVIDIA's OpenCL view of a GPU " <>
           "that CUDA drives), or a list of devices. " <>
-          Accel.Placement.sharing_doc() <>
+          Accel.Placement.Sharing.sharing_doc() <>
           " A device that does not exist raises `ArgumentError`"
     ],
     chunk_size: [
@@ -111,43 +111,7 @@ defmodule Accel do
     opts = Accel.Options.validate!(opts, @logistic_options, "Accel.logistic_map/2")
     check_input!(input)
     as = opts[:as] || if(is_binary(input), do: :binary, else: :list)
-    chunk_size = effective_chunk_size(opts)
-
-    cond do
-      small_for_all?(input, opts) ->
-        logistic_map_on(input, opts, as, chunk_size, {:cpu, 0})
-
-      sharing?(opts[:device]) ->
-        logistic_map_all(input, opts, as)
-
-      opts[:backend] == :auto and opts[:device] == nil ->
-        {place, plan} = Accel.Placement.choose(input, iterations: opts[:iterations], as: as)
-        Accel.Placement.follow(plan, fn -> logistic_map_on(input, opts, as, chunk_size, place) end)
-
-      true ->
-        logistic_map_on(input, opts, as, chunk_size, target!(opts[:backend], opts[:device]))
-    end
-  end
-
-  defp logistic_map_on(input, opts, as, chunk_size, {backend, device}) do
-    result =
-      Accel.Job.call(
-        &Accel.NIF.logistic_map(
-          input,
-          opts[:p],
-          opts[:mu],
-          opts[:iterations],
-          as,
-          backend,
-          device,
-          chunk_size || 0,
-          &1
-        )
-      )
-
-    # A device call returns a binary whatever `as` says: its list is built here, on a dirty CPU
-    # scheduler when large, so that the device's thread is free for the next call meanwhile.
-    if as == :list and is_binary(result), do: Accel.NIF.int64_list(result), else: result
+    Accel.LogisticMap.run(input, opts, as)
   end
 
   @doc """
@@ -184,12 +148,12 @@ defmodule Accel do
     # the call's output form, fixed before a shared call decodes a list
     shape = [iterations: opts[:iterations], as: opts[:as] || if(is_binary(input), do: :binary, else: :list)]
 
-    case plan_scope!(devices, opts) do
+    case Accel.Devices.plan_scope!(devices, opts) do
       # as the call does, too small to share: the candidates' plan is the CPU backend's, unmeasured
       {:share, devices} ->
-        if small_for_all?(input, opts),
+        if Accel.LogisticMap.small_for_all?(input, opts),
           do: Accel.Placement.plan(input, shape),
-          else: Accel.Placement.plan_split(host_binary(input), devices, shape)
+          else: Accel.Placement.Sharing.plan_split(host_binary(input), devices, shape)
 
       {:choose, devices} ->
         Accel.Placement.plan(input, [devices: devices] ++ shape)
@@ -210,7 +174,7 @@ defmodule Accel do
   defp plan_devices!(opts) do
     {devices, rest} = opts |> Accel.Options.keyword!("Accel.plan/3") |> Keyword.pop(:devices)
 
-    if devices != nil and not device_list?(devices) do
+    if devices != nil and not Accel.Devices.device_list?(devices) do
       raise ArgumentError,
             "option :devices must be a non-empty list of Accel.Device, got: #{inspect(devices, limit: 5)}"
     end
@@ -218,41 +182,9 @@ defmodule Accel do
     {devices, rest}
   end
 
-  # A shared call decodes a list once, before it is split (logistic_map_spread/4).
+  # A shared call decodes a list once, before it is split (Accel.LogisticMap).
   defp host_binary(input) when is_list(input), do: Accel.NIF.int64_binary(input)
   defp host_binary(input), do: input
-
-  # device: :all with an input too small for a device trip to pay runs on the CPU backend: not
-  # worth listing the devices either.
-  defp small_for_all?(input, opts) do
-    opts[:device] == :all and opts[:backend] in [:auto, :cpu] and Accel.Placement.small?(input) and
-      Accel.Placement.cpu?()
-  end
-
-  @doc false
-  # What Accel.plan/3 plans, from the call's validated options and `devices:`: {:share, devices}
-  # for device: :all or a list (the sharing decision the call would make), else {:choose,
-  # devices} among which backend: :auto chooses (nil: the default candidates).
-  def plan_scope!(devices, opts) do
-    case {devices, opts[:backend], opts[:device]} do
-      {nil, backend, device} when device == :all or is_list(device) ->
-        {:share, sharing_devices!(device, backend)}
-
-      {nil, _backend, %Accel.Device{} = device} ->
-        {:choose, [device]}
-
-      {devices, :auto, nil} ->
-        {:choose, devices}
-
-      {nil, backend, device} ->
-        raise ArgumentError,
-              "backend: #{inspect(backend)}, device: #{inspect(device)} names where the call runs: " <>
-                "Accel.plan/3 plans backend: :auto, device: :all and lists of devices"
-
-      _ ->
-        raise ArgumentError, "give option :devices (to choose among) or :device, not both"
-    end
-  end
 
   @doc """
   Makes a kernel from an anonymous function, at compile time: see `Accel.Kernel` for the
@@ -402,122 +334,6 @@ defmodule Accel do
     end
   end
 
-  # The smaller of chunk_size: and what max_bytes: (or the application's) allows for two buffers.
-  defp effective_chunk_size(opts) do
-    budget = opts[:max_bytes] || Accel.Config.get!(:max_bytes)
-    # A budget beyond any buffer is no limit at all (and must not overflow the NIF's int64).
-    by_budget = if budget, do: budget |> div(16) |> min(0x4000000000000000)
-    [opts[:chunk_size], by_budget] |> Enum.reject(&is_nil/1) |> Enum.min(fn -> nil end)
-  end
-
-  # One call split over every usable device (co_execution_devices/1). The input is checked exactly
-  # as a single-device call checks it, before any device work: a list is decoded once into a
-  # binary (a bad element or an improper tail raises naming its index in the whole list), and an
-  # output that could never fit is refused. Chunks are sub-binaries or sub-ranges made when a device takes them, so only the
-  # chunks in flight and the results exist at once.
-  defp logistic_map_all(input, opts, as) do
-    case sharing_devices!(opts[:device], opts[:backend]) do
-      # One device: the direct call, which chunks for itself where it must, without the
-      # dispatcher's per-chunk calls and the copy that joins their results.
-      # (The options are valid already: not validated again, which cost a 10^5-element call on a
-      # cold core 9% of its time.)
-      [device] ->
-        logistic_map_on(input, opts, as, effective_chunk_size(opts), {device.backend, device.id})
-
-      devices ->
-        logistic_map_spread(input, opts, as, devices)
-    end
-  end
-
-  @doc false
-  # The devices `device: :all` (co_execution_devices/1) or a list of devices names, of `backend`
-  # (:auto for any); raises where there is none.
-  def sharing_devices!(device, backend) do
-    devices = if is_list(device), do: devices_option!(device, backend), else: co_execution_devices(backend)
-
-    if devices == [] do
-      %{detail: detail} = Enum.find(backends(), &(&1.name == backend))
-      raise ArgumentError, "backend #{inspect(backend)} is unavailable: #{detail}"
-    end
-
-    devices
-  end
-
-  defp devices_option!(devices, backend) do
-    cond do
-      Enum.uniq(devices) != devices ->
-        raise ArgumentError,
-              "option :device lists a device twice: #{inspect(devices -- Enum.uniq(devices), limit: 5)}"
-
-      backend != :auto and Enum.any?(devices, &(&1.backend != backend)) ->
-        raise ArgumentError, "option :device lists a device of another backend than #{inspect(backend)}"
-
-      true ->
-        devices
-    end
-  end
-
-  # Several devices: each takes a share sized by the cost model (Accel.Placement.split/3), then
-  # the tail's pieces go to whichever is free; or the best of them alone, where the model (and
-  # what earlier shared calls showed) says sharing would not pay.
-  defp logistic_map_spread(input, opts, as, devices) do
-    input = if is_list(input), do: Accel.NIF.int64_binary(input), else: input
-    _count = Accel.NIF.int64_output_count(input, as)
-    # each device's call keeps within the call's memory budget by chunking for itself
-    call_opts = Keyword.take(opts, [:p, :mu, :iterations, :chunk_size, :max_bytes])
-
-    case Accel.Placement.split(input, devices, iterations: opts[:iterations], as: as) do
-      {[device], _all, nil} ->
-        logistic_map(input, [device: device, as: as] ++ call_opts)
-
-      # the shared call's time corrects the model of sharing among these devices
-      {devices, pieces, plan} ->
-        Accel.Placement.follow(plan, fn -> logistic_map_pieces(input, as, call_opts, devices, pieces) end)
-    end
-  end
-
-  defp logistic_map_pieces(input, as, call_opts, devices, pieces) do
-    results =
-      Accel.Placement.run_pieces(pieces, devices, fn {offset, n}, device ->
-        logistic_map(chunk_at(input, offset, n), [device: device, as: as] ++ call_opts)
-      end)
-
-    if as == :binary, do: IO.iodata_to_binary(results), else: Enum.concat(results)
-  end
-
-  # The devices `device: :all` spreads a call over: every usable device of `backend` (or of every
-  # backend for :auto), less OpenCL devices on the host's CPU when the CPU backend takes part. Those
-  # run on the same cores as the CPU backend, ~10x slower (PoCL here), so they only take cores from
-  # it: with them, device: :all was 2.9x slower than the CPU backend alone on this machine. Also
-  # less an OpenCL device named as a CUDA device is: NVIDIA's OpenCL driver shows the GPUs CUDA
-  # drives, and one GPU taken twice only contends with itself.
-  # Devices are discovered once per VM, so the list is kept: asking the NIF costs a dirty
-  # scheduler's round trip (13 us), 4% of a 10^5-element call.
-  @doc false
-  def co_execution_devices(backend) do
-    key = {__MODULE__, :co_execution_devices, backend}
-
-    with nil <- :persistent_term.get(key, nil) do
-      devices = Enum.filter(devices(), &(backend in [:auto, &1.backend]))
-      host = Enum.any?(devices, &(&1.backend == :cpu))
-      cuda_gpus = for %{backend: :cuda, name: name} <- devices, do: name
-
-      chosen =
-        Enum.reject(devices, fn d ->
-          # PoCL on the CPU backend's cores; NVIDIA's OpenCL view of a GPU that CUDA drives
-          d.backend == :opencl and ((host and d.type == :cpu) or d.name in cuda_gpus)
-        end)
-
-      :persistent_term.put(key, chosen)
-      chosen
-    end
-  end
-
-  defp chunk_at(binary, offset, n) when is_binary(binary), do: binary_part(binary, offset * 8, n * 8)
-
-  defp chunk_at(%Range{first: first, step: step}, offset, n),
-    do: Range.new(first + offset * step, first + (offset + n - 1) * step, step)
-
   @doc """
   The backends compiled into this build and whether each is usable here, with the reason when not.
 
@@ -649,28 +465,6 @@ defmodule Accel do
     cached
   end
 
-  # {backend, device index or -1 for the backend's default}
-  defp target!(backend, nil), do: {backend, -1}
-  defp target!(backend, id) when is_integer(id) and id >= 0 and backend != :auto, do: {backend, id}
-
-  defp target!(:auto, id) when is_integer(id) do
-    raise ArgumentError, "option :device as an index needs a :backend, got: backend: :auto, device: #{id}"
-  end
-
-  defp target!(backend, %Accel.Device{backend: device_backend, id: id})
-       when backend in [:auto, device_backend],
-       do: {device_backend, id}
-
-  defp target!(backend, %Accel.Device{backend: device_backend}) do
-    raise ArgumentError,
-          "option :device is a #{inspect(device_backend)} device, but :backend is #{inspect(backend)}"
-  end
-
-  defp target!(_backend, other) do
-    raise ArgumentError,
-          "option :device must be an Accel.Device, a non-negative index or :all, got: #{inspect(other, limit: 5)}"
-  end
-
   defp check_input!(input) when is_list(input) or is_binary(input), do: :ok
   defp check_input!(%Range{}), do: :ok
 
@@ -683,15 +477,4 @@ defmodule Accel do
     raise ArgumentError,
           "expected a list of integers, a Range or a binary of signed 64-bit integers, got: #{inspect(input, limit: 5)}"
   end
-
-  @doc false
-  # Whether the :device option asks for several devices to share a call.
-  def sharing?(device), do: device == :all or is_list(device)
-
-  @doc false
-  def device_option?(device),
-    do: device in [nil, :all] or Accel.Tensor.device_option?(device) or device_list?(device)
-
-  defp device_list?(devices),
-    do: is_list(devices) and devices != [] and Enum.all?(devices, &is_struct(&1, Accel.Device))
 end

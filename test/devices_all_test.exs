@@ -19,12 +19,14 @@ defmodule Accel.DevicesAllTest do
   end
 
   test "device: :all leaves out OpenCL devices on the host's CPU when the CPU backend takes part" do
-    all = Accel.co_execution_devices(:auto)
+    all = Accel.Devices.co_execution_devices(:auto)
     assert Enum.any?(all, &(&1.backend == :cpu))
     refute Enum.any?(all, &(&1.backend == :opencl and &1.type == :cpu)), inspect(all)
     # Asked for OpenCL alone, its CPU devices are what there is.
-    assert Accel.co_execution_devices(:opencl) == Enum.filter(Accel.devices(), &(&1.backend == :opencl))
-    assert Accel.co_execution_devices(:cpu) == Enum.filter(Accel.devices(), &(&1.backend == :cpu))
+    assert Accel.Devices.co_execution_devices(:opencl) ==
+             Enum.filter(Accel.devices(), &(&1.backend == :opencl))
+
+    assert Accel.Devices.co_execution_devices(:cpu) == Enum.filter(Accel.devices(), &(&1.backend == :cpu))
   end
 
   # Co-execution over a list of devices, PoCL included (about 10x slower than the CPU backend
@@ -56,7 +58,7 @@ defmodule Accel.DevicesAllTest do
   end
 
   test "shares follow the devices' throughputs; the tail is cut in pieces; a device too slow to help is left out" do
-    {devices, pieces} = Accel.Placement.pieces(1_000_000, fast: 9.0, slow: 1.0, useless: 0.1)
+    {devices, pieces} = Accel.Placement.Sharing.pieces(1_000_000, fast: 9.0, slow: 1.0, useless: 0.1)
     assert devices == [:fast, :slow]
     assert [{0, 720_000}, {720_000, 80_000} | tail] = pieces
     assert length(tail) == 8 and Enum.all?(tail, fn {_, n} -> n == 25_000 end)
@@ -67,8 +69,8 @@ defmodule Accel.DevicesAllTest do
            end) == 1_000_000
 
     # too small to share: all of it on the fastest
-    assert Accel.Placement.pieces(5_000, fast: 1.0, slow: 2.0) == {[:slow], [{0, 5_000}]}
-    assert Accel.Placement.pieces(0, fast: 1.0, slow: 2.0) == {[:slow], [{0, 0}]}
+    assert Accel.Placement.Sharing.pieces(5_000, fast: 1.0, slow: 2.0) == {[:slow], [{0, 5_000}]}
+    assert Accel.Placement.Sharing.pieces(0, fast: 1.0, slow: 2.0) == {[:slow], [{0, 0}]}
   end
 
   test "owned: true gives each worker its own first chunk before any is pulled" do

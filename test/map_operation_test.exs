@@ -28,7 +28,7 @@ defmodule Accel.MapOperationTest do
       {encode(for(i <- 0..(n - 1), do: rem(i * 37, 997) + 1), type),
        encode(for(i <- 0..(n - 1), do: rem(i, 7) + 1), type)}
 
-  defp encode(list, type), do: for(x <- list, into: <<>>, do: T.encode_one(x, type))
+  defp encode(list, type), do: for(x <- list, into: <<>>, do: Accel.Tensor.Codec.encode_one(x, type))
 
   defp types(:all), do: [:s64, :f32]
   defp types(:int), do: [:s32]
@@ -139,7 +139,7 @@ defmodule Accel.MapOperationTest do
     ints = Enum.to_list(1..n)
 
     for _ <- 1..3, do: Placement.observe(%Placement{device: devices, predictions: [prediction]}, 0.001)
-    Placement.await_learning()
+    Placement.Table.await_learning()
 
     assert Accel.map({ints, 1_000}, :quotient, device: devices, as: :binary) ==
              encode(Enum.map(ints, &div(&1, 1_000)), :s64)

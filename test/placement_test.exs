@@ -13,7 +13,9 @@ defmodule Accel.PlacementTest do
     on_exit(&Placement.reset/0)
   end
 
-  defp store, do: Path.wildcard(Path.join(Accel.Kernel.Native.cache_dir(), "placement-*.etf"))
+  # This machine's calibration file, where it exists (the cache directory may hold other
+  # machines' and other versions' files)
+  defp store, do: Enum.filter([Placement.Table.store_path()], &File.exists?/1)
 
   test "small inputs run on the CPU backend, with nothing measured" do
     plan = Accel.plan(1..4095, :logistic_map)
@@ -85,7 +87,7 @@ defmodule Accel.PlacementTest do
     assert [_file] = store()
 
     # a new VM: the table gone, the file read back, nothing measured again (measurements differ)
-    owner = :ets.info(Placement, :owner)
+    owner = :ets.info(Placement.Table, :owner)
     ref = Process.monitor(owner)
     Process.exit(owner, :kill)
     assert_receive {:DOWN, ^ref, :process, _, :killed}
@@ -112,7 +114,7 @@ defmodule Accel.PlacementTest do
           ])
         ] do
       File.write!(file, damaged)
-      owner = :ets.info(Placement, :owner)
+      owner = :ets.info(Placement.Table, :owner)
       ref = Process.monitor(owner)
       Process.exit(owner, :kill)
       assert_receive {:DOWN, ^ref, :process, _, :killed}
@@ -196,7 +198,7 @@ defmodule Accel.PlacementTest do
 
     teach = fn slower ->
       Placement.observe(plan, p.host + slower * (p.seconds - p.host))
-      Placement.await_learning()
+      Placement.Table.await_learning()
       remember.()
     end
 
@@ -225,8 +227,10 @@ defmodule Accel.PlacementTest do
     plan = Accel.plan(1..500_000, k, devices: [pocl(), cpu()])
     assert plan.device == cpu()
     assert plan.reason =~ "predicted fastest for 500000 elements of this kernel"
-    assert [%{device: first, compute: fast}, %{device: second, compute: slow}] = plan.predictions
-    assert {first, second} == {cpu(), pocl()} and slow > fast
+    # fastest first, each from its device's own model (which of the two computes faster per
+    # element is the machine's to say: PoCL's slope between prefixes is noisy on a shared host)
+    assert [%{device: first, compute: fast} = p1, %{device: second, compute: slow} = p2] = plan.predictions
+    assert {first, second} == {cpu(), pocl()} and p1.seconds <= p2.seconds and fast > 0 and slow > 0
 
     models =
       for {{{:kernel, id, [:s64], []}, device}, m} <- Placement.calibrations(), id == k.id, do: {device, m}
@@ -371,7 +375,7 @@ defmodule Accel.PlacementTest do
     huge = 1..100_000_000
     # predicted from the devices' models alone: at 10^8 elements PoCL's share pays for itself
     assert {^devices, pieces, %Placement{predictions: [p]} = plan} =
-             Placement.split(huge, devices, as: :binary)
+             Placement.Sharing.split(huge, devices, as: :binary)
 
     assert length(pieces) > 2 and p.seconds > 0
     assert Placement.calibrations()[p.model] == %{correction: 1.0, observed: 0}
@@ -385,13 +389,13 @@ defmodule Accel.PlacementTest do
     # shared calls far slower than predicted: the best device alone, the whole call its one piece
     alone =
       Enum.find_value(1..6, fn _ ->
-        case Placement.split(huge, devices, as: :binary) do
+        case Placement.Sharing.split(huge, devices, as: :binary) do
           {_, _, nil} = alone ->
             alone
 
           {_, _, %Placement{predictions: [q]} = shared} ->
             Placement.observe(shared, q.host + 100 * (q.seconds - q.host))
-            Placement.await_learning()
+            Placement.Table.await_learning()
             nil
         end
       end)
@@ -410,7 +414,7 @@ defmodule Accel.PlacementTest do
     teach = fn seconds ->
       prediction = %{model: key, device: devices, n: 2_000_000, seconds: 1.0, host: 0.0}
       for _ <- 1..4, do: Placement.observe(%Placement{device: devices, predictions: [prediction]}, seconds)
-      Placement.await_learning()
+      Placement.Table.await_learning()
     end
 
     # shared calls 1000x slower than predicted (PoCL on the same cores): sharing does not pay (the

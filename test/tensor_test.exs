@@ -305,7 +305,7 @@ defmodule Accel.TensorTest do
       assert {t.shape, t.type} == {shape, want_type}, inspect(list, limit: 5)
       # The bytes the Elixir definition encodes, element by element.
       flat = List.flatten(list)
-      assert T.to_binary(t) == Enum.map_join(flat, &T.encode_one(&1, want_type))
+      assert T.to_binary(t) == Enum.map_join(flat, &Accel.Tensor.Codec.encode_one(&1, want_type))
       back = T.to_list(t)
 
       assert back ==

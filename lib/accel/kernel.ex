@@ -248,7 +248,7 @@ defmodule Accel.Kernel do
     types = types || List.duplicate(:s64, kernel.arity)
 
     if not is_list(types) or length(types) != kernel.arity or
-         not Enum.all?(types, &(&1 in Accel.Kernel.Map.types())) do
+         not Enum.all?(types, &(&1 in Accel.Kernel.Inputs.types())) do
       raise ArgumentError,
             "kernel #{kernel.name} takes #{kernel.arity} input(s): give as many types of :s64, :f64, :f32, " <>
               ":s32 and :u8, got: #{inspect(types, limit: 5)}"

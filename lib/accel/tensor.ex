@@ -74,9 +74,11 @@ defmodule Accel.Tensor do
   """
 
   import Kernel, except: [abs: 1, min: 2, max: 2, floor: 1, ceil: 1, round: 1]
-  import Bitwise
+  import Accel.Tensor.Codec, only: [check_type!: 1, count!: 1, byte_width: 1, flatten!: 1, encode!: 3]
   alias Accel.NIF
-  alias Accel.Tensor.{Elementwise, Layout, Registry}
+  # The parts: Codec (host values <-> bytes), Elementwise (the registry's operations), Layout
+  # (views and copies), Reduce (reductions), Offload (an operation by name in Accel.map/3).
+  alias Accel.Tensor.{Codec, Elementwise, Layout, Reduce, Registry}
 
   @enforce_keys [:shape, :type, :device, :ref]
   defstruct [:shape, :type, :device, :ref]
@@ -102,14 +104,6 @@ defmodule Accel.Tensor do
                     doc: "the element type; `:s64` when every element is an integer, `:f64` otherwise"
                   ]
                 ] ++ @place_options
-  @reduce_options [
-    axis: [rule: :integer, default: nil, doc: "the axis to reduce (negative counts from the end)"],
-    axes: [
-      rule: {:custom, __MODULE__, :axes_option?, "a list of axes"},
-      default: nil,
-      doc: "several axes to reduce (`sum/2`, `min/2`, `max/2`, `mean/2`)"
-    ]
-  ]
   @iota_options [type: [rule: {:in, @types}, default: :s64, doc: "the element type"]] ++ @place_options
 
   ## Creation and reading
@@ -243,7 +237,7 @@ defmodule Accel.Tensor do
     if size(t) != 1,
       do: raise(ArgumentError, "to_number/1 needs a tensor of one element, got shape #{inspect(t.shape)}")
 
-    t |> to_binary() |> decode(t.type) |> hd()
+    t |> to_binary() |> Codec.decode(t.type) |> hd()
   end
 
   def to_number(other), do: not_a_tensor!("to_number/1", other)
@@ -354,7 +348,7 @@ defmodule Accel.Tensor do
 
   @doc "Sum of all elements, or along `axis:` or `axes:` (negative counts from the end)."
   @spec sum(t(), keyword()) :: t()
-  def sum(t, opts \\ []), do: reduce(:sum, t, opts)
+  def sum(t, opts \\ []), do: Reduce.reduce(:sum, t, opts)
 
   @doc """
   With options (or none): the smallest element, overall or along `axis:` or `axes:`. With a tensor
@@ -363,13 +357,13 @@ defmodule Accel.Tensor do
   """
   @spec min(t() | number(), keyword() | t() | number()) :: t()
   def min(t, opts_or_other \\ [])
-  def min(t, opts) when is_list(opts), do: reduce(:min, t, opts)
+  def min(t, opts) when is_list(opts), do: Reduce.reduce(:min, t, opts)
   def min(a, b), do: Elementwise.binary(:binary, :min, a, b)
 
   @doc "With options (or none): the largest element, overall or along `axis:` or `axes:`; with a tensor or a number, the elementwise larger (see `min/2`)."
   @spec max(t() | number(), keyword() | t() | number()) :: t()
   def max(t, opts_or_other \\ [])
-  def max(t, opts) when is_list(opts), do: reduce(:max, t, opts)
+  def max(t, opts) when is_list(opts), do: Reduce.reduce(:max, t, opts)
   def max(a, b), do: Elementwise.binary(:binary, :max, a, b)
 
   @doc """
@@ -377,11 +371,11 @@ defmodule Accel.Tensor do
   `axis:`. The first of equal elements wins, and a NaN wins over any number.
   """
   @spec argmin(t(), keyword()) :: t()
-  def argmin(t, opts \\ []), do: reduce(:argmin, t, opts)
+  def argmin(t, opts \\ []), do: Reduce.reduce(:argmin, t, opts)
 
   @doc "The index of the largest element (`:s64`), overall or along `axis:`; ties and NaN as `argmin/2`."
   @spec argmax(t(), keyword()) :: t()
-  def argmax(t, opts \\ []), do: reduce(:argmax, t, opts)
+  def argmax(t, opts \\ []), do: Reduce.reduce(:argmax, t, opts)
 
   @doc "Arithmetic mean, overall or along `axis:`; `:f64` for integer tensors."
   @spec mean(t(), keyword()) :: t()
@@ -429,7 +423,7 @@ defmodule Accel.Tensor do
   @spec transpose(t()) :: t()
   def transpose(%__MODULE__{shape: {rows, cols}} = t) do
     if rows * cols == 0,
-      do: zeros({cols, rows}, t),
+      do: Layout.zeros({cols, rows}, t),
       else: new({cols, rows}, t.type, fn ref -> NIF.tensor_transpose(t.ref, rows, cols, ref) end)
   end
 
@@ -443,7 +437,7 @@ defmodule Accel.Tensor do
   def matmul(%__MODULE__{shape: {m, k}} = a, %__MODULE__{shape: {k, n}} = b) do
     # A sum over k = 0 terms is 0: no kernel for an empty product (BLAS would not be asked).
     if m * k * n == 0,
-      do: zeros({m, n}, a),
+      do: Layout.zeros({m, n}, a),
       else: new({m, n}, a.type, fn ref -> NIF.tensor_matmul(a.ref, b.ref, m, k, n, ref) end)
   end
 
@@ -486,111 +480,6 @@ defmodule Accel.Tensor do
   # Also raised by Accel.Tensor.Elementwise and Accel.Tensor.Layout.
   def not_a_tensor!(fun, value),
     do: raise(ArgumentError, "Accel.Tensor.#{fun} expects an Accel.Tensor, got: #{inspect(value, limit: 5)}")
-
-  defp reduce(op, t, _opts) when not is_struct(t, __MODULE__), do: not_a_tensor!("#{op}/2", t)
-
-  defp reduce(op, %__MODULE__{} = t, opts) do
-    opts = Accel.Options.validate!(opts, @reduce_options, "Accel.Tensor.#{op}/2")
-
-    case {opts[:axis], opts[:axes]} do
-      {axis, nil} ->
-        reduce_axis(op, t, axis)
-
-      {nil, _axes} when op in [:argmin, :argmax] ->
-        raise ArgumentError, "Accel.Tensor.#{op}/2 takes one axis: (an index along several has no meaning)"
-
-      {nil, axes} ->
-        # One axis after another, the last first so that the others keep their numbers.
-        axes = axes |> Enum.map(&axis!(&1, t.shape)) |> Enum.uniq() |> Enum.sort(:desc)
-
-        if length(axes) != length(opts[:axes]),
-          do: raise(ArgumentError, "axes must be distinct, got: #{inspect(opts[:axes])}")
-
-        first = if op == :sum and t.type not in [:f32, :f64], do: as_type(t, :s64), else: t
-
-        Enum.reduce(axes, first, fn axis, acc -> swap_unless(acc, t, reduce_axis(op, acc, axis)) end)
-        |> then(fn result -> if result == t, do: as_type(t, t.type), else: result end)
-
-      {_, _} ->
-        raise ArgumentError, "Accel.Tensor.#{op}/2 takes axis: or axes:, not both"
-    end
-  end
-
-  defp reduce_axis(op, %__MODULE__{shape: shape} = t, axis) do
-    dims = Tuple.to_list(shape)
-
-    {outer, len, inner, out_shape} =
-      case axis do
-        nil ->
-          {1, size(t), 1, {}}
-
-        axis ->
-          {before, [len | rest]} = Enum.split(dims, axis!(axis, shape))
-          {Enum.product(before), len, Enum.product(rest), List.to_tuple(before ++ rest)}
-      end
-
-    type =
-      cond do
-        op in [:argmin, :argmax] -> :s64
-        op == :sum and t.type not in [:f32, :f64] -> :s64
-        true -> t.type
-      end
-
-    cond do
-      outer * inner == 0 ->
-        zeros(out_shape, %{t | type: type})
-
-      len == 0 and op == :sum ->
-        zeros(out_shape, %{t | type: type})
-
-      len == 0 ->
-        raise ArgumentError, "#{op}/2 of an empty axis has no value (shape #{inspect(shape)})"
-
-      true ->
-        new(out_shape, type, fn ref -> NIF.tensor_reduce(op, t.ref, outer, len, inner, ref) end)
-    end
-  end
-
-  defp axis!(axis, shape) when is_integer(axis) and axis >= -tuple_size(shape) and axis < tuple_size(shape),
-    do: if(axis < 0, do: axis + tuple_size(shape), else: axis)
-
-  defp axis!(other, {}),
-    do: raise(ArgumentError, "a 0-d tensor (shape {}) has no axes, got axis: #{inspect(other)}")
-
-  defp axis!(other, shape) do
-    rank = tuple_size(shape)
-
-    raise ArgumentError,
-          "axis must be an integer in -#{rank}..#{rank - 1} for shape #{inspect(shape)}, got: #{inspect(other)}"
-  end
-
-  # Frees an intermediate result (never the caller's own tensor) once the next one exists.
-  defp swap_unless(old, keep, new) do
-    if old != keep, do: free(old)
-    new
-  end
-
-  @doc false
-  def axes_option?(axes), do: is_list(axes) and Enum.all?(axes, &is_integer/1)
-
-  # A tensor of `shape`, all zeros (or no element at all), of `like`'s type and on its device.
-  # Zeros made on the device (one zero repeated by a stride-0 view): a host binary of the whole
-  # shape could be larger than the VM can allocate, and the VM's allocator aborts where it cannot
-  # serve; the device refuses such a size with Accel.Error :out_of_memory instead.
-  defp zeros(shape, %__MODULE__{type: type, device: {backend, index}}) do
-    zero =
-      new({}, type, fn ref ->
-        NIF.tensor_upload(:binary.copy(<<0>>, byte_width(type)), type, backend, index, ref)
-      end)
-
-    dims = Tuple.to_list(shape)
-
-    try do
-      new(shape, type, fn ref -> NIF.tensor_view(zero.ref, dims, Enum.map(dims, fn _ -> 0 end), 0, ref) end)
-    after
-      free(zero)
-    end
-  end
 
   # An intermediate result is freed as soon as the next one exists: mean/2 and dot/2 would
   # otherwise leave device memory to the garbage collector.
@@ -667,154 +556,6 @@ defmodule Accel.Tensor do
   @doc false
   def device_option?(device), do: (is_integer(device) and device >= 0) or is_struct(device, Accel.Device)
 
-  defp check_type!(type) when type in @types, do: :ok
-
-  defp check_type!(type),
-    do: raise(ArgumentError, "type must be one of :f32, :f64, :s64, :s32, :u8, got: #{inspect(type)}")
-
-  # Every dimension is a non-negative integer below 2^63, so that every count and stride derived
-  # from a shape fits the signed 64-bit arguments of the NIF, also for shapes with a zero in them.
-  defp count!(shape) when is_tuple(shape) do
-    dims = Tuple.to_list(shape)
-
-    case Enum.find(dims, &(not (is_integer(&1) and &1 >= 0 and &1 < 0x8000000000000000))) do
-      nil ->
-        Enum.reduce(dims, 1, &(&1 * &2))
-
-      bad ->
-        raise ArgumentError,
-              "shape #{inspect(shape)} has a dimension that is not a non-negative integer below 2^63: #{inspect(bad)}"
-    end
-  end
-
-  defp count!(shape), do: raise(ArgumentError, "shape must be a tuple of dimensions, got: #{inspect(shape)}")
-
-  defp byte_width(type) when type in [:f64, :s64], do: 8
-  defp byte_width(type) when type in [:f32, :s32], do: 4
-  defp byte_width(:u8), do: 1
-
-  # Nested list -> {shape, flat elements}; every sublist at a depth must have the same length.
-  defp flatten!(list) do
-    shape = shape_of(list, [], [])
-    flat = flatten_checked(list, shape, [])
-    {List.to_tuple(shape), flat}
-  end
-
-  defp shape_of(list, acc, path) do
-    len = proper_length!(list, path)
-
-    case list do
-      [first | _] when is_list(first) -> shape_of(first, [len | acc], [0 | path])
-      _ -> Enum.reverse([len | acc])
-    end
-  end
-
-  defp proper_length!(list, path) do
-    length(list)
-  rescue
-    ArgumentError ->
-      raise ArgumentError,
-            "from_list/2: the list at #{path_text(path)} is improper (its tail is not []): #{inspect(list, limit: 5)}"
-  end
-
-  defp flatten_checked(list, [len | rest], path) do
-    if not is_list(list) or proper_length!(list, path) != len do
-      raise ArgumentError,
-            "from_list/2: the list at #{path_text(path)} should have #{len} elements, got: #{inspect(list, limit: 5)}"
-    end
-
-    list
-    |> Enum.with_index()
-    |> Enum.flat_map(fn {item, i} ->
-      if rest == [] do
-        if not is_number(item),
-          do:
-            raise(
-              ArgumentError,
-              "from_list/2: element at #{path_text([i | path])} is not a number: #{inspect(item, limit: 5)}"
-            )
-
-        [item]
-      else
-        flatten_checked(item, rest, [i | path])
-      end
-    end)
-  end
-
-  defp path_text([]), do: "the top level"
-  defp path_text(path), do: "index " <> Enum.map_join(Enum.reverse(path), "", &"[#{&1}]")
-
-  # The flat index i as a path into `shape`, for messages.
-  defp index_path(i, shape) do
-    {path, _} =
-      shape
-      |> Tuple.to_list()
-      |> Enum.reverse()
-      |> Enum.reduce({[], i}, fn dim, {acc, rest} ->
-        {[rem(rest, Kernel.max(dim, 1)) | acc], div(rest, Kernel.max(dim, 1))}
-      end)
-
-    "index " <> Enum.map_join(path, "", &"[#{&1}]")
-  end
-
-  defp encode!(flat, type, shape) do
-    flat
-    |> Enum.with_index()
-    |> Enum.map(fn {x, i} ->
-      encode_one(x, type) ||
-        raise ArgumentError,
-              "from_list/2: element at #{index_path(i, shape)} (#{inspect(x)}) does not fit type #{inspect(type)}"
-    end)
-    |> IO.iodata_to_binary()
-  end
-
-  # The element's bytes, or nil when it does not fit: a float beyond the type's range would become
-  # infinity (Elixir writes it so, silently), an integer beyond it would wrap.
-  @doc false
-  def encode_one(x, type) when type in [:f32, :f64] do
-    bits = if type == :f32, do: 32, else: 64
-
-    case <<x::float-size(bits)-native>> do
-      <<_::float-size(bits)-native>> = bytes -> bytes
-      _infinite -> nil
-    end
-  rescue
-    ArgumentError -> nil
-  end
-
-  def encode_one(x, :s64) when is_integer(x) and x in -0x8000000000000000..0x7FFFFFFFFFFFFFFF,
-    do: <<x::signed-64-native>>
-
-  def encode_one(x, :s32) when is_integer(x) and x in -0x80000000..0x7FFFFFFF, do: <<x::signed-32-native>>
-  def encode_one(x, :u8) when is_integer(x) and x in 0..255, do: <<x::unsigned-8>>
-  def encode_one(_x, _type), do: nil
-
-  # Non-finite floats read as :nan, :infinity and :neg_infinity (as in Nx): Elixir floats cannot hold them.
-  @doc false
-  def decode(bin, :f64), do: for(<<c::binary-size(8) <- bin>>, do: float(c, 64))
-  def decode(bin, :f32), do: for(<<c::binary-size(4) <- bin>>, do: float(c, 32))
-  def decode(bin, :s64), do: for(<<x::signed-64-native <- bin>>, do: x)
-  def decode(bin, :s32), do: for(<<x::signed-32-native <- bin>>, do: x)
-  def decode(bin, :u8), do: for(<<x::unsigned-8 <- bin>>, do: x)
-
-  defp float(chunk, bits) do
-    case chunk do
-      <<x::float-size(bits)-native>> ->
-        x
-
-      _ ->
-        <<u::unsigned-size(bits)-native>> = chunk
-        exp_bits = if bits == 64, do: 11, else: 8
-        mantissa = u &&& (1 <<< (bits - 1 - exp_bits)) - 1
-
-        cond do
-          mantissa != 0 -> :nan
-          u >>> (bits - 1) == 1 -> :neg_infinity
-          true -> :infinity
-        end
-    end
-  end
-
   defimpl Inspect do
     import Inspect.Algebra
 
@@ -825,7 +566,10 @@ defmodule Accel.Tensor do
       body =
         try do
           limit = 10
-          values = Accel.Job.call(&Accel.NIF.tensor_download(t.ref, limit, &1)) |> Accel.Tensor.decode(type)
+
+          values =
+            Accel.Job.call(&Accel.NIF.tensor_download(t.ref, limit, &1)) |> Accel.Tensor.Codec.decode(type)
+
           more = if Accel.Tensor.size(t) > limit, do: ", ...", else: ""
           "[" <> Enum.map_join(values, ", ", &Kernel.inspect/1) <> more <> "]"
         rescue

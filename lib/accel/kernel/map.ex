@@ -1,13 +1,16 @@
 defmodule Accel.Kernel.Map do
   @moduledoc false
-  # Accel.map/3: inputs normalised (lists decoded once, binaries typed, ranges generated on the
-  # device, tensors where they are), the kernel specialised and compiled for the device (cached),
-  # one launch through the door (Accel.NIF.tensor_source_kernel), then the elements the kernel
-  # flagged recomputed on the BEAM by the original function, in index order.
+  # Accel.map/3: inputs normalised (Accel.Kernel.Inputs: lists decoded once, binaries typed, ranges
+  # generated on the device, tensors where they are), the kernel specialised and compiled for the
+  # device (cached), one launch through the door (Accel.NIF.tensor_source_kernel), then the
+  # elements the kernel flagged recomputed on the BEAM by the original function, in index order
+  # (Accel.Kernel.Results).
 
+  import Accel.Kernel.Inputs, only: [inputs!: 3, input!: 3, length!: 1, slice: 3, join: 2, default_as: 1]
+  import Accel.Kernel.Results, only: [output: 5, recompute: 8]
   alias Accel.Kernel.{Compiler, Native}
 
-  @types [:s64, :f64, :f32, :s32, :u8]
+  @types Accel.Kernel.Inputs.types()
   @min -0x8000000000000000
   @max 0x7FFFFFFFFFFFFFFF
 
@@ -22,13 +25,13 @@ defmodule Accel.Kernel.Map do
       ],
       device: [
         rule:
-          {:custom, Accel, :device_option?,
+          {:custom, Accel.Devices, :device_option?,
            "an Accel.Device, a non-negative index, :all or a non-empty list of Accel.Device"},
         default: nil,
         doc:
           "an `Accel.Device` from `devices/0`, an index into the backend's devices, or for host " <>
             "inputs `:all` or a list of devices, as for `Accel.logistic_map/2`. " <>
-            Accel.Placement.sharing_doc()
+            Accel.Placement.Sharing.sharing_doc()
       ],
       type: [
         rule: {:in, @types},
@@ -66,7 +69,7 @@ defmodule Accel.Kernel.Map do
     launch = fn opts -> over_chunks(inputs, opts, chunk) end
 
     cond do
-      Accel.sharing?(opts[:device]) ->
+      Accel.Devices.sharing?(opts[:device]) ->
         shared(inputs, opts, chunk, model)
 
       # backend: :auto for host inputs: the device the cost model predicts fastest for this work
@@ -95,7 +98,7 @@ defmodule Accel.Kernel.Map do
   end
 
   # device: :all or a list of devices: the call's elements in pieces over the devices, shares sized
-  # by the kernel's models (Accel.Placement.split_kernel/4), each piece run as a chunk is.
+  # by the kernel's models (Accel.Placement.Sharing.split_kernel/4), each piece run as a chunk is.
   defp shared(inputs, opts, chunk, model) do
     if Enum.any?(inputs, &(&1.kind == :tensor)),
       do:
@@ -111,7 +114,7 @@ defmodule Accel.Kernel.Map do
           "as: :tensor needs one device: option :device is #{inspect(opts[:device], limit: 3)}"
         )
 
-    devices = Accel.sharing_devices!(opts[:device], opts[:backend])
+    devices = Accel.Devices.sharing_devices!(opts[:device], opts[:backend])
     # every piece's result in the call's form
     as = opts[:as] || default_as(hd(inputs))
 
@@ -127,7 +130,7 @@ defmodule Accel.Kernel.Map do
         n = length!(inputs)
         {key, time} = model.(inputs)
 
-        case Accel.Placement.split_kernel(key, n, devices, time) do
+        case Accel.Placement.Sharing.split_kernel(key, n, devices, time) do
           {[device], _pieces, nil} ->
             on.(inputs, device, 0)
 
@@ -137,7 +140,7 @@ defmodule Accel.Kernel.Map do
             end
 
             plan
-            |> Accel.Placement.follow(fn -> Accel.Placement.run_pieces(pieces, devices, run_piece) end)
+            |> Accel.Placement.follow(fn -> Accel.Placement.Sharing.run_pieces(pieces, devices, run_piece) end)
             |> join(as)
         end
     end
@@ -148,7 +151,7 @@ defmodule Accel.Kernel.Map do
     {devices, opts} = Keyword.pop(opts, :devices)
     opts = Accel.Options.validate!(opts, options(), "Accel.plan/3")
     inputs = inputs!(input, kernel, &input!(&1, &2, opts[:type]))
-    plan_host(inputs, &kernel_model(kernel, &1), Accel.plan_scope!(devices, opts))
+    plan_host(inputs, &kernel_model(kernel, &1), Accel.Devices.plan_scope!(devices, opts))
   end
 
   @doc """
@@ -166,7 +169,7 @@ defmodule Accel.Kernel.Map do
         Accel.Placement.plan_kernel(key, length!(inputs), devices || Accel.Placement.candidates(), time)
 
       {:share, devices} ->
-        Accel.Placement.plan_split_kernel(key, length!(inputs), devices, time)
+        Accel.Placement.Sharing.plan_split_kernel(key, length!(inputs), devices, time)
     end
   end
 
@@ -224,129 +227,6 @@ defmodule Accel.Kernel.Map do
       end)
       |> join(as)
     end
-  end
-
-  # ---- inputs: %{kind: :tensor | :binary | :range, type, n, value} ----
-
-  @doc "The inputs of a call (one, or several in a tuple), each made by `input!.(x, j)`."
-  def inputs!(input, %{name: name, arity: arity} = work, input!) do
-    inputs = if is_tuple(input), do: Tuple.to_list(input), else: [input]
-
-    if length(inputs) != arity do
-      raise ArgumentError,
-            "#{Map.get(work, :what, "kernel")} #{name} takes #{arity} input(s), got #{length(inputs)}" <>
-              if(arity > 1, do: " (give several inputs as a tuple: {xs, ys})", else: "")
-    end
-
-    inputs |> Enum.with_index() |> Enum.map(fn {x, j} -> input!.(x, j) end)
-  end
-
-  @doc "A binary input of `type` elements (or a tensor's input); anything else is nil."
-  def typed_input(%Accel.Tensor{} = t, j, _type), do: input!(t, j, nil)
-  def typed_input(bin, j, type) when is_binary(bin), do: input!(bin, j, type)
-  def typed_input(_other, _j, _type), do: nil
-
-  @doc "One input of a call, normalised: `%{kind: :tensor | :binary | :range, type, n, value}`."
-  def input!(%Accel.Tensor{} = t, _j, _type),
-    do: %{kind: :tensor, type: t.type, n: Accel.Tensor.size(t), value: t}
-
-  # A range's elements are :s64 (kernels take them as such, and an operation makes them on the
-  # device): one past that range would come back wrapped around, so it is refused.
-  def input!(%Range{first: f, last: l, step: s} = r, j, _type)
-      when is_integer(f) and is_integer(l) and is_integer(s) and s != 0 do
-    n = Range.size(r)
-    last = f + (n - 1) * s
-
-    if n > 0 and not (f in @min..@max and last in @min..@max) do
-      raise ArgumentError,
-            "input #{j}: #{inspect(r)} holds integers outside the signed 64-bit range " <>
-              "(#{f} to #{last}): a range's elements are :s64"
-    end
-
-    %{kind: :range, type: :s64, n: n, value: r}
-  end
-
-  def input!(%Range{} = r, j, _type),
-    do: raise(ArgumentError, "input #{j}: a range of integers with a non-zero step, got: #{inspect(r)}")
-
-  def input!(bin, j, type) when is_binary(bin) do
-    width = width(type)
-
-    if rem(byte_size(bin), width) != 0 do
-      raise ArgumentError,
-            "input #{j}: a binary of #{byte_size(bin)} bytes does not hold whole #{inspect(type)} elements " <>
-              "(#{width} bytes each; set type:)"
-    end
-
-    %{kind: :binary, type: type, n: div(byte_size(bin), width), value: bin}
-  end
-
-  def input!([], _j, _type), do: binary_input(<<>>, :s64)
-
-  # A list of integers becomes an :s64 binary, a list of floats an :f64 one: every element must be
-  # of the first one's kind (a kernel sees 1 and 1.0 differently, as Elixir does).
-  def input!([first | _] = list, j, _type) when is_float(first) do
-    case Enum.find_index(list, &(not is_float(&1))) do
-      nil ->
-        binary_input(for(x <- list, into: <<>>, do: <<x::float-native-64>>), :f64)
-
-      i ->
-        raise ArgumentError,
-              "input #{j}: element #{i} is #{inspect(Enum.at(list, i))}, but the list starts with a float: a list input holds floats only or integers only"
-    end
-  end
-
-  def input!(list, j, _type) when is_list(list) do
-    binary_input(Accel.NIF.int64_binary(list), :s64)
-  rescue
-    e in ArgumentError -> reraise ArgumentError, "input #{j}: " <> Exception.message(e), __STACKTRACE__
-  end
-
-  def input!(other, j, _type),
-    do:
-      raise(
-        ArgumentError,
-        "input #{j}: expected a list, a Range, a binary or an Accel.Tensor, got: #{inspect(other, limit: 5)}"
-      )
-
-  @doc "A decoded list's elements, as a binary input whose result is a list by default."
-  def binary_input(bin, type),
-    do: %{kind: :binary, type: type, n: div(byte_size(bin), width(type)), value: bin, list: true}
-
-  @doc "The inputs' one length (they must agree)."
-  def length!([first | rest]) do
-    case Enum.find_index(rest, &(&1.n != first.n)) do
-      nil ->
-        first.n
-
-      j ->
-        raise ArgumentError,
-              "input #{j + 1} has #{Enum.at(rest, j).n} elements and input 0 has #{first.n}: inputs must have one length"
-    end
-  end
-
-  defp default_as(%{kind: :tensor}), do: :tensor
-  defp default_as(%{kind: :binary, list: true}), do: :list
-  defp default_as(%{kind: :binary}), do: :binary
-  defp default_as(_), do: :list
-
-  # Elements `offset` to `offset + len - 1` of a host input.
-  defp slice(%{kind: :binary, type: type, value: bin} = x, offset, len),
-    do: %{x | n: len, value: binary_part(bin, offset * width(type), len * width(type))}
-
-  defp slice(%{kind: :range, value: %Range{first: f, step: s}} = x, offset, len),
-    do: %{x | n: len, value: Range.new(f + offset * s, f + (offset + len - 1) * s, s)}
-
-  defp join(parts, :list), do: Enum.concat(parts)
-  defp join(parts, :binary), do: IO.iodata_to_binary(parts)
-
-  defp join(parts, :tensor) do
-    [%Accel.Tensor{device: {backend, device}, type: type} | _] = parts
-
-    parts
-    |> Enum.map(&Accel.Tensor.to_binary/1)
-    |> IO.iodata_to_binary()
-    |> Accel.Tensor.from_binary(type, backend: backend, device: device)
   end
 
   # {backend, device index}: the tensors' device, else the options'.
@@ -485,120 +365,4 @@ defmodule Accel.Kernel.Map do
         compiled
     end
   end
-
-  # ---- results ----
-
-  # The elements the kernel flagged hold its sentinel: each is recomputed on the BEAM, in order
-  # (the first that raises raises, as in Enum.map/2), and patched into the result.
-  defp recompute(kernel, compiled, inputs, tensors, out, as, n, offset) do
-    bin = Accel.Tensor.to_binary(out)
-    hosts = host_inputs(inputs, tensors)
-
-    patches =
-      for i <- sentinels(bin, compiled.out_type) do
-        value = apply(kernel.fun, Enum.map(hosts, &element(&1, i)))
-        {i, value, encode(value, compiled.out_type, as, i + offset, kernel)}
-      end
-
-    output(bin, compiled, as, n, patches, out)
-  end
-
-  defp host_inputs(inputs, tensors) do
-    {hosts, _} =
-      Enum.map_reduce(inputs, tensors, fn
-        %{kind: :range, value: r}, ts -> {{:range, r}, ts}
-        %{type: type}, [t | ts] -> {{type, Accel.Tensor.to_binary(t)}, ts}
-      end)
-
-    hosts
-  end
-
-  defp element({:range, %Range{first: f, step: s}}, i), do: f + i * s
-  defp element({:s64, bin}, i), do: binary_part(bin, i * 8, 8) |> then(fn <<v::signed-native-64>> -> v end)
-  defp element({:s32, bin}, i), do: binary_part(bin, i * 4, 4) |> then(fn <<v::signed-native-32>> -> v end)
-  defp element({:u8, bin}, i), do: :binary.at(bin, i)
-  defp element({:f64, bin}, i), do: binary_part(bin, i * 8, 8) |> then(fn <<v::float-native-64>> -> v end)
-  defp element({:f32, bin}, i), do: binary_part(bin, i * 4, 4) |> then(fn <<v::float-native-32>> -> v end)
-
-  defp sentinels(bin, type) do
-    {pattern, w} =
-      case type do
-        :s64 -> {<<@min::signed-native-64>>, 8}
-        :u8 -> {<<2>>, 1}
-        :f64 -> {<<0x7FF8000000000001::native-64>>, 8}
-        :f32 -> {<<0x7FC00000::native-32>>, 4}
-      end
-
-    for {pos, _} <- :binary.matches(bin, pattern), rem(pos, w) == 0, do: div(pos, w)
-  end
-
-  # The bytes of a recomputed value in the output's type (nil for list output, which takes any).
-  defp encode(_value, _type, :list, _i, _kernel), do: nil
-
-  defp encode(v, :s64, _as, _i, _kernel) when is_integer(v) and v >= @min and v <= @max,
-    do: <<v::signed-native-64>>
-
-  defp encode(v, :f64, _as, _i, _kernel) when is_float(v), do: <<v::float-native-64>>
-  defp encode(true, :u8, _as, _i, _kernel), do: <<1>>
-  defp encode(false, :u8, _as, _i, _kernel), do: <<0>>
-
-  defp encode(v, :f32, as, i, kernel) when is_float(v) do
-    <<v::float-native-32>>
-  rescue
-    ArgumentError -> too_large(v, :f32, as, i, kernel)
-  end
-
-  defp encode(v, type, as, i, kernel), do: too_large(v, type, as, i, kernel)
-
-  defp too_large(v, type, as, i, kernel) do
-    raise ArgumentError,
-          "element #{i}: kernel #{kernel.name} gives #{inspect(v, limit: 5)}, which does not fit #{inspect(type)} " <>
-            "(the #{as} result's type); ask for a list (as: :list) to get it exactly"
-  end
-
-  defp output(bin, compiled, as, n, patches, out \\ nil)
-
-  defp output(bin, compiled, :list, n, patches, _out) do
-    list =
-      case compiled.out_type do
-        :s64 -> Accel.NIF.int64_list(bin)
-        :u8 -> for <<b <- bin>>, do: b == 1
-        type -> Accel.NIF.tensor_nested_list(bin, type, [n])
-      end
-
-    patch_list(list, patches, 0)
-  end
-
-  defp output(bin, _compiled, :binary, _n, patches, _out), do: patch_binary(bin, patches)
-
-  defp output(bin, compiled, :tensor, n, patches, %Accel.Tensor{device: {backend, device}}) do
-    bin
-    |> patch_binary(patches)
-    |> Accel.Tensor.from_binary(compiled.out_type, {n}, backend: backend, device: device)
-  end
-
-  defp patch_list(list, [], _i), do: list
-  defp patch_list([_ | rest], [{i, v, _} | patches], i), do: [v | patch_list(rest, patches, i + 1)]
-  defp patch_list([x | rest], patches, i), do: [x | patch_list(rest, patches, i + 1)]
-
-  defp patch_binary(bin, []), do: bin
-
-  defp patch_binary(bin, [{_, _, bytes} | _] = patches) do
-    w = byte_size(bytes)
-
-    {parts, pos} =
-      Enum.reduce(patches, {[], 0}, fn {i, _, bytes}, {acc, pos} ->
-        {[bytes, binary_part(bin, pos, i * w - pos) | acc], i * w + w}
-      end)
-
-    IO.iodata_to_binary(Enum.reverse([binary_part(bin, pos, byte_size(bin) - pos) | parts]))
-  end
-
-  @doc "The element types kernels read and write."
-  def types, do: @types
-
-  @doc "Bytes per element of `type`."
-  def width(:u8), do: 1
-  def width(t) when t in [:s32, :f32], do: 4
-  def width(_), do: 8
 end

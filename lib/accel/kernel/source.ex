@@ -25,7 +25,7 @@ defmodule Accel.Kernel.Source do
   builds on).
   """
 
-  @types Accel.Kernel.Map.types()
+  @types Accel.Kernel.Inputs.types()
 
   defstruct [:backend, :source, :name, :arity, :inputs, :output, :scalars, :key]
 
@@ -138,7 +138,7 @@ defmodule Accel.Kernel.Source do
   def run(input, %__MODULE__{} = kernel, opts) do
     opts = Accel.Options.validate!(opts, map_options(), "Accel.map/3")
     slots = slots!(kernel, opts[:scalars])
-    inputs = Accel.Kernel.Map.inputs!(input, kernel, &input!(&1, &2, Enum.at(kernel.inputs, &2)))
+    inputs = Accel.Kernel.Inputs.inputs!(input, kernel, &input!(&1, &2, Enum.at(kernel.inputs, &2)))
     tensors? = Enum.any?(inputs, &(&1.kind == :tensor))
     # :auto means the kernel's own backend; a tensor's device decides where tensors are given.
     opts =
@@ -153,7 +153,7 @@ defmodule Accel.Kernel.Source do
 
   defp input!(x, j, type) do
     cond do
-      input = Accel.Kernel.Map.typed_input(x, j, type) ->
+      input = Accel.Kernel.Inputs.typed_input(x, j, type) ->
         input
 
       is_list(x) ->
@@ -162,7 +162,7 @@ defmodule Accel.Kernel.Source do
         if tuple_size(t.shape) != 1,
           do: raise(ArgumentError, "input #{j}: expected a flat list, got one of shape #{inspect(t.shape)}")
 
-        Accel.Kernel.Map.binary_input(Accel.Tensor.to_binary(t), type)
+        Accel.Kernel.Inputs.binary_input(Accel.Tensor.to_binary(t), type)
 
       true ->
         raise ArgumentError,
@@ -181,7 +181,7 @@ defmodule Accel.Kernel.Source do
       if backend == :cuda, do: Accel.Kernel.Native.cuda_code(kernel.key, kernel.source, device, kernel.name)
 
     tensors = Enum.map(inputs, &Accel.Kernel.Map.tensor_of(&1, backend, device))
-    sizes = for type <- kernel.scalars, into: <<>>, do: <<Accel.Kernel.Map.width(type)>>
+    sizes = for type <- kernel.scalars, into: <<>>, do: <<Accel.Kernel.Inputs.width(type)>>
     uses_f64 = :f64 in [kernel.output | kernel.inputs ++ kernel.scalars]
 
     kterm =

@@ -134,7 +134,7 @@ defmodule Accel.Tensor.Elementwise do
 
   defp scalar_tensor(x, type, %T{device: {backend, index}}) do
     bytes =
-      T.encode_one(x, type) ||
+      Accel.Tensor.Codec.encode_one(x, type) ||
         raise(ArgumentError, "select/3: #{inspect(x)} does not fit type #{inspect(type)}")
 
     T.from_binary(bytes, type, {}, backend: backend, device: index)

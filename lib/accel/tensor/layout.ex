@@ -86,4 +86,24 @@ defmodule Accel.Tensor.Layout do
         ArgumentError,
         "Accel.Tensor.concatenate/2 expects a non-empty list of tensors, got: #{inspect(other, limit: 5)}"
       )
+
+  @doc false
+  # A tensor of `shape`, all zeros (or no element at all), of `like`'s type and on its device.
+  # Zeros made on the device (one zero repeated by a stride-0 view): a host binary of the whole
+  # shape could be larger than the VM can allocate, and the VM's allocator aborts where it cannot
+  # serve; the device refuses such a size with Accel.Error :out_of_memory instead.
+  def zeros(shape, %T{type: type, device: {backend, index}}) do
+    zero =
+      T.new({}, type, fn ref ->
+        NIF.tensor_upload(:binary.copy(<<0>>, Accel.Tensor.Codec.byte_width(type)), type, backend, index, ref)
+      end)
+
+    dims = Tuple.to_list(shape)
+
+    try do
+      T.new(shape, type, fn ref -> NIF.tensor_view(zero.ref, dims, Enum.map(dims, fn _ -> 0 end), 0, ref) end)
+    after
+      T.free(zero)
+    end
+  end
 end

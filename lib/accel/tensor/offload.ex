@@ -23,7 +23,7 @@ defmodule Accel.Tensor.Offload do
     {devices, opts} = Keyword.pop(opts, :devices)
     opts = Accel.Options.validate!(opts, KMap.options(), "Accel.plan/3")
     {inputs, template} = operands!(input, op, opts[:type])
-    KMap.plan_host(inputs, &model(op, template, &1), Accel.plan_scope!(devices, opts))
+    KMap.plan_host(inputs, &model(op, template, &1), Accel.Devices.plan_scope!(devices, opts))
   end
 
   # The call's array inputs (normalised as Accel.map's) and its operands' template: `:input` where
@@ -33,9 +33,9 @@ defmodule Accel.Tensor.Offload do
     arity = if family == :unary, do: 1, else: 2
 
     operands =
-      KMap.inputs!(input, %{what: "operation", name: op, arity: arity}, fn
+      Accel.Kernel.Inputs.inputs!(input, %{what: "operation", name: op, arity: arity}, fn
         x, _j when is_number(x) -> {:number, x}
-        x, j -> KMap.input!(x, j, type)
+        x, j -> Accel.Kernel.Inputs.input!(x, j, type)
       end)
 
     case Enum.reject(operands, &match?({:number, _}, &1)) do

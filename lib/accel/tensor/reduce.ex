@@ -1,0 +1,107 @@
+defmodule Accel.Tensor.Reduce do
+  @moduledoc false
+  # Accel.Tensor's reductions (sum/2, min/2, max/2, argmin/2, argmax/2): over one axis, several,
+  # or all of them, each axis one pass on the device (core/tensor.cpp).
+
+  alias Accel.NIF
+  alias Accel.Tensor, as: T
+  alias Accel.Tensor.Layout
+
+  @reduce_options [
+    axis: [rule: :integer, default: nil, doc: "the axis to reduce (negative counts from the end)"],
+    axes: [
+      rule: {:custom, __MODULE__, :axes_option?, "a list of axes"},
+      default: nil,
+      doc: "several axes to reduce (`sum/2`, `min/2`, `max/2`, `mean/2`)"
+    ]
+  ]
+
+  @doc false
+  def reduce_options, do: @reduce_options
+
+  def reduce(op, t, _opts) when not is_struct(t, T), do: T.not_a_tensor!("#{op}/2", t)
+
+  def reduce(op, %T{} = t, opts) do
+    opts = Accel.Options.validate!(opts, @reduce_options, "Accel.Tensor.#{op}/2")
+
+    case {opts[:axis], opts[:axes]} do
+      {axis, nil} ->
+        reduce_axis(op, t, axis)
+
+      {nil, _axes} when op in [:argmin, :argmax] ->
+        raise ArgumentError, "Accel.Tensor.#{op}/2 takes one axis: (an index along several has no meaning)"
+
+      {nil, axes} ->
+        # One axis after another, the last first so that the others keep their numbers.
+        axes = axes |> Enum.map(&axis!(&1, t.shape)) |> Enum.uniq() |> Enum.sort(:desc)
+
+        if length(axes) != length(opts[:axes]),
+          do: raise(ArgumentError, "axes must be distinct, got: #{inspect(opts[:axes])}")
+
+        first = if op == :sum and t.type not in [:f32, :f64], do: T.as_type(t, :s64), else: t
+
+        Enum.reduce(axes, first, fn axis, acc -> swap_unless(acc, t, reduce_axis(op, acc, axis)) end)
+        |> then(fn result -> if result == t, do: T.as_type(t, t.type), else: result end)
+
+      {_, _} ->
+        raise ArgumentError, "Accel.Tensor.#{op}/2 takes axis: or axes:, not both"
+    end
+  end
+
+  defp reduce_axis(op, %T{shape: shape} = t, axis) do
+    dims = Tuple.to_list(shape)
+
+    {outer, len, inner, out_shape} =
+      case axis do
+        nil ->
+          {1, T.size(t), 1, {}}
+
+        axis ->
+          {before, [len | rest]} = Enum.split(dims, axis!(axis, shape))
+          {Enum.product(before), len, Enum.product(rest), List.to_tuple(before ++ rest)}
+      end
+
+    type =
+      cond do
+        op in [:argmin, :argmax] -> :s64
+        op == :sum and t.type not in [:f32, :f64] -> :s64
+        true -> t.type
+      end
+
+    cond do
+      outer * inner == 0 ->
+        Layout.zeros(out_shape, %{t | type: type})
+
+      len == 0 and op == :sum ->
+        Layout.zeros(out_shape, %{t | type: type})
+
+      len == 0 ->
+        raise ArgumentError, "#{op}/2 of an empty axis has no value (shape #{inspect(shape)})"
+
+      true ->
+        T.new(out_shape, type, fn ref -> NIF.tensor_reduce(op, t.ref, outer, len, inner, ref) end)
+    end
+  end
+
+  defp axis!(axis, shape) when is_integer(axis) and axis >= -tuple_size(shape) and axis < tuple_size(shape),
+    do: if(axis < 0, do: axis + tuple_size(shape), else: axis)
+
+  defp axis!(other, {}),
+    do: raise(ArgumentError, "a 0-d tensor (shape {}) has no axes, got axis: #{inspect(other)}")
+
+  defp axis!(other, shape) do
+    rank = tuple_size(shape)
+
+    raise ArgumentError,
+          "axis must be an integer in -#{rank}..#{rank - 1} for shape #{inspect(shape)}, got: #{inspect(other)}"
+  end
+
+  # Frees an intermediate result (never the caller's own tensor) once the next one exists.
+  defp swap_unless(old, keep, new) do
+    if old != keep, do: T.free(old)
+    new
+  end
+
+  @doc false
+  def axes_option?(axes), do: is_list(axes) and Enum.all?(axes, &is_integer/1)
+end
