@@ -28,7 +28,7 @@ defmodule Accel.MixProject do
     [
       main: "readme",
       extras:
-        ["README.md"] ++
+        ["README.md", "guides/first_steps.livemd"] ++
           Enum.map(
             ~w(backends kernels tensors nx placement pipelines reliability benchmarks contributing),
             &"guides/#{&1}.md"

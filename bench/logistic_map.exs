@@ -5,34 +5,8 @@
 #
 #   bin/bench [--runs 3] [--quick] [--elements N] [--tag NAME: results go to logistic_map_NAME.*]
 Code.require_file("support/report.ex", __DIR__)
-
-defmodule LogisticMapElixir do
-  # The original experiment's pure-Elixir code: ten Enum.map passes, the step inlined in each.
-  def calc(x, p, mu), do: rem(mu * x * (x + 1), p)
-
-  def map10(enum, p, mu) do
-    enum
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-    |> Enum.map(&calc(&1, p, mu))
-  end
-
-  def async_stream(n, stages, p, mu) do
-    size = div(n + stages - 1, stages)
-
-    0..(stages - 1)
-    |> Enum.map(fn i -> (i * size + 1)..min((i + 1) * size, n)//1 end)
-    |> Task.async_stream(&map10(&1, p, mu), max_concurrency: stages, timeout: :infinity)
-    |> Enum.flat_map(fn {:ok, list} -> list end)
-  end
-end
+Code.require_file("support/logistic_map_elixir.ex", __DIR__)
+Code.require_file("support/chart.ex", __DIR__)
 
 defmodule LogisticMapBench do
   import Bitwise
@@ -428,7 +402,13 @@ defmodule LogisticMapBench do
     File.mkdir_p!("bench/results")
     File.write!("bench/results/logistic_map#{suffix}.md", md)
     File.write!("bench/results/logistic_map#{suffix}.csv", Report.csv(rows, best))
-    File.write!("bench/results/logistic_map#{suffix}.svg", Report.svg(rows, "Logistic map, #{n} elements"))
+
+    Accel.Bench.Chart.logistic_map(
+      "bench/results/logistic_map#{suffix}.csv",
+      "bench/results/logistic_map#{suffix}.svg",
+      "Logistic map, #{n} elements"
+    )
+
     IO.puts("\n" <> md)
     IO.puts("Wrote bench/results/logistic_map#{suffix}.{md,csv,svg}")
   end

@@ -3,10 +3,12 @@
 # kernel and two tensor operations on host data (Accel.map with :add and :tanh) at several sizes;
 # same run, rows timed round-robin (each run times every row once), results checked
 # identical. The model is calibrated first (its time reported apart), as a VM's first :auto call
-# would, then every :auto call refines it. Writes bench/results/placement.md (placement_TAG.md with
-# --tag).
+# would, then every :auto call refines it. Writes bench/results/placement.md and its chart,
+# placement.svg (placement_TAG.* with --tag).
 #
 #   mix run bench/placement.exs [--runs 11] [--tag TAG]
+Code.require_file("support/chart.ex", __DIR__)
+
 defmodule PlacementBench do
   require Accel
 
@@ -129,6 +131,7 @@ defmodule PlacementBench do
     path = Path.expand("results/" <> name, __DIR__)
     File.write!(path, "# Placement benchmark\n\n" <> report)
     IO.puts("wrote #{path}")
+    Accel.Bench.Chart.placement(path, String.replace_suffix(path, ".md", ".svg"))
   end
 
   # One workload's rows, one per size: `make.(n)` the input (made once), `call.(input, place)` the

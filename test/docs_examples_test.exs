@@ -1,6 +1,6 @@
 defmodule Accel.DocsExamplesTest do
-  # The README's and the guides' Elixir examples, run: a renamed option or a changed result fails
-  # here, not in a newcomer's first session. Each file's blocks run in order in one environment
+  # The README's and the guides' Elixir examples (Livebook notebooks included), run: a renamed
+  # option or a changed result fails here, not in a newcomer's first session. Each file's blocks run in order in one environment
   # (bindings, aliases and requires carry over); a line `#=> value` asserts the value of the code
   # above it. A block preceded by `<!-- not run: reason -->` is shown only (a mix.exs fragment, a
   # file that is not there).
@@ -8,7 +8,8 @@ defmodule Accel.DocsExamplesTest do
 
   @root Path.expand("..", __DIR__)
   @files [
-    "README.md" | Path.wildcard(Path.join(@root, "guides/*.md")) |> Enum.map(&Path.relative_to(&1, @root))
+    "README.md"
+    | Path.wildcard(Path.join(@root, "guides/*.{md,livemd}")) |> Enum.map(&Path.relative_to(&1, @root))
   ]
 
   for file <- @files do
