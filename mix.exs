@@ -23,7 +23,8 @@ defmodule Accel.MixProject do
   end
 
   # `mix docs` (ex_doc, a dev dependency where hex is reachable): the README, the guides as
-  # chapters, the modules grouped; internal modules carry `@moduledoc false`.
+  # chapters, the benchmarks' tables (which the guides link to), the modules grouped; internal
+  # modules carry `@moduledoc false`.
   defp docs do
     [
       main: "readme",
@@ -32,8 +33,12 @@ defmodule Accel.MixProject do
           Enum.map(
             ~w(backends kernels tensors nx placement pipelines reliability benchmarks contributing),
             &"guides/#{&1}.md"
-          ) ++ ["RELIABILITY.md"],
-      groups_for_extras: [Guides: ~r/guides\//, Reliability: ["RELIABILITY.md"]],
+          ) ++ ["RELIABILITY.md" | Path.wildcard("bench/results/*.md")],
+      groups_for_extras: [
+        Guides: ~r/guides\//,
+        Reliability: ["RELIABILITY.md"],
+        "Benchmark results": ~r/bench\/results\//
+      ],
       groups_for_modules: [
         "Public API": [Accel, Accel.Device, Accel.Error, Accel.Config, Accel.Crossing, Accel.Timing],
         Kernels: [Accel.Kernel, Accel.Kernel.Source],
