@@ -1,0 +1,160 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Layout do
+    @moduledoc false
+    # Accel.Nx.Backend's operations on types and shapes: conversions, and the operations that only
+    # move elements (reshape, transpose, broadcast, reverse, slice, pad, concatenate), each one
+    # strided view or copy on the device (Accel.Nx.Storage), the rest through the fallback.
+
+    alias Accel.Nx.{Fallback, Storage}
+    alias Accel.Tensor, as: AT
+    alias Nx.Tensor, as: T
+
+    def as_type(%T{type: type} = out, %T{type: from} = t) do
+      if Storage.compute?([type, from]) do
+        [a] = Storage.operands!(:as_type, [t])
+        Storage.wrap(Storage.cast(a, type), out, t.data.auto)
+      else
+        Fallback.run(:as_type, [out, t])
+      end
+    end
+
+    # The same bytes: shared where both types are stored alike (u64 and s64, say), as reshape/2
+    # shares; otherwise (f32 and s32 are different Accel types) read and written back.
+    def bitcast(%T{} = out, %T{} = t) do
+      [a] = Storage.operands!(:bitcast, [t])
+
+      if Storage.storage_type(out.type) == Storage.storage_type(t.type),
+        do: Storage.wrap(a, out, t.data.auto),
+        else: Storage.upload_on(Accel.Nx.Backend.to_binary(t, Nx.size(t)), out, a.device, t.data.auto)
+    end
+
+    def reshape(out, t), do: layout(:reshape, out, t, [], fn a -> AT.reshape(a, out.shape) end)
+
+    def squeeze(out, t, axes), do: layout(:squeeze, out, t, [axes], fn a -> AT.reshape(a, out.shape) end)
+
+    def transpose(out, %T{shape: shape} = t, axes) do
+      layout(:transpose, out, t, [axes], fn a ->
+        in_strides = Storage.strides(shape)
+        Storage.view(a, out.shape, Enum.map(axes, &Enum.at(in_strides, &1)), 0)
+      end)
+    end
+
+    def broadcast(out, %T{shape: shape} = t, out_shape, axes) do
+      layout(:broadcast, out, t, [out_shape, axes], fn a ->
+        in_strides = Storage.strides(shape)
+        by_axis = Map.new(Enum.with_index(axes), fn {out_axis, i} -> {out_axis, i} end)
+
+        strides =
+          for d <- 0..(tuple_size(out_shape) - 1)//1 do
+            case by_axis do
+              %{^d => i} -> if elem(shape, i) == elem(out_shape, d), do: Enum.at(in_strides, i), else: 0
+              _ -> 0
+            end
+          end
+
+        Storage.view(a, out_shape, strides, 0)
+      end)
+    end
+
+    def reverse(out, %T{shape: shape} = t, axes) do
+      layout(:reverse, out, t, [axes], fn a ->
+        {strides, offset} =
+          shape
+          |> Storage.strides()
+          |> Enum.with_index()
+          |> Enum.map_reduce(0, fn {s, d}, offset ->
+            if d in axes and elem(shape, d) > 0,
+              do: {-s, offset + (elem(shape, d) - 1) * s},
+              else: {s, offset}
+          end)
+
+        Storage.view(a, shape, strides, offset)
+      end)
+    end
+
+    def slice(out, %T{shape: shape} = t, start_indices, lengths, steps) do
+      layout(:slice, out, t, [start_indices, lengths, steps], fn a ->
+        in_strides = Storage.strides(shape)
+        offset = Storage.offset(clamp(start_indices, shape, lengths), in_strides)
+        Storage.view(a, out.shape, Enum.zip_with(in_strides, steps, &(&1 * &2)), offset)
+      end)
+    end
+
+    def put_slice(%T{type: type} = out, %T{shape: shape} = t, start_indices, %T{} = slice) do
+      if Storage.compute?([type, t.type, slice.type]) do
+        [a, s] = Storage.operands!(:put_slice, [t, slice])
+        in_strides = Storage.strides(shape)
+        offset = Storage.offset(clamp(start_indices, shape, Tuple.to_list(slice.shape)), in_strides)
+
+        result =
+          Storage.put_view(
+            Storage.cast(a, type),
+            shape,
+            in_strides,
+            Storage.cast(s, type),
+            in_strides,
+            offset
+          )
+
+        Storage.wrap(result, out, Storage.auto?([t, slice]))
+      else
+        Fallback.run(:put_slice, [out, t, start_indices, slice])
+      end
+    end
+
+    # Nx clamps start indices (numbers or scalar tensors) so that the region fits.
+    defp clamp(starts, shape, lengths) do
+      [Tuple.to_list(shape), starts, lengths]
+      |> Enum.zip_with(fn [dim, start, len] ->
+        start = if is_integer(start), do: start, else: Nx.to_number(start)
+        start |> max(0) |> min(dim - len)
+      end)
+    end
+
+    def pad(%T{type: type} = out, %T{} = t, %T{} = pad_value, config) do
+      if Storage.compute?([type, t.type, pad_value.type]) and
+           Enum.all?(config, fn {lo, hi, _} -> lo >= 0 and hi >= 0 end) do
+        [a, v] = Storage.operands!(:pad, [t, pad_value])
+        out_strides = Storage.strides(out.shape)
+        strides = Enum.zip_with(out_strides, config, fn s, {_, _, interior} -> s * (interior + 1) end)
+        offset = Storage.offset(Enum.map(config, &elem(&1, 0)), out_strides)
+        # The padding value, a scalar, is the base at stride 0: one pass writes the whole result.
+        value = Storage.cast(AT.reshape(v, {}), type)
+        zeros = List.duplicate(0, tuple_size(out.shape))
+        result = Storage.put_view(value, out.shape, zeros, Storage.cast(a, type), strides, offset)
+        Storage.wrap(result, out, Storage.auto?([t]))
+      else
+        Fallback.run(:pad, [out, t, pad_value, config])
+      end
+    end
+
+    def concatenate(%T{type: type} = out, tensors, axis) do
+      if Storage.compute?([type | Enum.map(tensors, & &1.type)]) do
+        parts = Storage.operands!(:concatenate, tensors) |> Enum.map(&Storage.cast(&1, type))
+        Storage.wrap(AT.concatenate(parts, axis: axis), out, Storage.auto?(tensors))
+      else
+        Fallback.run(:concatenate, [out, tensors, axis])
+      end
+    end
+
+    def stack(%T{} = out, tensors, axis) do
+      reshaped =
+        Enum.map(tensors, fn t ->
+          shape = t.shape |> Tuple.insert_at(axis, 1)
+          reshape(%{t | shape: shape, names: List.duplicate(nil, tuple_size(shape))}, t)
+        end)
+
+      concatenate(out, reshaped, axis)
+    end
+
+    # An operation that only moves elements: on the device for every type stored by element.
+    defp layout(name, %T{} = out, %T{type: type} = t, args, fun) do
+      if Storage.elements?(type) and Storage.elements?(out.type) do
+        [a] = Storage.operands!(name, [t])
+        Storage.wrap(fun.(a), out, t.data.auto)
+      else
+        Fallback.run(name, [out, t | args])
+      end
+    end
+  end
+end
