@@ -1,5 +1,5 @@
 // Nested lists <-> the bytes of a tensor, natively: Accel.Tensor.from_list/2 and to_list/1 at the
-// speed of the logistic map's list codec, where the Elixir versions took ~100x longer. The decoder
+// speed of the logistic map's list codec (an Elixir version is ~100x slower). The decoder
 // is a fast path only: any list it does not accept whole (improper, ragged, a non-number, a value
 // that does not fit the type, a bignum, more than 64 levels) gives :error, and Accel.Tensor then
 // runs its Elixir definition, which accepts exactly the same lists and words the error.

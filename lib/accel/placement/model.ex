@@ -109,8 +109,7 @@ defmodule Accel.Placement.Model do
   defp calibrate_kernel(large, time) do
     small = min(@latency_n, large)
     _compile = time.(min(@compile_n, large))
-    # untimed: a device's first calls at a size run slower (fresh memory mapped for the output;
-    # a 16-core host's first 10^7-element calls took 3x the later ones)
+    # untimed: a device's first calls at a size run slower (fresh memory is mapped for the output)
     Enum.each(1..2, fn _ -> time.(large) end)
     settle()
 
@@ -200,9 +199,8 @@ defmodule Accel.Placement.Model do
     %{decode: decode / n, encode: encode / n}
   end
 
-  # An OpenCL runtime's threads (PoCL's here) stay busy for tens of milliseconds after its calls,
-  # and would slow the next device's measurements: the CPU backend's compute cost came out half
-  # PoCL's, not a tenth, in one calibration of twelve.
+  # An OpenCL runtime's threads (PoCL's) stay busy for tens of milliseconds after its calls, and
+  # would slow the next device's measurements.
   defp settle, do: Process.sleep(50)
 
   # The fastest of `runs` runs of each measurement (a function returning seconds), in order. The
@@ -223,9 +221,8 @@ defmodule Accel.Placement.Model do
   # predicts `latency * latency_correction + scaled * correction`. The two corrections move towards
   # what the call showed, each by its part's share of the prediction (a gradient step in log
   # space): a small call, mostly latency, corrects mostly the latency, and a large one the
-  # per-element costs. With one correction for both, 60 cold calls of 40,000 elements here (the
-  # latency 78% of their prediction, each call 0.65x of it) took the correction to its floor, and
-  # the model then predicted a 2^23-element call at 3.6 ms that took 31. Where a correction moved
+  # per-element costs (with one correction for both, many cold small calls would teach large calls
+  # a cost per element far below theirs). Where a correction moved
   # by a fifth or more (a call 2x off its prediction moves the whole of it 1.23x), the plans :auto
   # calls remember (Accel.Placement.remembered/2) are forgotten, so that the next calls plan with it.
   def learn(key, observed, latency, scaled) do

@@ -221,9 +221,9 @@ defmodule Accel.Placement.Sharing do
   defp learnt(%{observed: n, correction: c}),
     do: " (the shared time corrected by #{Float.round(c, 2)}x, learnt from #{n} shared calls)"
 
-  # The CPU backend is measured first: an OpenCL runtime's threads stay busy after its calls (PoCL's,
-  # and NVIDIA's: on the H100 host the CPU backend measured after NVIDIA's OpenCL came out 2.8x
-  # slower than it is), and the settling pause before each device does not always cover it.
+  # The CPU backend is measured first: an OpenCL runtime's threads (PoCL's, NVIDIA's) stay busy
+  # after its calls and slow whatever is measured next, and the settling pause before each device
+  # does not always cover it.
   @doc false
   def measure_order(devices), do: Enum.sort_by(devices, &(&1.backend != :cpu))
 
