@@ -1,8 +1,8 @@
 defmodule Accel.DocsExamplesTest do
   # The README's and the guides' Elixir examples (Livebook notebooks included), run: a renamed
-  # option or a changed result fails here, not in a newcomer's first session. Each file's blocks run in order in one environment
-  # (bindings, aliases and requires carry over); a line `#=> value` asserts the value of the code
-  # above it. A block preceded by `<!-- not run: reason -->` is shown only (a mix.exs fragment, a
+  # option or a changed result fails here, not in a newcomer's first session. Each file's blocks
+  # run in order in one environment (bindings, aliases and requires carry over); a line
+  # `#=> value` asserts the value of the code above it. A block preceded by `<!-- not run: reason -->` is shown only (a mix.exs fragment, a
   # file that is not there).
   use ExUnit.Case, async: false
 

@@ -52,14 +52,14 @@ defmodule Accel.Bench.Chart do
   """
   def bars(path, title, rows, opts \\ []) do
     rows = Enum.reverse(rows)
-    floor = rows |> Enum.map(&elem(&1, 1)) |> Enum.min() |> Kernel./(3)
+    {least, most} = rows |> Enum.map(&elem(&1, 1)) |> Enum.min_max()
+    {floor, ceiling} = {least / 3, most * 8}
 
     data =
       rows
       |> Enum.with_index()
       |> Enum.map_join("\n", fn {{label, value}, i} -> "#{i} #{num(value)} \"#{escape(label)}\"" end)
 
-    ceiling = rows |> Enum.map(&elem(&1, 1)) |> Enum.max() |> Kernel.*(8)
     margin = rows |> Enum.map(&String.length(elem(&1, 0))) |> Enum.max() |> Kernel.*(0.92) |> ceil()
 
     draw(

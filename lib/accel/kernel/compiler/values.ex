@@ -7,22 +7,25 @@ defmodule Accel.Kernel.Compiler.Values do
   # An integer has its 64-bit text c, or d, the same integer held exactly in a double (then
   # |value| <= 2^53, and c is nil), or both.
 
-  defmacro __using__(_opts) do
-    quote do
-      import Accel.Kernel.Compiler.Values
-      @min -0x8000000000000000
-      @max 0x7FFFFFFFFFFFFFFF
-      @full {@min, @max}
-      # |integers| up to 2^53 are exact in a double; 2^62 leaves a product's reciprocal rounding room
-      @d53 0x20000000000000
-      @wide 0x4000000000000000
-    end
-  end
-
   @min -0x8000000000000000
   @max 0x7FFFFFFFFFFFFFFF
   @full {@min, @max}
+  # integers of magnitude up to 2^53 are exact in a double
   @d53 0x20000000000000
+  # the largest dividend of accel_div_w/accel_rem_w (kernels/user.h), the lanes' 64-bit division
+  @wide 0x4000000000000000
+
+  defmacro __using__(_opts) do
+    quote do
+      import Accel.Kernel.Compiler.Values
+      @min unquote(@min)
+      @max unquote(@max)
+      @full {@min, @max}
+      @d53 unquote(@d53)
+      @wide unquote(@wide)
+    end
+  end
+
   @ranges %{s64: @full, s32: {-0x80000000, 0x7FFFFFFF}, u8: {0, 255}}
 
   def int(c, r), do: %{c: c, d: nil, t: :int, r: clip(r)}
