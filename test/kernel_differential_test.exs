@@ -8,6 +8,10 @@ defmodule Accel.KernelDifferentialTest do
   import Bitwise
   require Accel
 
+  # A fresh checkout's kernel cache is empty: the CPU backend then compiles each of these ~180
+  # kernels with the system's C++ compiler on first use, beside the suite's other async tests.
+  @moduletag timeout: 300_000
+
   @min -0x8000000000000000
   @max 0x7FFFFFFFFFFFFFFF
 

@@ -7,6 +7,9 @@ defmodule Accel.KernelResumeTest do
   use ExUnit.Case, async: true
   require Accel
 
+  # millions of elements through many launches of saved state on PoCL: ~26 s on a 2-core machine
+  @moduletag timeout: 300_000
+
   # the same function, run by the kernel on `backend` and by Enum.map
   defmacrop agree(backend, xs, fun) do
     quote do

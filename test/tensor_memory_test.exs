@@ -5,6 +5,9 @@ defmodule Accel.TensorMemoryTest do
   use ExUnit.Case, async: false
   alias Accel.Tensor, as: T
 
+  # 200 processes x 40 rounds on PoCL take ~35 s on a 2-core machine
+  @moduletag timeout: 300_000
+
   for backend <- [:cpu, :opencl, :cuda] do
     describe "#{backend}" do
       @describetag backend
