@@ -88,6 +88,37 @@ defmodule Accel.KernelTest do
       end
     end
 
+    test "module attributes of numbers and booleans are constants, as Elixir reads them; others are captured" do
+      {:module, mod, _, _} =
+        defmodule AttributeKernels do
+          @p 6_700_417
+          @scale 0.5
+          @flip true
+          @big Bitwise.bsl(1, 64)
+          def seed, do: Accel.kernel(fn x -> rem(22 * x * (x + 1), @p) end)
+          def mixed, do: Accel.kernel(fn x -> if @flip, do: x * @scale, else: -x * @scale end)
+          def big, do: Accel.kernel(fn x -> x + @big end)
+          @p 7
+          def later, do: Accel.kernel(fn x -> rem(x, @p) end)
+        end
+
+      literal = Accel.kernel(fn x -> rem(22 * x * (x + 1), 6_700_417) end)
+      assert mod.seed().values == [] and mod.mixed().values == []
+      # the same text as the literal's: the divisor's magic numbers folded, the range analysis informed
+      assert Accel.Kernel.source(mod.seed()) == Accel.Kernel.source(literal)
+
+      assert Accel.map(1..1000, mod.seed(), backend: :cpu) ==
+               Enum.map(1..1000, &rem(22 * &1 * (&1 + 1), 6_700_417))
+
+      assert Accel.map([1.0, 3.0], mod.mixed(), backend: :cpu) == [0.5, 1.5]
+      # each function reads the attribute's value where it is defined
+      assert Accel.map([10, 20], mod.later(), backend: :cpu) == [3, 6]
+
+      assert_raise ArgumentError, ~r/captured variable @big is 18446744073709551616/, fn ->
+        Accel.map([1], mod.big(), backend: :cpu)
+      end
+    end
+
     test "captured ranges drive loops; captured floats and booleans are parameters" do
       r = 10..1//-2
       scale = 0.5

@@ -12,7 +12,10 @@ defmodule Accel.Kernel do
 
   `Accel.kernel/1` reads the function's code when your code compiles and lowers it once to a typed
   intermediate form; variables it uses from the enclosing scope (`p` above) are the kernel's
-  scalar parameters, passed when it runs, so a new value does not make a new kernel. When it runs,
+  scalar parameters, passed when it runs, so a new value does not make a new kernel. Module
+  attributes holding numbers or booleans (`@p` in a function of your module) are constants, as
+  Elixir reads them where the function is compiled: the compiler sees their values (a constant
+  divisor becomes a multiplication, a known range drops overflow checks). When it runs,
   the kernel is specialised to its inputs' element types and compiled for the device: by the
   system's C++ compiler for `:cpu` (cached on disk, see below), as OpenCL C for `:opencl` (built
   once per device and cached for the VM's life), as CUDA C++ by NVRTC for `:cuda` (machine code

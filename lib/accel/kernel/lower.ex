@@ -139,11 +139,16 @@ defmodule Accel.Kernel.Lower do
   defp expr({:|>, _, [left, {f, m, args}]}, st) when is_list(args), do: expr({f, m, [left | args]}, st)
 
   # A module attribute: in defkernel, a placeholder resolved when the module body runs (resolve/2);
-  # in Accel.kernel/1, a captured value, read where the kernel is made.
+  # in Accel.kernel/1 inside a module being compiled, its value there when it is a number or a
+  # boolean (as Elixir reads `@name` in a function body: a constant, so the specialiser sees its
+  # range, and a divisor's magic numbers are folded); else a captured value, read where the kernel
+  # is made.
   defp expr({:@, _meta, [{name, _, atom}]} = ast, st) when is_atom(name) and is_atom(atom) do
-    if st.attrs == :placeholder,
-      do: {{:attr, name}, st},
-      else: capture(:"@#{name}", nil, ast, [], st)
+    cond do
+      st.attrs == :placeholder -> {{:attr, name}, st}
+      literal?(v = compile_time_attribute(st.caller, name)) -> {{:lit, v}, st}
+      true -> capture(:"@#{name}", nil, ast, [], st)
+    end
   end
 
   defp expr({name, meta, ctx} = ast, st) when is_atom(name) and is_atom(ctx) do
@@ -246,6 +251,15 @@ defmodule Accel.Kernel.Lower do
       )
 
   defp fresh(st), do: {st.next, %{st | next: st.next + 1}}
+
+  defp compile_time_attribute(%Macro.Env{module: module}, name) when module != nil do
+    if Module.open?(module), do: Module.get_attribute(module, name)
+  end
+
+  defp compile_time_attribute(_caller, _name), do: nil
+
+  defp literal?(v) when is_integer(v), do: v in -0x8000000000000000..0x7FFFFFFFFFFFFFFF
+  defp literal?(v), do: is_float(v) or is_boolean(v)
 
   defp capture(name, ctx, ast, _meta, st) do
     case Enum.find_index(Enum.reverse(st.captures), fn {n, c, _} -> {n, c} == {name, ctx} end) do
