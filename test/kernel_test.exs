@@ -234,6 +234,110 @@ defmodule Accel.KernelTest do
       assert Accel.map(1..5, Accel.kernel(fn x -> x + 1 end), backend: :opencl) == [2, 3, 4, 5, 6]
     end
 
+    @tag :opencl
+    test "OpenCL: a binary's upload takes the output, which recomputed elements read back from the binary" do
+      k = Accel.kernel(fn x -> x * x + 1 end)
+      big = 0x100000000
+      xs = [3, big, -5, 7]
+      bin = for x <- xs, into: <<>>, do: <<x::signed-native-64>>
+      # big * big + 1 is a bignum: flagged, recomputed from the binary's own element
+      assert Accel.map(bin, k, backend: :opencl, as: :list) == Enum.map(xs, &(&1 * &1 + 1))
+
+      assert_raise ArgumentError, ~r/element 1: .* does not fit :s64/, fn ->
+        Accel.map(bin, k, backend: :opencl)
+      end
+
+      # a tensor input is the caller's: never overwritten; a second binary input of the output's
+      # type is not either, the first one takes it
+      t = Accel.Tensor.from_list(xs, backend: :opencl)
+      _ = Accel.map(t, Accel.kernel(fn x -> x - 1 end))
+      assert Accel.Tensor.to_list(t) == xs
+      pair = Accel.kernel(fn x, y -> x - y end)
+      assert Accel.map({bin, t}, pair, as: :list) == [0, 0, 0, 0]
+      assert Accel.map({t, bin}, pair, as: :list) == [0, 0, 0, 0]
+      assert Accel.Tensor.to_list(t) == xs
+      # a float output does not take an s64 input's place
+      assert Accel.map(bin, Accel.kernel(fn x -> x / 2 end), backend: :opencl, as: :list) ==
+               Enum.map(xs, &(&1 / 2))
+
+      # what the launch does with the input it is given: on a device, writes over it
+      c = Accel.Kernel.Map.compiled(k, [:s64])
+      kterm = {c.key, c.source, c.uses_f64, nil, [:s64], :s64, <<>>, "accel_user", true, nil, 0, 0}
+      given = Accel.Tensor.from_list([1, 2, 3], backend: :opencl)
+
+      {out, false} =
+        Accel.Job.call(&Accel.NIF.tensor_source_kernel(kterm, [given.ref], 3, <<>>, :opencl, 0, &1))
+
+      assert Accel.Tensor.to_list(Accel.Tensor.wrap(out, {3}, :s64)) == [2, 5, 10]
+      assert Accel.Tensor.to_list(given) == [2, 5, 10]
+    end
+
+    @tag :opencl
+    test "OpenCL: binaries stream through the device in chunks, with Enum.map's results" do
+      # 300,001 elements: four chunks of 75,001 on two queues; flagged elements in the last chunk
+      n = 300_001
+      xs = Enum.map(1..n, &(&1 * 7919 - 1_000_000))
+      xs = List.replace_at(xs, n - 2, 0x100000000) |> List.replace_at(n - 5, -0x100000001)
+      bin = for x <- xs, into: <<>>, do: <<x::signed-native-64>>
+      k = Accel.kernel(fn x -> x * x + 1 end)
+      assert Accel.map(bin, k, backend: :opencl, as: :list) == Enum.map(xs, &(&1 * &1 + 1))
+      assert Accel.map(xs, k, backend: :opencl) == Enum.map(xs, &(&1 * &1 + 1))
+
+      # two inputs of two types (a list of floats is sent as f64), a float output (written over the
+      # f64 input's buffer)
+      fs = Enum.map(1..n, &(&1 / 8))
+      mix = Accel.kernel(fn x, f -> x * 0.5 + f end)
+      assert Accel.map({bin, fs}, mix, backend: :opencl, as: :list) == Enum.zip_with(xs, fs, &(&1 * 0.5 + &2))
+
+      # a boolean output: a buffer of its own; an s32 input
+      small = for x <- 1..n, into: <<>>, do: <<rem(x, 1000) - 500::signed-native-32>>
+
+      assert Accel.map(small, Accel.kernel(fn x -> x > 0 end), backend: :opencl, type: :s32, as: :list) ==
+               Enum.map(1..n, &(rem(&1, 1000) - 500 > 0))
+
+      # the stream stops at an element where Elixir raises, with the BEAM's exception
+      assert_raise ArithmeticError, fn ->
+        Accel.map(List.replace_at(xs, n - 1, 0), Accel.kernel(fn x -> div(1000, x) end), backend: :opencl)
+      end
+    end
+
+    test "map_source, the streamed path's NIF, trusts nothing" do
+      k = Accel.kernel(fn x -> x + 1 end)
+      c = Accel.Kernel.Map.compiled(k, [:s64])
+      kterm = {c.key, c.source, c.uses_f64, nil, [:s64], :s64, <<>>, "accel_user", true, nil, 0, nil}
+
+      call = fn kt, bins, n, backend ->
+        Accel.Job.call(&Accel.NIF.map_source(kt, bins, n, <<>>, backend, 0, &1))
+      end
+
+      assert_raise ArgumentError, ~r/to devices only/, fn -> call.(kterm, [<<1::64>>], 1, :cpu) end
+
+      if Enum.any?(Accel.backends(), &(&1.name == :opencl and &1.available)) do
+        assert_raise ArgumentError, ~r/input 0 has 9 bytes, not 1 elements of :s64/, fn ->
+          call.(kterm, [<<1::72>>], 1, :opencl)
+        end
+
+        assert_raise ArgumentError, ~r/input 0 must be a binary/, fn -> call.(kterm, [[1]], 1, :opencl) end
+
+        assert_raise ArgumentError, ~r/takes 1 input\(s\), got more/, fn ->
+          call.(kterm, [<<>>, <<>>], 0, :opencl)
+        end
+
+        assert_raise ArgumentError, ~r/a list of binaries/, fn -> call.(kterm, <<>>, 0, :opencl) end
+
+        assert_raise ArgumentError, ~r/one launch, with 1 input\(s\) and 0 scalar\(s\), got 0 and 0/, fn ->
+          call.(kterm, [], 0, :opencl)
+        end
+
+        assert_raise ArgumentError, ~r/runs in one launch/, fn ->
+          call.(put_elem(kterm, 10, 2), [<<1::native-64>>], 1, :opencl)
+        end
+
+        assert call.(kterm, [<<41::signed-native-64>>], 1, :opencl) == {<<42::signed-native-64>>, false}
+        assert call.(kterm, [<<>>], 0, :opencl) == {<<>>, false}
+      end
+    end
+
     @tag :cuda
     test "CUDA: compiled by NVRTC once per architecture; tensors stay on the device" do
       k = Accel.kernel(fn x -> rem(x * 0x4000000000000, 1_000_003) end)
@@ -329,6 +433,26 @@ defmodule Accel.KernelTest do
 
       # (the CPU backend runs loops to their end: its text has no resumable form)
       assert {_, false} = call.(resumable.(3, true), [s64], <<>>)
+
+      # the input the output may overwrite: one of the kernel's, or nil; the CPU backend never
+      # overwrites (its tensors may share a binary's bytes)
+      into = &Tuple.append(resumable.(0, true), &1)
+      assert_raise ArgumentError, ~r/not input 1/, fn -> call.(into.(1), [s64], <<>>) end
+
+      assert_raise ArgumentError, ~r/the input a kernel's output may overwrite/, fn ->
+        call.(into.(-1), [s64], <<>>)
+      end
+
+      assert_raise ArgumentError, ~r/expected a compiled kernel/, fn ->
+        call.(Tuple.append(into.(0), 0), [s64], <<>>)
+      end
+
+      assert {out, false} = call.(into.(nil), [s64], <<>>)
+      assert {out0, false} = call.(into.(0), [s64], <<>>)
+      assert Accel.Tensor.to_list(Accel.Tensor.wrap(out0, {2}, :s64)) == [2, 3]
+
+      assert Accel.Tensor.to_list(s64) == [1, 2] and
+               Accel.Tensor.to_list(Accel.Tensor.wrap(out, {2}, :s64)) == [2, 3]
 
       assert {_, false} = call.(kterm.([:s64], 0), [s64], <<>>)
     end

@@ -61,6 +61,17 @@ class Backend {
   virtual void logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
                             const CallOptions& options) = 0;
 
+  // Runs a generated kernel that completes in one launch (core/source_kernel.hpp) over host
+  // inputs of n elements each into host `out` (n elements of its out_type), streamed through a
+  // device in chunks as the logistic map is (core/device_stream.hpp). Returns whether an element
+  // was flagged. Device backends only: the CPU backend runs kernels over tensors that share the
+  // host's bytes already.
+  virtual bool map_source(const SourceKernel& /*kernel*/, const std::vector<const unsigned char*>& /*inputs*/,
+                          uint64_t /*n*/, const std::vector<uint64_t>& /*scalars*/, unsigned char* /*out*/,
+                          const CallOptions& /*options*/) {
+    throw ArgumentError("this backend does not stream kernels over host memory");
+  }
+
   // ---- the launch door. Device backends may run these asynchronously, in order per queue; only
   // download() and finish() wait for the device. Everything above them is written once: tensor
   // operations (reductions in passes, broadcasting, checks) in core/tensor*.cpp, a device's

@@ -1,6 +1,7 @@
 // What the device backends (OpenCL, CUDA) share: devices discovered once on first use, the status
 // Accel.backends/0 reports, the device list, lookup by index with the reason when there is none,
-// and the logistic map, streamed through the launch door (core/device_stream.hpp). A backend
+// and the logistic map and generated kernels over host memory, streamed through the launch door
+// (core/device_stream.hpp). A backend
 // supplies its per-device State (holding a DeviceInfo `info`), discovery, how a device is
 // described in its status, and the door.
 #pragma once
@@ -48,6 +49,13 @@ class DeviceBackend : public Backend {
     const DeviceInfo& info = device_at(options.device).info;
     std::lock_guard<std::mutex> lock(streaming_[static_cast<size_t>(options.device)]);
     stream_logistic_map(*this, info, in, out, plan, options);
+  }
+
+  bool map_source(const SourceKernel& kernel, const std::vector<const unsigned char*>& inputs, uint64_t n,
+                  const std::vector<uint64_t>& scalars, unsigned char* out, const CallOptions& options) final {
+    const DeviceInfo& info = device_at(options.device).info;
+    std::lock_guard<std::mutex> lock(streaming_[static_cast<size_t>(options.device)]);
+    return stream_source_kernel(*this, info, kernel, inputs, n, scalars, out, options);
   }
 
  protected:

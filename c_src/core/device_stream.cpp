@@ -1,5 +1,9 @@
-// The logistic map streamed through a device (see device_stream.hpp).
+// The logistic map and generated kernels streamed through a device (see device_stream.hpp).
 #include "core/device_stream.hpp"
+
+#include <string>
+
+#include "core/source_kernel.hpp"
 
 namespace accel {
 
@@ -29,7 +33,76 @@ void stream_logistic_map(Backend& backend, const DeviceInfo& info, const Int64So
                                          options.cancel, queue);
                         },
                         [&] { backend.finish(device, queue); });
-                  });
+                  },
+                  stream_chunk(in.count, logistic_map_cost(1, plan), budget, min_stream_chunk(info)));
+}
+
+bool stream_source_kernel(Backend& backend, const DeviceInfo& info, const SourceKernel& kernel,
+                          const std::vector<const unsigned char*>& inputs, uint64_t n,
+                          const std::vector<uint64_t>& scalars, unsigned char* out, const CallOptions& options) {
+  if (!kernel.flag || kernel.resume_words != 0 || !kernel.input_counts.empty() || inputs.empty() ||
+      inputs.size() != kernel.input_types.size() || scalars.size() != kernel.scalar_sizes.size())
+    throw ArgumentError("streamed over host memory: a generated kernel that runs in one launch, with " +
+                        std::to_string(kernel.input_types.size()) + " input(s) and " +
+                        std::to_string(kernel.scalar_sizes.size()) + " scalar(s), got " + std::to_string(inputs.size()) +
+                        " and " + std::to_string(scalars.size()));
+  if (kernel.uses_f64 && !backend.supports(DType::F64, options.device))
+    throw ArgumentError(":" + info.backend + " device " + std::to_string(options.device) +
+                        " has no double precision, which this kernel computes in (as Elixir does)");
+  if (n == 0) return false;
+  const int device = options.device;
+  const size_t out_bytes = dtype_size(kernel.out_type);
+  // The first input of the output's type takes the output; its bytes per element are one chunk's row.
+  size_t into = inputs.size(), row = 0;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    row += dtype_size(kernel.input_types[k]);
+    if (into == inputs.size() && kernel.input_types[k] == kernel.out_type) into = k;
+  }
+  if (into == inputs.size()) row += out_bytes;
+  const std::shared_ptr<void> held = backend.hold(device);
+  const size_t preferred = stream_chunk(n, 1, launch_budget(info.compute_units), min_stream_chunk(info));
+  const size_t chunk = chunk_elements(n, std::min(device_chunk_limit(info, row), preferred), options.chunk_elements);
+  const size_t slots = chunk < n ? std::min<size_t>(2, backend.queues(device)) : 1;
+  struct Slot {
+    std::vector<std::shared_ptr<DeviceBuffer>> in;
+    std::shared_ptr<DeviceBuffer> out, flag;
+    bool in_flight = false;
+  };
+  std::vector<Slot> slot(slots);
+  for (Slot& s : slot) {
+    for (DType type : kernel.input_types) s.in.push_back(backend.allocate(device, chunk * dtype_size(type)));
+    s.out = into < inputs.size() ? s.in[into] : backend.allocate(device, chunk * out_bytes);
+    s.flag = backend.allocate(device, 8);
+    backend.zero(*s.flag);
+  }
+  backend.finish(device, 0);  // allocations are ordered on queue 0
+  try {
+    for (const Chunk& part : plan_chunks(n, chunk, slots)) {
+      Slot& s = slot[part.slot];
+      if (s.in_flight) backend.finish(device, part.slot);  // this slot's buffers are free again
+      if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
+      std::vector<const DeviceBuffer*> buffers{s.out.get(), s.flag.get()};
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const size_t width = dtype_size(kernel.input_types[k]);
+        backend.enqueue_upload(*s.in[k], inputs[k] + part.offset * width, part.count * width, part.slot);
+        buffers.push_back(s.in[k].get());
+      }
+      backend.launch_source(kernel, device, part.count, buffers, scalars, options.cancel, part.slot);
+      backend.enqueue_download(*s.out, out + part.offset * out_bytes, part.count * out_bytes, part.slot);
+      s.in_flight = true;
+    }
+    for (size_t q = 0; q < slots; ++q) backend.finish(device, q);
+  } catch (...) {
+    finish_quietly(backend, device, slots);
+    throw;
+  }
+  bool flagged = false;
+  for (Slot& s : slot) {
+    int32_t raised = 0;
+    backend.download(*s.flag, &raised, sizeof raised);
+    flagged = flagged || raised != 0;
+  }
+  return flagged;
 }
 
 }  // namespace accel

@@ -20,19 +20,38 @@ inline size_t device_chunk_limit(const DeviceInfo& info, size_t element_bytes) {
   return static_cast<size_t>(std::min<uint64_t>(info.max_alloc, info.memory / 8) / element_bytes);
 }
 
+// The smallest chunk worth a launch of its own: launches cost a GPU little but want many threads;
+// an OpenCL device on the host's CPU (PoCL) overlaps smaller chunks' transfers with profit.
+inline size_t min_stream_chunk(const DeviceInfo& info) { return info.type == "cpu" ? size_t{1} << 14 : size_t{1} << 16; }
+
+// After a streamed call's error: waits for its first `queues` queues, so that no transfer can touch
+// the caller's memory any more, keeping the error being reported (the first) as the one to rethrow.
+inline void finish_quietly(Backend& backend, int device, size_t queues) noexcept {
+  for (size_t q = 0; q < queues; ++q) {
+    try {
+      backend.finish(device, q);
+    } catch (...) {
+    }
+  }
+}
+
 // Streams `count` elements of `element_bytes` each through `backend`'s device `options.device`,
-// in place on the device: chunk by chunk, `in` (null when the kernel generates its input) is
+// in place on the device, in chunks of at most `preferred_chunk` elements (0: as the device and
+// options allow): chunk by chunk, `in` (null when the kernel generates its input) is
 // uploaded into a buffer, run(buffer, chunk, queue) enqueues the chunk's kernels on `queue` (it may
 // call backend.finish(device, queue) to wait between launches), and the buffer is downloaded into
 // `out`. At most two chunks are in flight; a cancelled call stops between chunks. Returns once
 // every result is in `out`; on an exception, once no transfer can touch `in` or `out` any more.
 template <typename Run>
 void stream_in_place(Backend& backend, const DeviceInfo& info, const CallOptions& options, size_t count,
-                     size_t element_bytes, const unsigned char* in, unsigned char* out, Run run) {
+                     size_t element_bytes, const unsigned char* in, unsigned char* out, Run run,
+                     size_t preferred_chunk = 0) {
   if (count == 0) return;
   const int device = options.device;
   const std::shared_ptr<void> held = backend.hold(device);
-  const size_t chunk = chunk_elements(count, device_chunk_limit(info, element_bytes), options.chunk_elements);
+  size_t limit = device_chunk_limit(info, element_bytes);
+  if (preferred_chunk != 0) limit = std::min(limit, preferred_chunk);
+  const size_t chunk = chunk_elements(count, limit, options.chunk_elements);
   // A second buffer is worth having only when there is a second chunk.
   const size_t slots = chunk < count ? std::min<size_t>(2, backend.queues(device)) : 1;
   std::vector<std::shared_ptr<DeviceBuffer>> buffers;
@@ -54,12 +73,7 @@ void stream_in_place(Backend& backend, const DeviceInfo& info, const CallOptions
     }
     for (size_t s = 0; s < slots; ++s) backend.finish(device, s);
   } catch (...) {
-    for (size_t s = 0; s < slots; ++s) {
-      try {
-        backend.finish(device, s);
-      } catch (...) {  // the first error is the one to report
-      }
-    }
+    finish_quietly(backend, device, slots);
     throw;
   }
 }
@@ -69,5 +83,15 @@ void stream_in_place(Backend& backend, const DeviceInfo& info, const CallOptions
 // in launches of bounded time (iterations_per_launch), the cancellation checked between two.
 void stream_logistic_map(Backend& backend, const DeviceInfo& info, const Int64Source& in, unsigned char* out,
                          const LogisticMapPlan& plan, const CallOptions& options);
+
+// A generated kernel that completes in one launch (no saved state, a flag, every input n
+// elements: Backend::map_source) over host `inputs` into host `out`, in chunks (stream_chunk's
+// size, within the device's allowance for one chunk's buffers), two in flight on two queues. Each
+// slot has a buffer per input and one flag; the output is written over the first input of its
+// type (each element reads its inputs before it writes its output, at its own index), else into
+// a buffer of its own. Returns whether an element was flagged.
+bool stream_source_kernel(Backend& backend, const DeviceInfo& info, const SourceKernel& kernel,
+                          const std::vector<const unsigned char*>& inputs, uint64_t n,
+                          const std::vector<uint64_t>& scalars, unsigned char* out, const CallOptions& options);
 
 }  // namespace accel

@@ -124,7 +124,10 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
                           std::to_string(expected) + ": the kernel was compiled for that length");
   }
   SourceLaunch result;
-  result.out = detail::allocate_like(backend, device, kernel.out_type, n);
+  const Tensor* given = kernel.out_into >= 0 ? &inputs[static_cast<size_t>(kernel.out_into)] : nullptr;
+  const bool overwrite = given != nullptr && backend.waits_on_device() && kernel.flag && kernel.resume_words == 0 &&
+                         kernel.input_counts.empty() && given->type == kernel.out_type && given->count == n;
+  result.out = overwrite ? *given : detail::allocate_like(backend, device, kernel.out_type, n);
   if (n == 0) return result;
   if (kernel.resume_words > 0 && backend.waits_on_device()) {
     std::vector<const DeviceBuffer*> buffers{result.out.buffer.get()};

@@ -44,6 +44,11 @@ struct SourceKernel {
   // buffer of this many 8-byte words per element, and runs in launches that each spend a bounded
   // `fuel` of loop iterations per element, resuming where the last stopped (0: one launch).
   uint32_t resume_words = 0;
+  // An input the caller gives up (a binary it uploaded for this call alone): on a device, when it
+  // has the output's type and length and the kernel runs in one launch, the output is written over
+  // it, as a hand-written in-place kernel would (-1: a new buffer). Each element reads its inputs
+  // before it writes its output, at its own index only.
+  int32_t out_into = -1;
   HostKernelEntry host = nullptr;   // the CPU backend's compiled entry, where it has one
   std::shared_ptr<void> library;    // keeps the shared object holding `host` loaded
   std::string device_code;          // CUDA: the text compiled by NVRTC for the device (cubin or PTX)

@@ -85,7 +85,9 @@ ACCEL_UFN accel_u64 accel_f64_bits(double x) {
 #endif
 #define ACCEL_RESUME_DONE 0xFFFFUL
 
-#if defined(__OPENCL_VERSION__)
+/* The high half of a signed 64x64-bit product (from the 128-bit product where the dialect says
+ * so: ACCEL_CL_WIDE_MUL in kernels/dialect.h). */
+#if defined(__OPENCL_VERSION__) && !ACCEL_CL_WIDE_MUL
 #define accel_mulhi_i64(a, b) mul_hi((accel_i64)(a), (accel_i64)(b))
 #elif defined(__CUDA_ARCH__)
 #define accel_mulhi_i64(a, b) __mul64hi((long long)(a), (long long)(b))

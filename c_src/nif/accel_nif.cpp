@@ -431,6 +431,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_nested_list", 3, guarded<tensor_nested_list>, 0},
     {"kernel_load", 1, guarded<kernel_load>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"tensor_source_kernel", 7, guarded<tensor_source_kernel>, 0},
+    {"map_source", 7, guarded<map_source>, 0},
     {"cuda_kernel_compiler", 0, guarded<cuda_kernel_compiler>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"cuda_kernel_code", 3, guarded<cuda_kernel_code>, ERL_NIF_DIRTY_JOB_CPU_BOUND},
 };

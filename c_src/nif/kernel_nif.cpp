@@ -44,7 +44,7 @@ std::string binary_text(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
 SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   int arity = 0;
   const ERL_NIF_TERM* fields = nullptr;
-  if (!enif_get_tuple(env, term, &arity, &fields) || arity < 9 || arity > 11)
+  if (!enif_get_tuple(env, term, &arity, &fields) || arity < 9 || arity > 12)
     throw ArgumentError("expected a compiled kernel, got: " + describe_term(env, term));
   SourceKernel k;
   k.key = binary_text(env, fields[0], "a kernel's key");
@@ -82,12 +82,19 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
     if (!enif_is_empty_list(env, tail) || k.input_counts.size() != k.input_types.size())
       throw ArgumentError("a kernel's input counts must be a list with one count per input");
   }
-  if (arity == 11) {
+  if (arity >= 11) {
     const uint64_t words = decode_count(env, fields[10], "a kernel's resumable words");
     if (words > kMaxResumeWords)
       throw ArgumentError("a kernel keeps at most " + std::to_string(kMaxResumeWords) + " words of state per element");
     if (words > 0 && !k.flag) throw ArgumentError("only generated kernels (with a flag) resume from saved state");
     k.resume_words = static_cast<uint32_t>(words);
+  }
+  if (arity == 12 && !enif_is_identical(fields[11], atoms.nil)) {
+    const uint64_t into = decode_count(env, fields[11], "the input a kernel's output may overwrite");
+    if (into >= k.input_types.size())
+      throw ArgumentError("a kernel's output may overwrite one of its " + std::to_string(k.input_types.size()) +
+                          " inputs, not input " + std::to_string(into));
+    k.out_into = static_cast<int32_t>(into);
   }
   return k;
 }
@@ -165,6 +172,44 @@ ERL_NIF_TERM source_kernel_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return enif_make_tuple2(env, make_tensor(env, std::move(launched.out)), launched.flagged ? atoms.true_ : atoms.false_);
 }
 
+// (kernel, binaries, n, scalars, backend, device, ref) -> {binary, flagged}: a generated kernel
+// over binaries of n elements each, streamed through a device (Backend::map_source).
+ERL_NIF_TERM map_source_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const SourceKernel kernel = decode_kernel(env, argv[0]);
+  const uint64_t n = decode_count(env, argv[2], "n");
+  std::vector<const unsigned char*> inputs;
+  ERL_NIF_TERM head, tail = argv[1];
+  while (enif_get_list_cell(env, tail, &head, &tail)) {
+    const size_t k = inputs.size();
+    if (k == kernel.input_types.size())
+      throw ArgumentError("this kernel takes " + std::to_string(kernel.input_types.size()) + " input(s), got more");
+    ErlNifBinary bin;
+    if (!enif_inspect_binary(env, head, &bin))
+      throw ArgumentError("input " + std::to_string(k) + " must be a binary, got: " + describe_term(env, head));
+    const size_t width = dtype_size(kernel.input_types[k]);
+    if (bin.size / width != n || bin.size % width != 0)
+      throw ArgumentError("input " + std::to_string(k) + " has " + std::to_string(bin.size) + " bytes, not " +
+                          std::to_string(n) + " elements of :" + dtype_name(kernel.input_types[k]));
+    inputs.push_back(bin.data);
+  }
+  if (!enif_is_empty_list(env, tail)) throw ArgumentError("inputs must be a list of binaries");
+  const std::vector<uint64_t> scalars = decode_slots(env, argv[3]);
+  int device = 0;
+  Backend& backend = decode_place(env, argv[4], argv[5], &device);
+  if (!backend.waits_on_device()) throw ArgumentError("kernels stream over host memory to devices only");
+  const size_t out_bytes = dtype_size(kernel.out_type);
+  if (n > SIZE_MAX / out_bytes) throw Error("out_of_memory", "a result of " + std::to_string(n) + " elements");
+  check_binary_output(n * out_bytes);
+  unsigned char* out = nullptr;
+  const ERL_NIF_TERM result = make_output_binary(env, n * out_bytes, &out);
+  const Cancellation cancel = caller_cancellation(env);
+  CallOptions options;
+  options.device = device;
+  options.cancel = &cancel;
+  const bool flagged = backend.map_source(kernel, inputs, n, scalars, out, options);
+  return enif_make_tuple2(env, result, flagged ? atoms.true_ : atoms.false_);
+}
+
 }  // namespace
 
 bool open_kernel_resources(ErlNifEnv* env) {
@@ -194,6 +239,16 @@ ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM a
   Backend& backend = decode_place(env, argv[4], argv[5], &device);
   if (backend.waits_on_device()) return submit_now(env, rt.queue(backend, device), source_kernel_run, argc, argv);
   return schedule_dirty_cpu(env, "kernel", guarded<source_kernel_run>, argc, argv);
+}
+
+// Queued on the device's own thread like every device call (after discovery, once per VM).
+ERL_NIF_TERM map_source(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  Runtime& rt = runtime();
+  if (!rt.auto_resolved) return schedule_dirty_io(env, "kernel", guarded<after_discovery<map_source>>, argc, argv);
+  int device = 0;
+  Backend& backend = decode_place(env, argv[4], argv[5], &device);
+  if (!backend.waits_on_device()) return map_source_run(env, argc, argv);  // raises the precise error
+  return submit_now(env, rt.queue(backend, device), map_source_run, argc, argv);
 }
 
 }  // namespace accel::nif

@@ -14,5 +14,7 @@ ERL_NIF_TERM cuda_kernel_compiler(ErlNifEnv* env, int argc, const ERL_NIF_TERM a
 ERL_NIF_TERM cuda_kernel_code(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 // (kernel, inputs, n, scalars, backend, device, ref) -> {tensor, flagged}.
 ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+// (kernel, binaries, n, scalars, backend, device, ref) -> {binary, flagged}: streamed through a device.
+ERL_NIF_TERM map_source(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 
 }  // namespace accel::nif

@@ -40,6 +40,19 @@ TEST(IterationsPerLaunch, BoundsTheWorkOfOneLaunch) {
   EXPECT_EQ(accel::launch_budget(132), uint64_t{132} << 24);
 }
 
+TEST(StreamChunk, FourChunksOrMoreEachWithinTwoLaunchesNeverBelowTheFloor) {
+  constexpr size_t floor = size_t{1} << 16;
+  EXPECT_EQ(accel::stream_chunk(size_t{1} << 22, 50, 50000000, floor), size_t{1} << 20);  // four chunks
+  EXPECT_EQ(accel::stream_chunk(size_t{1} << 30, 50, 50000000, floor), 2000000u);          // 2 budgets' worth
+  EXPECT_EQ(accel::stream_chunk(1000001, 1, uint64_t{1} << 40, floor), 250001u);           // rounded up
+  EXPECT_EQ(accel::stream_chunk(size_t{1} << 30, 1000000, 1000, floor), floor);
+  EXPECT_EQ(accel::stream_chunk(size_t{1} << 16, 1, 1000000, size_t{1} << 14), size_t{1} << 14);
+  EXPECT_EQ(accel::stream_chunk(1000, 1, 1000, floor), floor);                              // small: one chunk
+  EXPECT_EQ(accel::stream_chunk(size_t{1} << 30, 0, 1000, floor), floor);                   // no cost: no division by 0
+  EXPECT_EQ(accel::stream_chunk(SIZE_MAX, ~uint64_t{0}, ~uint64_t{0}, floor), floor);
+  EXPECT_EQ(accel::stream_chunk(100, 1, 1000, 0), 25u);                                    // a floor of 0 is 1
+}
+
 TEST(RunLaunches, CoversTheIterationsInBoundedLaunchesWaitingBetween) {
   std::vector<int64_t> counts;
   std::vector<bool> firsts;

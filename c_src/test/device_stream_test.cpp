@@ -11,6 +11,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "core/device_stream.hpp"
+#include "core/source_kernel.hpp"
 
 namespace {
 
@@ -43,9 +44,11 @@ class QueuedDevice final : public accel::Backend {
     enqueue(queue, [=, &dst] { host_.enqueue_upload(dst, src, bytes, 0); });
   }
   void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override {
+    max_chunks_in_flight_ = std::max(max_chunks_in_flight_, ++downloads_in_flight_);
     enqueue(queue, [=, &src] {
       host_.enqueue_download(src, dst, bytes, 0);
       --uploads_in_flight_[queue];
+      --downloads_in_flight_;
     });
   }
   void launch(accel::Kernel kernel, int device, const accel_params& params, const accel::KernelBuffers& buffers,
@@ -53,6 +56,18 @@ class QueuedDevice final : public accel::Backend {
     ++launches_;
     enqueue(queue, [=] { host_.launch(kernel, device, params, buffers, work, cancel, 0); });
   }
+  bool map_source(const accel::SourceKernel& kernel, const std::vector<const unsigned char*>& inputs, uint64_t n,
+                  const std::vector<uint64_t>& scalars, unsigned char* out, const accel::CallOptions& options) override {
+    return accel::stream_source_kernel(*this, info_, kernel, inputs, n, scalars, out, options);
+  }
+  void launch_source(const accel::SourceKernel& kernel, int device, uint64_t n,
+                     const std::vector<const DeviceBuffer*>& buffers, const std::vector<uint64_t>& scalars,
+                     const accel::Cancellation* cancel, size_t queue) override {
+    ++launches_;
+    enqueue(queue, [=, &kernel] { host_.launch_source(kernel, device, n, buffers, scalars, cancel, 0); });
+  }
+  void zero(DeviceBuffer& dst) override { host_.zero(dst); }
+  void download(const DeviceBuffer& src, void* dst, size_t bytes) override { host_.download(src, dst, bytes); }
   void finish(int, size_t queue) override {
     ++finishes_;
     while (!pending_[queue].empty()) {
@@ -64,6 +79,7 @@ class QueuedDevice final : public accel::Backend {
 
   bool idle() const { return pending_[0].empty() && pending_[1].empty(); }
   size_t max_in_flight() const { return max_in_flight_; }
+  size_t max_chunks_in_flight() const { return max_chunks_in_flight_; }  // by their downloads
   size_t launches() const { return launches_; }
   size_t finishes() const { return finishes_; }
 
@@ -78,6 +94,7 @@ class QueuedDevice final : public accel::Backend {
   std::deque<std::function<void()>> pending_[2];
   size_t uploads_in_flight_[2] = {0, 0};
   size_t max_in_flight_ = 0;
+  size_t downloads_in_flight_ = 0, max_chunks_in_flight_ = 0;
   size_t launches_ = 0, finishes_ = 0;
 };
 
@@ -158,6 +175,87 @@ TEST(DeviceStream, ACancelledCallStopsAndLeavesNoCommandQueued) {
   }
   EXPECT_TRUE(device.idle());  // every queued transfer ran before the error left the call
   EXPECT_EQ(launched, 3u);
+}
+
+// A generated kernel's host form, as the CPU backend runs it: out[i] = 3 * x[i] + y[i], an element
+// with x[i] < 0 flagged (its sentinel written, the flag raised), as Accel.Kernel's texts do.
+void triple_add(void* const* b, const uint64_t*, uint64_t begin, uint64_t end) {
+  auto* out = static_cast<int64_t*>(b[0]);
+  auto* flag = static_cast<int32_t*>(b[1]);
+  const auto* x = static_cast<const int64_t*>(b[2]);
+  const auto* y = static_cast<const int64_t*>(b[3]);
+  for (uint64_t i = begin; i < end; ++i) {
+    const int64_t xi = x[i], yi = y[i];  // read before out[i] is written: out may be x's buffer
+    if (xi < 0) *flag = 1;
+    out[i] = xi < 0 ? INT64_MIN : 3 * xi + yi;
+  }
+}
+
+accel::SourceKernel triple_add_kernel() {
+  accel::SourceKernel k;
+  k.key = "triple_add";
+  k.input_types = {accel::DType::S64, accel::DType::S64};
+  k.out_type = accel::DType::S64;
+  k.host = triple_add;
+  return k;
+}
+
+TEST(DeviceStream, GeneratedKernelsStreamHostInputsInEveryChunking) {
+  std::vector<int64_t> xs(1000), ys(1000), want(1000);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    xs[i] = static_cast<int64_t>(i * 7919 % 1000);
+    ys[i] = static_cast<int64_t>(i) - 500;
+    want[i] = 3 * xs[i] + ys[i];
+  }
+  const std::vector<const unsigned char*> inputs{reinterpret_cast<const unsigned char*>(xs.data()),
+                                                 reinterpret_cast<const unsigned char*>(ys.data())};
+  const accel::SourceKernel kernel = triple_add_kernel();
+  for (const size_t chunk : {size_t{0}, size_t{1}, size_t{7}, size_t{999}, size_t{5000}}) {
+    QueuedDevice device(64 * 16);  // a chunk's two s64 buffers (the output takes x's): 64 elements
+    std::vector<int64_t> out(xs.size(), -1);
+    accel::CallOptions options;
+    options.chunk_elements = chunk;
+    EXPECT_FALSE(device.map_source(kernel, inputs, xs.size(), {}, reinterpret_cast<unsigned char*>(out.data()), options));
+    EXPECT_EQ(out, want) << "chunk " << chunk;
+    EXPECT_TRUE(device.idle());
+    EXPECT_LE(device.max_chunks_in_flight(), 2u) << "chunk " << chunk;
+    EXPECT_GE(device.launches(), (xs.size() + 63) / 64);
+  }
+  // a flagged element in a late chunk: its sentinel, the others computed, the call flagged
+  std::vector<int64_t> late = xs;
+  late[900] = -1;
+  const std::vector<const unsigned char*> flagged{reinterpret_cast<const unsigned char*>(late.data()), inputs[1]};
+  QueuedDevice device(64 * 16);
+  std::vector<int64_t> out(xs.size());
+  EXPECT_TRUE(device.map_source(kernel, flagged, xs.size(), {}, reinterpret_cast<unsigned char*>(out.data()), {}));
+  want[900] = INT64_MIN;
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(late[900], -1);  // the caller's memory is only read
+}
+
+TEST(DeviceStream, AStreamedKernelIsRefusedWhereItCannotRunInOneLaunchAndStopsWhenCancelled) {
+  std::vector<int64_t> xs(1000, 1);
+  const std::vector<const unsigned char*> inputs{reinterpret_cast<const unsigned char*>(xs.data()),
+                                                 reinterpret_cast<const unsigned char*>(xs.data())};
+  std::vector<int64_t> out(xs.size());
+  auto* data = reinterpret_cast<unsigned char*>(out.data());
+  QueuedDevice device(64 * 16);
+  accel::SourceKernel resumable = triple_add_kernel();
+  resumable.resume_words = 2;
+  EXPECT_THROW(device.map_source(resumable, inputs, xs.size(), {}, data, {}), accel::ArgumentError);
+  EXPECT_THROW(device.map_source(triple_add_kernel(), {inputs[0]}, xs.size(), {}, data, {}), accel::ArgumentError);
+  EXPECT_FALSE(device.map_source(triple_add_kernel(), inputs, 0, {}, data, {}));  // nothing to run
+  accel::Cancellation cancel;
+  cancel.cancel();
+  accel::CallOptions options;
+  options.cancel = &cancel;
+  try {
+    device.map_source(triple_add_kernel(), inputs, xs.size(), {}, data, options);
+    FAIL() << "a cancelled call returned";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.reason(), "cancelled");
+  }
+  EXPECT_TRUE(device.idle());
 }
 
 }  // namespace

@@ -82,4 +82,7 @@ defmodule Accel.NIF do
 
   def tensor_source_kernel(_kernel, _inputs, _n, _scalars, _backend, _device, _ref),
     do: :erlang.nif_error(:not_loaded)
+
+  def map_source(_kernel, _binaries, _n, _scalars, _backend, _device, _ref),
+    do: :erlang.nif_error(:not_loaded)
 end

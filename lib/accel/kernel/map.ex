@@ -275,19 +275,42 @@ defmodule Accel.Kernel.Map do
     specialise(kernel, Enum.map(types, &{&1, :buffer}), Enum.map(kernel.values, &cap_kind!(&1, kernel)), opts)
   end
 
-  defp run_chunk(kernel, inputs, n, as, place, offset) do
-    {out, flagged, compiled, tensors} = launch(inputs, kernel, n, place)
+  defp run_chunk(kernel, inputs, n, as, {backend, device} = place, offset) do
+    prepared = prepare(inputs, kernel, place)
+    {compiled, code, slots} = prepared
 
-    cond do
-      not flagged and as == :tensor -> out
-      not flagged -> output(Accel.Tensor.to_binary(out), compiled, as, n, [])
-      true -> recompute(kernel, compiled, inputs, tensors, out, as, n, offset)
+    if streamed?(inputs, as, backend, compiled) do
+      # binaries through a device: chunks streamed by the device's thread, one's transfers
+      # overlapping another's kernel (Backend::map_source)
+      kterm = kernel_term(compiled, code, Enum.map(inputs, & &1.type), nil)
+      binaries = Enum.map(inputs, & &1.value)
+
+      {bin, flagged} =
+        Accel.Tensor.allocate(&Accel.NIF.map_source(kterm, binaries, n, slots, backend, device, &1))
+
+      if flagged,
+        do: recompute(kernel, compiled, inputs, binaries, bin, as, n, offset),
+        else: output(bin, compiled, as, n, [])
+    else
+      {out, flagged, compiled, tensors} = launch(inputs, kernel, n, place, prepared)
+
+      cond do
+        not flagged and as == :tensor -> out
+        not flagged -> output(Accel.Tensor.to_binary(out), compiled, as, n, [])
+        true -> recompute(kernel, compiled, inputs, tensors, out, as, n, offset)
+      end
     end
   end
 
-  # One launch: {the output tensor, whether an element was flagged, the compiled kernel, the
-  # inputs' tensors}.
-  defp launch(inputs, kernel, n, {backend, device}) do
+  # Binaries in and a host result, on a device, of a kernel that completes in one launch.
+  defp streamed?(inputs, as, backend, compiled),
+    do:
+      backend != :cpu and as != :tensor and compiled.resume_words == 0 and
+        Enum.all?(inputs, &(&1.kind == :binary))
+
+  # The kernel specialised to the inputs and captured values, its code for the place (the CPU's
+  # shared object, CUDA's cubin; OpenCL builds the text itself) and its scalar slots.
+  defp prepare(inputs, kernel, {backend, device}) do
     args = Enum.map(inputs, &arg_spec/1)
     caps = Accel.Kernel.Precompile.caps(kernel, args, Enum.map(kernel.values, &cap_kind!(&1, kernel)))
     compiled = specialise(kernel, args, caps)
@@ -299,14 +322,24 @@ defmodule Accel.Kernel.Map do
         :opencl -> nil
       end
 
-    tensors = for x <- inputs, x.kind != :range, do: tensor_of(x, backend, device)
+    slots = Compiler.slots(compiled, kernel.values, Enum.map(inputs, &if(&1.kind == :range, do: &1.value)))
+    {compiled, code, slots}
+  end
+
+  defp kernel_term(compiled, code, types, out_into) do
+    {compiled.key, compiled.source, compiled.uses_f64, code, types, compiled.out_type,
+     :binary.copy(<<8>>, length(compiled.slots)), "accel_user", true, nil, compiled.resume_words, out_into}
+  end
+
+  # One launch: {the output tensor, whether an element was flagged, the compiled kernel, the
+  # inputs' tensors}.
+  defp launch(inputs, kernel, n, {backend, device} = place, prepared \\ nil) do
+    {compiled, code, slots} = prepared || prepare(inputs, kernel, place)
+    buffers = Enum.reject(inputs, &(&1.kind == :range))
+    tensors = Enum.map(buffers, &tensor_of(&1, backend, device))
 
     kterm =
-      {compiled.key, compiled.source, compiled.uses_f64, code, Enum.map(tensors, & &1.type),
-       compiled.out_type, :binary.copy(<<8>>, length(compiled.slots)), "accel_user", true, nil,
-       compiled.resume_words}
-
-    slots = Compiler.slots(compiled, kernel.values, Enum.map(inputs, &if(&1.kind == :range, do: &1.value)))
+      kernel_term(compiled, code, Enum.map(tensors, & &1.type), overwritable(buffers, compiled.out_type))
 
     {term, flagged} =
       Accel.Tensor.allocate(
@@ -323,6 +356,12 @@ defmodule Accel.Kernel.Map do
 
     {Accel.Tensor.wrap(term, {n}, compiled.out_type), flagged, compiled, tensors}
   end
+
+  # The first input uploaded for this call alone whose type is the output's: on a device the
+  # output may be written over it (tensor_source_kernel decides; the BEAM keeps the binary, which
+  # a recomputation reads).
+  defp overwritable(buffers, out_type),
+    do: Enum.find_index(buffers, &(&1.kind == :binary and &1.type == out_type))
 
   @doc "An input's tensor on the place (a binary uploaded there)."
   def tensor_of(%{kind: :tensor, value: t}, _backend, _device), do: t

@@ -6,10 +6,11 @@ defmodule Accel.Kernel.Results do
   @min -0x8000000000000000
   @max 0x7FFFFFFFFFFFFFFF
 
-  # The elements the kernel flagged hold its sentinel: each is recomputed on the BEAM, in order
-  # (the first that raises raises, as in Enum.map/2), and patched into the result.
+  # The elements the kernel flagged hold its sentinel (in `out`, a tensor or a binary): each is
+  # recomputed on the BEAM, in order (the first that raises raises, as in Enum.map/2), and patched
+  # into the result. `tensors` holds one entry per input that is not a range.
   def recompute(kernel, compiled, inputs, tensors, out, as, n, offset) do
-    bin = Accel.Tensor.to_binary(out)
+    bin = if is_binary(out), do: out, else: Accel.Tensor.to_binary(out)
     hosts = host_inputs(inputs, tensors)
 
     patches =
@@ -21,10 +22,13 @@ defmodule Accel.Kernel.Results do
     output(bin, compiled, as, n, patches, out)
   end
 
+  # Each input's elements as the call gave them: a binary input's own bytes (on a device the
+  # output may have been written over its upload), a tensor's read back.
   defp host_inputs(inputs, tensors) do
     {hosts, _} =
       Enum.map_reduce(inputs, tensors, fn
         %{kind: :range, value: r}, ts -> {{:range, r}, ts}
+        %{kind: :binary, type: type, value: bin}, [_ | ts] -> {{type, bin}, ts}
         %{type: type}, [t | ts] -> {{type, Accel.Tensor.to_binary(t)}, ts}
       end)
 
