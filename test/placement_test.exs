@@ -225,12 +225,13 @@ defmodule Accel.PlacementTest do
     require Accel
     k = Accel.kernel(fn x -> rem(x * x + 7, 1_000_003) end)
     plan = Accel.plan(1..500_000, k, devices: [pocl(), cpu()])
-    assert plan.device == cpu()
     assert plan.reason =~ "predicted fastest for 500000 elements of this kernel"
-    # fastest first, each from its device's own model (which of the two computes faster per
-    # element is the machine's to say: PoCL's slope between prefixes is noisy on a shared host)
+    # fastest first, each from its device's own model, and the plan's device the fastest. Which
+    # of the two is faster is the machine's to say: both run on the same cores, and on an AVX2
+    # host PoCL's kernel (its checked step in 128-bit products) is as fast as the CPU backend's
     assert [%{device: first, compute: fast} = p1, %{device: second, compute: slow} = p2] = plan.predictions
-    assert {first, second} == {cpu(), pocl()} and p1.seconds <= p2.seconds and fast > 0 and slow > 0
+    assert plan.device == first and Enum.sort([first, second]) == Enum.sort([cpu(), pocl()])
+    assert p1.seconds <= p2.seconds and fast > 0 and slow > 0
 
     models =
       for {{{:kernel, id, [:s64], []}, device}, m} <- Placement.calibrations(), id == k.id, do: {device, m}

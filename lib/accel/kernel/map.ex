@@ -179,8 +179,12 @@ defmodule Accel.Kernel.Map do
     key = {:kernel, kernel.id, Enum.map(inputs, & &1.type), kernel.values |> Enum.map(&cap_kind!(&1, kernel))}
 
     time =
-      prefix_timer(inputs, fn prefix, len, place ->
-        prefix |> launch(kernel, len, place) |> elem(0) |> Accel.Tensor.to_binary()
+      prefix_timer(inputs, fn prefix, len, {backend, _} = place ->
+        {compiled, _, _} = prepared = prepare(prefix, kernel, place)
+
+        if streamed?(prefix, :binary, backend, compiled),
+          do: stream(prefix, len, place, prepared),
+          else: prefix |> launch(len, place, prepared) |> elem(0) |> Accel.Tensor.to_binary()
       end)
 
     {key, time}
@@ -275,24 +279,17 @@ defmodule Accel.Kernel.Map do
     specialise(kernel, Enum.map(types, &{&1, :buffer}), Enum.map(kernel.values, &cap_kind!(&1, kernel)), opts)
   end
 
-  defp run_chunk(kernel, inputs, n, as, {backend, device} = place, offset) do
-    prepared = prepare(inputs, kernel, place)
-    {compiled, code, slots} = prepared
+  defp run_chunk(kernel, inputs, n, as, {backend, _} = place, offset) do
+    {compiled, _, _} = prepared = prepare(inputs, kernel, place)
 
     if streamed?(inputs, as, backend, compiled) do
-      # binaries through a device: chunks streamed by the device's thread, one's transfers
-      # overlapping another's kernel (Backend::map_source)
-      kterm = kernel_term(compiled, code, Enum.map(inputs, & &1.type), nil)
-      binaries = Enum.map(inputs, & &1.value)
-
-      {bin, flagged} =
-        Accel.Tensor.allocate(&Accel.NIF.map_source(kterm, binaries, n, slots, backend, device, &1))
+      {bin, flagged} = stream(inputs, n, place, prepared)
 
       if flagged,
-        do: recompute(kernel, compiled, inputs, binaries, bin, as, n, offset),
+        do: recompute(kernel, compiled, inputs, Enum.map(inputs, & &1.value), bin, as, n, offset),
         else: output(bin, compiled, as, n, [])
     else
-      {out, flagged, compiled, tensors} = launch(inputs, kernel, n, place, prepared)
+      {out, flagged, compiled, tensors} = launch(inputs, n, place, prepared)
 
       cond do
         not flagged and as == :tensor -> out
@@ -307,6 +304,15 @@ defmodule Accel.Kernel.Map do
     do:
       backend != :cpu and as != :tensor and compiled.resume_words == 0 and
         Enum.all?(inputs, &(&1.kind == :binary))
+
+  # Binaries through a device: chunks streamed by the device's thread, one's transfers
+  # overlapping another's kernel (Backend::map_source). {the output binary, whether an element
+  # was flagged}.
+  defp stream(inputs, n, {backend, device}, {compiled, code, slots}) do
+    kterm = kernel_term(compiled, code, Enum.map(inputs, & &1.type), nil)
+    binaries = Enum.map(inputs, & &1.value)
+    Accel.Tensor.allocate(&Accel.NIF.map_source(kterm, binaries, n, slots, backend, device, &1))
+  end
 
   # The kernel specialised to the inputs and captured values, its code for the place (the CPU's
   # shared object, CUDA's cubin; OpenCL builds the text itself) and its scalar slots.
@@ -333,8 +339,7 @@ defmodule Accel.Kernel.Map do
 
   # One launch: {the output tensor, whether an element was flagged, the compiled kernel, the
   # inputs' tensors}.
-  defp launch(inputs, kernel, n, {backend, device} = place, prepared \\ nil) do
-    {compiled, code, slots} = prepared || prepare(inputs, kernel, place)
+  defp launch(inputs, n, {backend, device}, {compiled, code, slots}) do
     buffers = Enum.reject(inputs, &(&1.kind == :range))
     tensors = Enum.map(buffers, &tensor_of(&1, backend, device))
 
