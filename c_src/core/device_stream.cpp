@@ -61,43 +61,32 @@ bool stream_source_kernel(Backend& backend, const DeviceInfo& info, const Source
   if (into == inputs.size()) row += out_bytes;
   const std::shared_ptr<void> held = backend.hold(device);
   const size_t preferred = stream_chunk(n, 1, launch_budget(info.compute_units), min_stream_chunk(info));
-  const size_t chunk = chunk_elements(n, std::min(device_chunk_limit(info, row), preferred), options.chunk_elements);
-  const size_t slots = chunk < n ? std::min<size_t>(2, backend.queues(device)) : 1;
+  const StreamShape shape = stream_shape(backend, options, n, std::min(device_chunk_limit(info, row), preferred));
   struct Slot {
     std::vector<std::shared_ptr<DeviceBuffer>> in;
     std::shared_ptr<DeviceBuffer> out, flag;
-    bool in_flight = false;
   };
-  std::vector<Slot> slot(slots);
+  std::vector<Slot> slot(shape.slots);
   for (Slot& s : slot) {
-    for (DType type : kernel.input_types) s.in.push_back(backend.allocate(device, chunk * dtype_size(type)));
-    s.out = into < inputs.size() ? s.in[into] : backend.allocate(device, chunk * out_bytes);
+    for (DType type : kernel.input_types) s.in.push_back(backend.allocate(device, shape.chunk * dtype_size(type)));
+    s.out = into < inputs.size() ? s.in[into] : backend.allocate(device, shape.chunk * out_bytes);
     s.flag = backend.allocate(device, 8);
     backend.zero(*s.flag);
   }
   backend.finish(device, 0);  // allocations are ordered on queue 0
-  try {
-    for (const Chunk& part : plan_chunks(n, chunk, slots)) {
-      Slot& s = slot[part.slot];
-      if (s.in_flight) backend.finish(device, part.slot);  // this slot's buffers are free again
-      if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
-      std::vector<const DeviceBuffer*> buffers{s.out.get(), s.flag.get()};
-      for (size_t k = 0; k < inputs.size(); ++k) {
-        const size_t width = dtype_size(kernel.input_types[k]);
-        backend.enqueue_upload(*s.in[k], inputs[k] + part.offset * width, part.count * width, part.slot);
-        buffers.push_back(s.in[k].get());
-      }
-      backend.launch_source(kernel, device, part.count, buffers, scalars, options.cancel, part.slot);
-      backend.enqueue_download(*s.out, out + part.offset * out_bytes, part.count * out_bytes, part.slot);
-      s.in_flight = true;
+  stream_chunks(backend, options, n, shape, [&](const Chunk& part) {
+    const Slot& s = slot[part.slot];
+    std::vector<const DeviceBuffer*> buffers{s.out.get(), s.flag.get()};
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const size_t width = dtype_size(kernel.input_types[k]);
+      backend.enqueue_upload(*s.in[k], inputs[k] + part.offset * width, part.count * width, part.slot);
+      buffers.push_back(s.in[k].get());
     }
-    for (size_t q = 0; q < slots; ++q) backend.finish(device, q);
-  } catch (...) {
-    finish_quietly(backend, device, slots);
-    throw;
-  }
+    backend.launch_source(kernel, device, part.count, buffers, scalars, options.cancel, part.slot);
+    backend.enqueue_download(*s.out, out + part.offset * out_bytes, part.count * out_bytes, part.slot);
+  });
   bool flagged = false;
-  for (Slot& s : slot) {
+  for (const Slot& s : slot) {
     int32_t raised = 0;
     backend.download(*s.flag, &raised, sizeof raised);
     flagged = flagged || raised != 0;

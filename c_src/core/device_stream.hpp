@@ -24,14 +24,44 @@ inline size_t device_chunk_limit(const DeviceInfo& info, size_t element_bytes) {
 // an OpenCL device on the host's CPU (PoCL) overlaps smaller chunks' transfers with profit.
 inline size_t min_stream_chunk(const DeviceInfo& info) { return info.type == "cpu" ? size_t{1} << 14 : size_t{1} << 16; }
 
-// After a streamed call's error: waits for its first `queues` queues, so that no transfer can touch
-// the caller's memory any more, keeping the error being reported (the first) as the one to rethrow.
-inline void finish_quietly(Backend& backend, int device, size_t queues) noexcept {
-  for (size_t q = 0; q < queues; ++q) {
-    try {
-      backend.finish(device, q);
-    } catch (...) {
+// How a streamed call of `count` elements splits: chunks of at most `limit` elements (and of the
+// call's chunk_elements), on as many queues as are worth having.
+struct StreamShape {
+  size_t chunk = 1;
+  size_t slots = 1;  // buffers, and the queues they stream on
+};
+
+inline StreamShape stream_shape(Backend& backend, const CallOptions& options, size_t count, size_t limit) {
+  const size_t chunk = chunk_elements(count, limit, options.chunk_elements);
+  // A second buffer is worth having only when there is a second chunk.
+  return {chunk, chunk < count ? std::min<size_t>(2, backend.queues(options.device)) : 1};
+}
+
+// The loop of every streamed call: enqueue(part) queues one chunk's commands on queue part.slot,
+// after that slot's previous chunk has finished (its buffers are free again: at most `slots`
+// chunks in flight) and the cancellation was checked (a cancelled call stops between chunks).
+// Returns once every queue has finished; on an exception, once no command can touch the caller's
+// memory any more, rethrowing the first error.
+template <typename Enqueue>
+void stream_chunks(Backend& backend, const CallOptions& options, size_t count, StreamShape shape, Enqueue enqueue) {
+  const int device = options.device;
+  std::vector<bool> in_flight(shape.slots, false);
+  try {
+    for (const Chunk& part : plan_chunks(count, shape.chunk, shape.slots)) {
+      if (in_flight[part.slot]) backend.finish(device, part.slot);
+      if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
+      enqueue(part);
+      in_flight[part.slot] = true;
     }
+    for (size_t s = 0; s < shape.slots; ++s) backend.finish(device, s);
+  } catch (...) {
+    for (size_t s = 0; s < shape.slots; ++s) {
+      try {
+        backend.finish(device, s);
+      } catch (...) {  // the first error is the one to report
+      }
+    }
+    throw;
   }
 }
 
@@ -40,8 +70,8 @@ inline void finish_quietly(Backend& backend, int device, size_t queues) noexcept
 // options allow): chunk by chunk, `in` (null when the kernel generates its input) is
 // uploaded into a buffer, run(buffer, chunk, queue) enqueues the chunk's kernels on `queue` (it may
 // call backend.finish(device, queue) to wait between launches), and the buffer is downloaded into
-// `out`. At most two chunks are in flight; a cancelled call stops between chunks. Returns once
-// every result is in `out`; on an exception, once no transfer can touch `in` or `out` any more.
+// `out` (stream_chunks' loop). Returns once every result is in `out`; on an exception, once no
+// transfer can touch `in` or `out` any more.
 template <typename Run>
 void stream_in_place(Backend& backend, const DeviceInfo& info, const CallOptions& options, size_t count,
                      size_t element_bytes, const unsigned char* in, unsigned char* out, Run run,
@@ -51,31 +81,17 @@ void stream_in_place(Backend& backend, const DeviceInfo& info, const CallOptions
   const std::shared_ptr<void> held = backend.hold(device);
   size_t limit = device_chunk_limit(info, element_bytes);
   if (preferred_chunk != 0) limit = std::min(limit, preferred_chunk);
-  const size_t chunk = chunk_elements(count, limit, options.chunk_elements);
-  // A second buffer is worth having only when there is a second chunk.
-  const size_t slots = chunk < count ? std::min<size_t>(2, backend.queues(device)) : 1;
+  const StreamShape shape = stream_shape(backend, options, count, limit);
   std::vector<std::shared_ptr<DeviceBuffer>> buffers;
-  for (size_t s = 0; s < slots; ++s) buffers.push_back(backend.allocate(device, chunk * element_bytes));
+  for (size_t s = 0; s < shape.slots; ++s) buffers.push_back(backend.allocate(device, shape.chunk * element_bytes));
   backend.finish(device, 0);  // allocations are ordered on queue 0
-  std::vector<bool> in_flight(slots, false);
-  try {
-    for (const Chunk& part : plan_chunks(count, chunk, slots)) {
-      // Wait for this slot's previous chunk before reusing its buffer: also a cancelled call's
-      // chance to stop between chunks.
-      if (in_flight[part.slot]) backend.finish(device, part.slot);
-      if (options.cancel != nullptr) options.cancel->throw_if_cancelled();
-      DeviceBuffer& buffer = *buffers[part.slot];
-      const size_t offset = part.offset * element_bytes, bytes = part.count * element_bytes;
-      if (in != nullptr) backend.enqueue_upload(buffer, in + offset, bytes, part.slot);
-      run(buffer, part, part.slot);
-      backend.enqueue_download(buffer, out + offset, bytes, part.slot);
-      in_flight[part.slot] = true;
-    }
-    for (size_t s = 0; s < slots; ++s) backend.finish(device, s);
-  } catch (...) {
-    finish_quietly(backend, device, slots);
-    throw;
-  }
+  stream_chunks(backend, options, count, shape, [&](const Chunk& part) {
+    DeviceBuffer& buffer = *buffers[part.slot];
+    const size_t offset = part.offset * element_bytes, bytes = part.count * element_bytes;
+    if (in != nullptr) backend.enqueue_upload(buffer, in + offset, bytes, part.slot);
+    run(buffer, part, part.slot);
+    backend.enqueue_download(buffer, out + offset, bytes, part.slot);
+  });
 }
 
 // The logistic map of `in` into `out` (which may alias in.bytes) on a device backend, through the

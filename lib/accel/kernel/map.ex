@@ -179,12 +179,9 @@ defmodule Accel.Kernel.Map do
     key = {:kernel, kernel.id, Enum.map(inputs, & &1.type), kernel.values |> Enum.map(&cap_kind!(&1, kernel))}
 
     time =
-      prefix_timer(inputs, fn prefix, len, {backend, _} = place ->
-        {compiled, _, _} = prepared = prepare(prefix, kernel, place)
-
-        if streamed?(prefix, :binary, backend, compiled),
-          do: stream(prefix, len, place, prepared),
-          else: prefix |> launch(len, place, prepared) |> elem(0) |> Accel.Tensor.to_binary()
+      prefix_timer(inputs, fn prefix, len, place ->
+        {out, _, _} = execute(prefix, len, :binary, place, prepare(prefix, kernel, place))
+        if is_binary(out), do: out, else: Accel.Tensor.to_binary(out)
       end)
 
     {key, time}
@@ -279,23 +276,27 @@ defmodule Accel.Kernel.Map do
     specialise(kernel, Enum.map(types, &{&1, :buffer}), Enum.map(kernel.values, &cap_kind!(&1, kernel)), opts)
   end
 
-  defp run_chunk(kernel, inputs, n, as, {backend, _} = place, offset) do
+  defp run_chunk(kernel, inputs, n, as, place, offset) do
     {compiled, _, _} = prepared = prepare(inputs, kernel, place)
+    {out, flagged, sources} = execute(inputs, n, as, place, prepared)
 
+    cond do
+      flagged -> recompute(kernel, compiled, inputs, sources, out, as, n, offset)
+      is_binary(out) -> output(out, compiled, as, n, [])
+      as == :tensor -> out
+      true -> output(Accel.Tensor.to_binary(out), compiled, as, n, [])
+    end
+  end
+
+  # The prepared kernel over the inputs by the path the call takes: {its output (a binary where
+  # streamed, else a tensor), whether an element was flagged, each non-range input as a
+  # recomputation reads it (the binary, or its tensor)}.
+  defp execute(inputs, n, as, {backend, _} = place, {compiled, _, _} = prepared) do
     if streamed?(inputs, as, backend, compiled) do
       {bin, flagged} = stream(inputs, n, place, prepared)
-
-      if flagged,
-        do: recompute(kernel, compiled, inputs, Enum.map(inputs, & &1.value), bin, as, n, offset),
-        else: output(bin, compiled, as, n, [])
+      {bin, flagged, Enum.map(inputs, & &1.value)}
     else
-      {out, flagged, compiled, tensors} = launch(inputs, n, place, prepared)
-
-      cond do
-        not flagged and as == :tensor -> out
-        not flagged -> output(Accel.Tensor.to_binary(out), compiled, as, n, [])
-        true -> recompute(kernel, compiled, inputs, tensors, out, as, n, offset)
-      end
+      launch(inputs, n, place, prepared)
     end
   end
 
@@ -337,8 +338,7 @@ defmodule Accel.Kernel.Map do
      :binary.copy(<<8>>, length(compiled.slots)), "accel_user", true, nil, compiled.resume_words, out_into}
   end
 
-  # One launch: {the output tensor, whether an element was flagged, the compiled kernel, the
-  # inputs' tensors}.
+  # One launch: {the output tensor, whether an element was flagged, the inputs' tensors}.
   defp launch(inputs, n, {backend, device}, {compiled, code, slots}) do
     buffers = Enum.reject(inputs, &(&1.kind == :range))
     tensors = Enum.map(buffers, &tensor_of(&1, backend, device))
@@ -359,7 +359,7 @@ defmodule Accel.Kernel.Map do
         )
       )
 
-    {Accel.Tensor.wrap(term, {n}, compiled.out_type), flagged, compiled, tensors}
+    {Accel.Tensor.wrap(term, {n}, compiled.out_type), flagged, tensors}
   end
 
   # The first input uploaded for this call alone whose type is the output's: on a device the
