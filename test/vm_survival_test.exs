@@ -36,6 +36,37 @@ defmodule Accel.VmSurvivalTest do
     end
   end
 
+  # A kernel's fault on a GPU (CUDA's sticky errors, OpenCL's CL_OUT_OF_RESOURCES) is simulated on
+  # the device's next command: the real detection, probe, rebuild and fencing paths run.
+  for backend <- [:opencl, :cuda] do
+    @tag [{backend, true}]
+    test "a device that faults is rebuilt, then fenced, on #{backend}; the VM and other backends go on" do
+      assert {:ok, r} = ChildVM.run([], {ChildVM, :fault_recovery, [unquote(backend)]}, 300_000)
+
+      assert {:device_fault, message} = r.fault
+      assert message =~ "simulated fault"
+      assert message =~ "context was rebuilt: the tensors it held are lost"
+      assert {:device_lost, message} = r.lost
+      assert message =~ "was lost when the device's context was rebuilt after a fault"
+      assert r.tensor == {:ok, [8, 10]}
+      assert r.map == {:ok, [3 * 99_999 + 1, 3 * 100_000 + 1]}
+      expected = Accel.logistic_map([1, 2, 3], backend: :cpu)
+      assert r.logistic_map == {:ok, expected}
+      # only the tensor made after the fault is counted
+      assert r.memory == 16
+      assert r.fenced == []
+
+      assert {:device_fault, message} = r.fault_again
+      assert message =~ "could not be rebuilt"
+      assert {:device_failed, message} = r.failed
+      assert message =~ "until the VM restarts"
+      assert {:device_failed, _} = r.failed_tensor
+      assert r.fenced_after == [{unquote(backend), 0}]
+      refute Enum.any?(r.all_devices, &(&1.backend == unquote(backend) and &1.id == 0))
+      assert r.cpu_after == {:ok, expected}
+    end
+  end
+
   test "cpu_threads out of range stops the NIF loading, with the key named; the VM lives on" do
     assert {:ok, {{:error, :on_load_failure}, {:error, message}}} =
              ChildVM.run([cpu_threads: 100_000], {ChildVM, :try_load, []})

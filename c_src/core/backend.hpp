@@ -144,6 +144,17 @@ class Backend {
   // Bytes of tensor memory allocated on the device and not yet released.
   virtual int64_t allocated_bytes(int) { return 0; }
 
+  // The devices fenced after a fault they did not recover from (core/device_health.hpp): they
+  // take no more calls. Never discovers devices.
+  virtual std::vector<int> fenced_devices() { return {}; }
+
+  // For tests of fault recovery (core/device_health.hpp): the device's next command fails as a
+  // kernel's fault would; `kind` is 1 for a context the rebuild restores, 2 for one that stays
+  // broken. Device backends only.
+  virtual void simulate_fault(int /*device*/, int /*kind*/) {
+    throw ArgumentError("backend :" + status().name + " has no device faults to simulate");
+  }
+
   // How a device backend moves large transfers of pageable memory (core/staging.hpp); set once,
   // when the NIF loads, before any call.
   virtual void set_staging(StagingMode) {}

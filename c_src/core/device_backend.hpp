@@ -6,12 +6,14 @@
 // described in its status, and the door.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/device_health.hpp"
 #include "core/device_stream.hpp"
 #include "core/error.hpp"
 
@@ -51,6 +53,18 @@ class DeviceBackend : public Backend {
     stream_logistic_map(*this, info, in, out, plan, options);
   }
 
+  std::vector<int> fenced_devices() final {
+    std::vector<int> out;
+    if (!discovered_flag_.load(std::memory_order_acquire)) return out;
+    for (const auto& d : devices_)
+      if (d->health.fenced()) out.push_back(d->info.index);
+    return out;
+  }
+
+  void simulate_fault(int device, int kind) final {
+    device_at(device).health.simulate(kind == 2 ? DeviceHealth::Simulated::permanent : DeviceHealth::Simulated::context_lost);
+  }
+
   bool map_source(const SourceKernel& kernel, const std::vector<const unsigned char*>& inputs, uint64_t n,
                   const std::vector<uint64_t>& scalars, unsigned char* out, const CallOptions& options) final {
     const DeviceInfo& info = device_at(options.device).info;
@@ -82,6 +96,7 @@ class DeviceBackend : public Backend {
       unavailable_ = find_devices(devices_);
       for (size_t i = 0; i < devices_.size(); ++i) devices_[i]->info.index = static_cast<int>(i);
       streaming_ = std::make_unique<std::mutex[]>(devices_.size());
+      discovered_flag_.store(true, std::memory_order_release);
     });
   }
 
@@ -89,6 +104,7 @@ class DeviceBackend : public Backend {
   std::string display_name() const { return name() == "opencl" ? "OpenCL" : name() == "cuda" ? "CUDA" : name(); }
 
   std::once_flag discovered_;
+  std::atomic<bool> discovered_flag_{false};  // set once discovery is done
   std::vector<std::unique_ptr<State>> devices_;
   std::unique_ptr<std::mutex[]> streaming_;  // one per device
   std::string unavailable_;

@@ -62,6 +62,14 @@ class LazyStaging {
     }
     return port_.get();
   }
+  // The slots made so far, or null.
+  StagingPort* current() const { return port_.get(); }
+  // Forgets the slots without destroying them (for a device whose context took their memory with
+  // it: the caller keeps, or leaks, the port); the next get() makes new ones.
+  StagingPort* abandon() {
+    failed_ = false;
+    return port_.release();
+  }
 
  private:
   std::unique_ptr<StagingPort> port_;

@@ -59,8 +59,9 @@ Target select_target(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device, ERL
     t.backend = rt.opencl.get();
   } else if (enif_is_identical(name, atoms.auto_)) {
     if (rt.auto_resolved) {
-      t.backend = rt.auto_backend;
-      if (index < 0) t.options.device = rt.auto_device;
+      int auto_device = 0;
+      t.backend = rt.auto_target(&auto_device);
+      if (index < 0) t.options.device = auto_device;
     }
   } else if (enif_is_identical(name, atoms.cuda)) {
     t.backend = rt.cuda.get();
@@ -308,7 +309,9 @@ ERL_NIF_TERM trim_host_cache(ErlNifEnv*, int, const ERL_NIF_TERM[]) {
 ERL_NIF_TERM auto_device(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   Runtime& rt = runtime();
   rt.resolve_auto();
-  return enif_make_tuple2(env, enif_make_atom(env, rt.name_of(rt.auto_backend)), enif_make_int(env, rt.auto_device));
+  int device = 0;
+  Backend* backend = rt.auto_target(&device);
+  return enif_make_tuple2(env, enif_make_atom(env, rt.name_of(backend)), enif_make_int(env, device));
 }
 
 // [{backend, device, places in use, limit}] for every device queue made so far.
@@ -426,6 +429,8 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_logistic_map", 5, guarded<tensor_logistic_map>, 0},
     {"tensor_transfer", 4, guarded<tensor_transfer>, 0},
     {"tensor_memory", 2, guarded<tensor_memory>, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"fenced_devices", 0, guarded<fenced_devices>, 0},
+    {"simulate_device_fault", 3, guarded<simulate_device_fault>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"tensor_take_pressure", 1, guarded<tensor_take_pressure>, 0},
     {"tensor_list_bytes", 2, guarded<tensor_list_bytes>, 0},
     {"tensor_nested_list", 3, guarded<tensor_nested_list>, 0},

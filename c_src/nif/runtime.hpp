@@ -7,6 +7,7 @@
 
 #include <erl_nif.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -39,6 +40,20 @@ struct Runtime {
   std::atomic<bool> auto_resolved{false};
   Backend* auto_backend = nullptr;
   int auto_device = 0;
+
+  // Where backend: :auto goes now (once resolved): the device chosen above, or the CPU backend once
+  // that device is fenced after a fault (core/device_health.hpp).
+  Backend* auto_target(int* device) {
+    if (auto_backend != cpu.get()) {
+      const std::vector<int> fenced = auto_backend->fenced_devices();
+      if (std::find(fenced.begin(), fenced.end(), auto_device) == fenced.end()) {
+        *device = auto_device;
+        return auto_backend;
+      }
+    }
+    *device = 0;
+    return cpu.get();
+  }
 
   void resolve_auto() {
     std::call_once(auto_once, [this] {

@@ -298,4 +298,30 @@ ERL_NIF_TERM tensor_memory(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return enif_make_int64(env, backend->allocated_bytes(static_cast<int>(device)));
 }
 
+// (): [{backend, device}] fenced after a fault (Backend::fenced_devices): a few atomic reads.
+ERL_NIF_TERM fenced_devices(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  Runtime& rt = runtime();
+  for (Backend* backend : rt.all)
+    for (int device : backend->fenced_devices())
+      list = enif_make_list_cell(
+          env, enif_make_tuple2(env, enif_make_atom(env, rt.name_of(backend)), enif_make_int(env, device)), list);
+  return list;
+}
+
+// (backend, device, kind): for tests, the device's next command fails as a fault would
+// (Backend::simulate_fault; kind 1: the rebuild restores it, 2: it stays broken).
+ERL_NIF_TERM simulate_device_fault(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  Runtime& rt = runtime();
+  Backend* backend = backend_named(rt, atom_text(env, argv[0]));
+  if (backend == nullptr) throw ArgumentError("unknown backend: " + describe_term(env, argv[0]));
+  const int64_t device = decode_int64_arg(env, argv[1], "device");
+  const int64_t kind = decode_int64_arg(env, argv[2], "kind");
+  if (kind != 1 && kind != 2) throw ArgumentError("kind must be 1 or 2, got: " + describe_term(env, argv[2]));
+  rt.resolve_auto();
+  rt.check_device(*backend, device);
+  backend->simulate_fault(static_cast<int>(device), static_cast<int>(kind));
+  return enif_make_atom(env, "ok");
+}
+
 }  // namespace accel::nif

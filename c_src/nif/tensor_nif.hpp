@@ -27,6 +27,8 @@ ERL_NIF_TERM tensor_matmul(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_transfer(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_memory(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM fenced_devices(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM simulate_device_fault(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM tensor_take_pressure(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 // tensor_lists.cpp: (list, type or nil) -> {shape, type, bytes} or :error; (bytes, type, shape) -> lists.
 ERL_NIF_TERM tensor_list_bytes(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);

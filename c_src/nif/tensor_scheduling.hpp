@@ -62,7 +62,8 @@ template <NifFn Run, int Place>
 ERL_NIF_TERM scheduled_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], size_t count) {
   const std::string name = atom_text(env, argv[Place]);
   Runtime& rt = runtime();
-  const bool cpu = name == "cpu" || (name == "auto" && rt.auto_resolved && rt.auto_backend == rt.cpu.get());
+  int auto_device = 0;
+  const bool cpu = name == "cpu" || (name == "auto" && rt.auto_resolved && rt.auto_target(&auto_device) == rt.cpu.get());
   if (!cpu) {
     if (!rt.auto_resolved) return schedule_dirty_io(env, "tensor", guarded<after_discovery<submit_new<Run, Place>>>, argc, argv);
     return submit_new<Run, Place>(env, argc, argv);

@@ -139,8 +139,9 @@ Backend& decode_place(ErlNifEnv* env, ERL_NIF_TERM name, ERL_NIF_TERM device_ter
   *device = index < 0 ? 0 : static_cast<int>(index);
   if (text == "auto") {
     rt.resolve_auto();
-    backend = rt.auto_backend;
-    if (index < 0) *device = rt.auto_device;
+    int auto_device = 0;
+    backend = rt.auto_target(&auto_device);
+    if (index < 0) *device = auto_device;
   }
   if (backend == nullptr) throw ArgumentError("unknown backend: " + describe_term(env, name));
   if (index != -1) rt.check_device(*backend, index);  // every caller has discovered the devices

@@ -60,10 +60,19 @@ defmodule Accel.Devices do
   # backend for :auto), less OpenCL devices on the host's CPU when the CPU backend takes part (they
   # run on the same cores, several times slower, so they only take cores from it), and less an
   # OpenCL device named as a CUDA device is (NVIDIA's OpenCL driver shows the GPUs CUDA drives: one
-  # GPU taken twice only contends with itself). Devices are discovered once per VM, so the list is
-  # kept: asking the NIF costs a dirty scheduler's round trip.
+  # GPU taken twice only contends with itself), and less devices fenced after a fault (Accel.Error
+  # :device_failed). Devices are discovered once per VM, so the list is kept: asking the NIF costs a
+  # dirty scheduler's round trip (the fenced devices are a normal NIF's few atomic reads).
   @doc false
   def co_execution_devices(backend) do
+    case Accel.NIF.fenced_devices() do
+      [] -> usable_devices(backend)
+      fenced -> Enum.reject(usable_devices(backend), &({&1.backend, &1.id} in fenced))
+    end
+  end
+
+  # co_execution_devices/1 before fencing (Accel.Error :device_failed), kept.
+  defp usable_devices(backend) do
     key = {Accel, :co_execution_devices, backend}
 
     with nil <- :persistent_term.get(key, nil) do

@@ -12,6 +12,12 @@ defmodule Accel.Error do
     load_failed: "a compiled CPU kernel could not be loaded; the message carries the loader's reason",
     unsafe_cache:
       "the kernel cache (or an application's precompiled kernels) is writable by, or belongs to, another user: Accel loads no code from it (the message names the directory)",
+    device_fault:
+      "a command failed on a device in a way that may break its context (on a GPU, a kernel's out-of-bounds access: CUDA's sticky errors, OpenCL's `CL_OUT_OF_RESOURCES`): the call failed; the device was probed and its context rebuilt, or, where that failed too, fenced (the message says which)",
+    device_lost:
+      "memory the call uses (a tensor made before a `:device_fault`) went with the device's old context: make the tensor again",
+    device_failed:
+      "a device that faulted could not be rebuilt: it takes no more calls until the VM restarts, and `:auto` and `device: :all` leave it out; other devices and backends still work",
     cancelled: "the process that made the call exited, and the call was abandoned between chunks",
     timeout: "a call ran past its `timeout:` option (`Accel.map/3`) and was abandoned",
     thread_pool: "the OS would not start the CPU backend's threads (`config :accel, cpu_threads:`)",

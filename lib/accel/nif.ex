@@ -73,6 +73,8 @@ defmodule Accel.NIF do
   def tensor_logistic_map(_tensor, _p, _mu, _iterations, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_transfer(_tensor, _backend, _device, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_memory(_backend, _device), do: :erlang.nif_error(:not_loaded)
+  def fenced_devices, do: :erlang.nif_error(:not_loaded)
+  def simulate_device_fault(_backend, _device, _kind), do: :erlang.nif_error(:not_loaded)
   def tensor_take_pressure(_threshold), do: :erlang.nif_error(:not_loaded)
   def tensor_list_bytes(_list, _type), do: :erlang.nif_error(:not_loaded)
   def tensor_nested_list(_binary, _type, _shape), do: :erlang.nif_error(:not_loaded)

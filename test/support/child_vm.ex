@@ -131,5 +131,48 @@ defmodule Accel.Test.ChildVM do
     end
   end
 
+  # Fault recovery on `backend`'s device 0, with faults simulated on its next command
+  # (Accel.NIF.simulate_device_fault/3): the faulting call, a tensor made before the fault, calls
+  # after it; then a fault the rebuilt device does not survive. Run in a child VM: the faults lose
+  # every tensor on the device, and the second fences it. Returns a map of outcomes, each
+  # {:ok, value} or {reason, message}.
+  def fault_recovery(backend) do
+    require Accel
+    alias Accel.Tensor, as: T
+    kernel = Accel.kernel(fn x -> x * 3 + 1 end)
+    before = T.from_list([1, 2, 3], type: :s64, backend: backend)
+    :ok = Accel.NIF.simulate_device_fault(backend, 0, 1)
+    fault = outcome(fn -> T.to_list(T.add(before, before)) end)
+    lost = outcome(fn -> T.to_list(before) end)
+    kept = T.from_list([4, 5], type: :s64, backend: backend)
+
+    recovered = %{
+      fault: fault,
+      lost: lost,
+      tensor: outcome(fn -> T.to_list(T.add(kept, kept)) end),
+      map: outcome(fn -> Accel.map(1..100_000, kernel, backend: backend) |> Enum.take(-2) end),
+      logistic_map: outcome(fn -> Accel.logistic_map([1, 2, 3], backend: backend) end),
+      memory: Accel.memory(backend),
+      fenced: Accel.NIF.fenced_devices()
+    }
+
+    :ok = Accel.NIF.simulate_device_fault(backend, 0, 2)
+
+    Map.merge(recovered, %{
+      fault_again: outcome(fn -> T.to_list(T.add(kept, kept)) end),
+      failed: outcome(fn -> Accel.logistic_map([1, 2, 3], backend: backend) end),
+      failed_tensor: outcome(fn -> T.from_list([1], type: :s64, backend: backend) end),
+      fenced_after: Accel.NIF.fenced_devices(),
+      all_devices: Accel.Devices.co_execution_devices(backend),
+      cpu_after: outcome(fn -> Accel.logistic_map([1, 2, 3], backend: :cpu) end)
+    })
+  end
+
+  defp outcome(fun) do
+    {:ok, fun.()}
+  rescue
+    e in Accel.Error -> {e.reason, e.message}
+  end
+
   defp isqrt(n), do: n |> :math.sqrt() |> trunc()
 end

@@ -5,13 +5,18 @@
 // (cuda_tensor.cu) is launched the same way; tensor operations on streams[0], in order, and streamed
 // calls (the logistic map, core/device_stream.hpp) on both, each chunk's commands in order on one,
 // so that one chunk's transfers overlap the other's kernel. The door's calls on a device are
-// serialised by its mutex. (cuda_support: errors, geometry, cuBLAS.)
+// serialised by its mutex. A sticky error (a kernel's illegal address: cuda_support's is_sticky)
+// ends the device's context: the device is rebuilt (cudaDeviceReset) or fenced, by the policy of
+// core/device_health.hpp, once no command or wait is inside the old context (each holds it shared)
+// and no staged transfer is using the slots the reset frees. (cuda_support: errors, geometry,
+// cuBLAS.)
 #include <algorithm>
 #include <atomic>
 #include <climits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,6 +25,7 @@
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_support.hpp"
 #include "core/device_backend.hpp"
+#include "core/device_health.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/source_kernel.hpp"
@@ -39,13 +45,20 @@ struct DeviceState {
   cublasHandle_t cublas = nullptr;  // created on the first matmul
   // Generated kernels (Accel.Kernel) by key, loaded on first use from the code NVRTC made.
   std::map<std::string, std::pair<cudaLibrary_t, cudaKernel_t>> source_kernels;
-  std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
   // Pinned slots for large transfers of pageable memory (core/staging.hpp), made on first use
   // (none where CUDA gives no pinned memory: such transfers go the pageable way).
   LazyStaging staging;
+  // Faults, the context's life (shared with each buffer made in it: it counts their bytes) and
+  // fencing (core/device_health.hpp).
+  DeviceHealth health;
+  // Held shared by every command and wait in the context, exclusively by its rebuild.
+  std::shared_mutex context;
+  std::atomic<bool> faulted{false};  // a sticky error was met: rebuild before the next command
+  std::string fault;                 // what it was
+  DeviceHealth::Outcome outcome = DeviceHealth::Outcome::transient;  // of the last rebuild
 
   ~DeviceState() {
-    if (!ready) return;
+    if (!ready || health.fenced()) return;
     cudaSetDevice(ordinal);
     for (size_t s = 0; s < kSlots; ++s)
       if (streams[s] != nullptr) cudaStreamDestroy(streams[s]);
@@ -54,27 +67,51 @@ struct DeviceState {
   }
 };
 
+// How many devices' contexts this thread holds (ContextHold): a buffer dropped inside a command
+// must not take its device's context again.
+thread_local int t_contexts_held = 0;
+
+// A device's context held shared, for a command or a wait in it.
+class ContextHold {
+ public:
+  explicit ContextHold(std::shared_mutex& context) : lock_(context) { ++t_contexts_held; }
+  ~ContextHold() { --t_contexts_held; }
+  ContextHold(const ContextHold&) = delete;
+  ContextHold& operator=(const ContextHold&) = delete;
+
+ private:
+  std::shared_lock<std::shared_mutex> lock_;
+};
+
 // A tensor's memory, from the stream-ordered allocator: freed on the tensor stream after the work
-// queued before it, without waiting, from whichever thread drops the last reference.
+// queued before it, without waiting, from whichever thread drops the last reference; not at all
+// where its context was rebuilt, which freed it (and the stream).
 class CudaBuffer final : public DeviceBuffer {
  public:
-  CudaBuffer(void* ptr, size_t bytes, int device, int ordinal, cudaStream_t stream,
-             std::shared_ptr<std::atomic<int64_t>> counter)
-      : DeviceBuffer(bytes, device), ptr_(ptr), ordinal_(ordinal), stream_(stream), counter_(std::move(counter)) {
-    counter_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  CudaBuffer(void* ptr, size_t bytes, int device, DeviceState& state, cudaStream_t stream)
+      : DeviceBuffer(bytes, device), ptr_(ptr), state_(state), stream_(stream), life_(state.health.life()) {
+    life_->bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   }
   ~CudaBuffer() override {
-    cudaSetDevice(ordinal_);
-    cudaFreeAsync(ptr_, stream_);
-    counter_->fetch_sub(static_cast<int64_t>(bytes()), std::memory_order_relaxed);
+    std::shared_lock<std::shared_mutex> context(state_.context, std::defer_lock);
+    if (t_contexts_held == 0) context.lock();
+    if (!life_->lost.load(std::memory_order_acquire)) {
+      cudaSetDevice(state_.ordinal);
+      cudaFreeAsync(ptr_, stream_);
+    }
+    life_->bytes.fetch_sub(static_cast<int64_t>(bytes()), std::memory_order_relaxed);
   }
-  void* ptr() const { return ptr_; }
+  // Throws Error("device_lost") where the context it was made in was rebuilt.
+  void* ptr() const {
+    check_alive(*life_, "CUDA", device());
+    return ptr_;
+  }
 
  private:
   void* ptr_;
-  int ordinal_;
+  DeviceState& state_;
   cudaStream_t stream_;
-  std::shared_ptr<std::atomic<int64_t>> counter_;
+  std::shared_ptr<DeviceContextLife> life_;
 };
 
 // Accel's host mappings, page-locked on their first transfer (HostBuffer::ensure_pinned), so that
@@ -103,7 +140,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     return on_device(device, [&](DeviceState& d) -> std::shared_ptr<DeviceBuffer> {
       void* p = nullptr;
       ACCEL_CUDA(cudaMallocAsync(&p, std::max<size_t>(bytes, 1), d.streams[0]));
-      return std::make_shared<CudaBuffer>(p, bytes, device, d.ordinal, d.streams[0], d.tensor_bytes);
+      return std::make_shared<CudaBuffer>(p, bytes, device, d, d.streams[0]);
     });
   }
 
@@ -194,10 +231,19 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  // Waits without holding the device: the other queue's commands are enqueued meanwhile.
+  // Waits without holding the device's mutex: the other queue's commands are enqueued meanwhile.
   void finish(int device, size_t queue) override {
-    cudaStream_t stream = on_device(device, [&](DeviceState& d) { return stream_at(d, queue); });
-    ACCEL_CUDA(cudaStreamSynchronize(stream));
+    DeviceState& d = device_at(device);
+    in_context(d, true, [&] {
+      cudaStream_t stream;
+      {
+        std::lock_guard<std::mutex> lock(d.mutex);
+        ACCEL_CUDA(cudaSetDevice(d.ordinal));
+        ready(d);
+        stream = stream_at(d, queue);
+      }
+      ACCEL_CUDA(cudaStreamSynchronize(stream));
+    });
   }
 
   void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
@@ -233,7 +279,9 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
   }
 
 
-  int64_t allocated_bytes(int device) override { return device_at(device).tensor_bytes->load(std::memory_order_relaxed); }
+  int64_t allocated_bytes(int device) override {
+    return device_at(device).health.life()->bytes.load(std::memory_order_relaxed);
+  }
 
  private:
   std::string name() const override { return "cuda"; }
@@ -290,25 +338,48 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     }
     ~Slots() override { release(); }
 
+    // Inside a staged transfer, which holds the port's mutex: a fault's rebuild waits for the
+    // transfer to end (it frees the slots' memory), so these never rebuild.
     void to_device(size_t i, DeviceBuffer& dst, size_t offset, size_t bytes, size_t queue) override {
-      backend_.on_device(device_, [&](DeviceState& d) {
-        cudaStream_t stream = stream_at(d, queue);
-        ACCEL_CUDA(cudaMemcpyAsync(ptr<unsigned char>(dst) + offset, slot[i], bytes, cudaMemcpyHostToDevice, stream));
-        ACCEL_CUDA(cudaEventRecord(done_[i], stream));
-      });
+      check_kept();
+      backend_.on_device(
+          device_,
+          [&](DeviceState& d) {
+            cudaStream_t stream = stream_at(d, queue);
+            ACCEL_CUDA(cudaMemcpyAsync(ptr<unsigned char>(dst) + offset, slot[i], bytes, cudaMemcpyHostToDevice, stream));
+            ACCEL_CUDA(cudaEventRecord(done_[i], stream));
+          },
+          false);
     }
     void from_device(size_t i, const DeviceBuffer& src, size_t offset, size_t bytes, size_t queue) override {
-      backend_.on_device(device_, [&](DeviceState& d) {
-        cudaStream_t stream = stream_at(d, queue);
-        ACCEL_CUDA(cudaMemcpyAsync(slot[i], ptr<unsigned char>(src) + offset, bytes, cudaMemcpyDeviceToHost, stream));
-        ACCEL_CUDA(cudaEventRecord(done_[i], stream));
-      });
+      check_kept();
+      backend_.on_device(
+          device_,
+          [&](DeviceState& d) {
+            cudaStream_t stream = stream_at(d, queue);
+            ACCEL_CUDA(cudaMemcpyAsync(slot[i], ptr<unsigned char>(src) + offset, bytes, cudaMemcpyDeviceToHost, stream));
+            ACCEL_CUDA(cudaEventRecord(done_[i], stream));
+          },
+          false);
     }
     // Without the device's mutex, as finish(): the other stream's commands are enqueued meanwhile.
-    // An event never recorded is complete.
-    void wait(size_t i) override { ACCEL_CUDA(cudaEventSynchronize(done_[i])); }
+    // An event never recorded is complete. Every use of a slot's memory follows a wait.
+    void wait(size_t i) override {
+      check_kept();
+      backend_.in_context(backend_.device_at(device_), false, [&] { ACCEL_CUDA(cudaEventSynchronize(done_[i])); });
+    }
+
+    // The device's context was rebuilt, and took the slots' memory and events with it: this port
+    // is left (never destroyed), and refuses every use.
+    void abandon() { abandoned_.store(true, std::memory_order_release); }
 
    private:
+    void check_kept() const {
+      if (abandoned_.load(std::memory_order_acquire))
+        throw Error("device_lost", "CUDA device " + std::to_string(device_) +
+                                       "'s context was rebuilt after a fault during this transfer");
+    }
+
     void release() noexcept {
       for (cudaEvent_t event : done_) cudaEventDestroy(event);
       for (unsigned char* memory : slot) cudaFreeHost(memory);
@@ -319,6 +390,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     CudaBackend& backend_;
     int device_;
     std::vector<cudaEvent_t> done_;
+    std::atomic<bool> abandoned_{false};
   };
 
   // The device's slots where a transfer of `bytes` from or into `host` is staged: large, and not in
@@ -331,14 +403,97 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  // Runs f under the device's mutex with the device current and its streams made.
+  // Runs f under the device's mutex with the device current and its streams made (in_context).
+  // `may_rebuild`: false inside a staged transfer.
   template <typename F>
-  auto on_device(int device, F&& f) -> decltype(f(std::declval<DeviceState&>())) {
+  auto on_device(int device, F&& f, bool may_rebuild = true) -> decltype(f(std::declval<DeviceState&>())) {
     DeviceState& d = device_at(device);
+    return in_context(d, may_rebuild, [&]() -> decltype(f(d)) {
+      std::lock_guard<std::mutex> lock(d.mutex);
+      ACCEL_CUDA(cudaSetDevice(d.ordinal));
+      if (d.health.take_simulated_failure()) check(cudaErrorIllegalAddress, "a kernel (a simulated fault)");
+      ready(d);
+      return f(d);
+    });
+  }
+
+  static std::string label(const DeviceState& d) {
+    return "CUDA device " + std::to_string(d.info.index) + " (" + d.info.name + ")";
+  }
+
+  // Runs f holding the device's context shared, at once Error("device_failed") where the device is
+  // fenced. A sticky error inside marks the device faulted; the call then fails with
+  // Error("device_fault"), after rebuilding the device where `may_rebuild` (the thread is in no
+  // staged transfer; else the next call rebuilds it). A device that faulted is rebuilt first.
+  template <typename F>
+  auto in_context(DeviceState& d, bool may_rebuild, F&& f) -> decltype(f()) {
+    if (may_rebuild) rebuild_if_faulted(d);
+    std::string fault;
+    {
+      ContextHold hold(d.context);
+      d.health.check_usable([&] { return label(d); });
+      try {
+        return f();
+      } catch (const Error& e) {
+        if (e.reason() != "device_fault") throw;
+        fault = e.what();
+        std::lock_guard<std::mutex> lock(d.mutex);
+        d.fault = fault;
+        d.faulted.store(true, std::memory_order_release);
+      }
+    }
+    const std::string where = label(d) + ": " + fault + "; ";
+    if (!may_rebuild) throw Error("device_fault", where + "its context is rebuilt before the device's next call");
+    throw Error("device_fault", where + DeviceHealth::describe(rebuild_if_faulted(d)));
+  }
+
+  // Where the device met a sticky error: once no command, wait or staged transfer is inside its
+  // context, rebuilds or fences it (DeviceHealth::recover). Returns the outcome of the last rebuild.
+  DeviceHealth::Outcome rebuild_if_faulted(DeviceState& d) {
+    while (d.faulted.load(std::memory_order_acquire)) {
+      StagingPort* port = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(d.mutex);
+        port = d.staging.current();
+      }
+      std::unique_lock<std::mutex> staged;
+      if (port != nullptr) staged = std::unique_lock<std::mutex>(port->mutex);
+      std::unique_lock<std::shared_mutex> exclusive(d.context);
+      std::lock_guard<std::mutex> lock(d.mutex);
+      if (d.staging.current() != port) continue;  // slots made meanwhile: wait for them too
+      if (!d.faulted.load(std::memory_order_acquire)) break;  // another thread rebuilt it
+      d.outcome = d.health.recover(d.fault, [&] { reset(d); }, [&] { return probe(d); });
+      d.faulted.store(false, std::memory_order_release);
+    }
     std::lock_guard<std::mutex> lock(d.mutex);
+    return d.outcome;
+  }
+
+  // A new primary context for the device. What was made in the old one (streams, the cuBLAS handle,
+  // loaded kernels, the staging slots' pinned memory and events) went with it, or may have: it is
+  // forgotten, never destroyed, as destroying it may crash. Caller holds the context exclusively.
+  static void reset(DeviceState& d) {
+    if (StagingPort* old = d.staging.abandon()) static_cast<Slots*>(old)->abandon();
+    d.cublas = nullptr;
+    d.source_kernels.clear();
+    for (auto& stream : d.streams) stream = nullptr;
+    d.ready = false;
+    ACCEL_CUDA(cudaSetDevice(d.ordinal));
+    cudaDeviceReset();  // the probe says whether it worked
+    cudaGetLastError();
+    ready(d);
+  }
+
+  // A tiny allocation, fill and free on the device, waited for on both streams.
+  static bool probe(DeviceState& d) {
     ACCEL_CUDA(cudaSetDevice(d.ordinal));
     ready(d);
-    return f(d);
+    void* p = nullptr;
+    ACCEL_CUDA(cudaMallocAsync(&p, 256, d.streams[0]));
+    ACCEL_CUDA(cudaMemsetAsync(p, 0, 256, d.streams[0]));
+    ACCEL_CUDA(cudaFreeAsync(p, d.streams[0]));
+    for (cudaStream_t stream : d.streams) ACCEL_CUDA(cudaStreamSynchronize(stream));
+    return true;
   }
 
   static cudaStream_t stream_at(DeviceState& d, size_t queue) {

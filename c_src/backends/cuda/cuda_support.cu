@@ -8,9 +8,32 @@
 #include "core/error.hpp"
 
 namespace accel::cuda {
+
+bool is_sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContained:
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorExternalDevice:
+      return true;
+    default:
+      return false;
+  }
+}
+
 namespace {
 
 std::string reason_for(cudaError_t e) {
+  if (is_sticky(e)) return "device_fault";
   switch (e) {
     case cudaErrorMemoryAllocation:
       return "out_of_memory";
@@ -50,7 +73,7 @@ std::string cuda_error_text(cudaError_t e) { return std::string(cudaGetErrorName
 
 void check(cudaError_t e, const char* call) {
   if (e == cudaSuccess) return;
-  cudaGetLastError();  // clear a sticky-free error so the next call starts clean
+  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
   throw Error(reason_for(e), std::string(call) + " failed with " + cuda_error_text(e));
 }
 

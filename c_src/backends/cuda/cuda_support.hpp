@@ -13,6 +13,9 @@
 namespace accel::cuda {
 
 std::string cuda_error_text(cudaError_t e);
+// Whether `e` is one of CUDA's sticky errors: a kernel's fault that leaves the context unusable
+// (NVIDIA: "any further CUDA work will return the same error"). Reported as Error("device_fault").
+bool is_sticky(cudaError_t e);
 // Throws accel::Error naming `call` unless e is cudaSuccess (and clears CUDA's last error).
 void check(cudaError_t e, const char* call);
 #define ACCEL_CUDA(call) ::accel::cuda::check((call), #call)

@@ -20,6 +20,40 @@ void ready(DeviceState& d) {
   d.ready = true;
 }
 
+bool may_be_fault(cl_int code) {
+  switch (code) {
+    case CL_OUT_OF_RESOURCES:
+    case CL_DEVICE_NOT_AVAILABLE:
+    case CL_INVALID_CONTEXT:
+    case CL_INVALID_COMMAND_QUEUE:
+    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void rebuild(DeviceState& d) {
+  drain(d);
+  d.ready = false;
+  d.source_kernels.clear();
+  d.kernels.clear();
+  d.programs.clear();
+  for (auto& q : d.queues) q = cl::CommandQueue();
+  d.context = cl::Context();
+  ready(d);
+}
+
+bool probe(DeviceState& d) {
+  ready(d);
+  cl::Buffer scratch(d.context, CL_MEM_READ_WRITE, 64);
+  for (auto& q : d.queues) {
+    q.enqueueFillBuffer(scratch, cl_uchar{0}, 0, 64);
+    q.finish();
+  }
+  return true;
+}
+
 cl::Program& program(DeviceState& d, const std::string& name, const char* source) {
   const std::string options = std::string(d.fp64 ? "-DACCEL_FP64=1" : "") + (d.info.type == "cpu" ? " -DACCEL_OPENCL_CPU=1" : "");
   const std::string key = name + " " + options;

@@ -13,6 +13,7 @@
 
 #include "backends/opencl/cl_support.hpp"
 #include "core/backend.hpp"
+#include "core/device_health.hpp"
 #include "core/source_kernel.hpp"
 #include "core/staging.hpp"
 
@@ -32,33 +33,48 @@ struct DeviceState {
   std::vector<cl::Kernel> kernels;              // tensor kernels by Kernel number, made on first use
   std::map<std::string, cl::Kernel> source_kernels;  // generated kernels (Accel.Kernel) by key
   int streaming = 0;                            // streamed calls holding the device (Backend::hold)
-  // Tensor bytes on this device; shared with each buffer, which may outlive a call.
-  std::shared_ptr<std::atomic<int64_t>> tensor_bytes = std::make_shared<std::atomic<int64_t>>(0);
+  // Faults, the context's life (shared with each buffer made in it, which may outlive a call: it
+  // counts their bytes) and fencing (core/device_health.hpp).
+  DeviceHealth health;
   // Pinned slots for large transfers (core/staging.hpp), made on first use (none where the runtime
   // gives no pinned memory: transfers go straight); destroyed first.
   LazyStaging staging;
 };
 
 // A tensor's memory: released with clReleaseMemObject, which OpenCL defers until the commands
-// queued on it have finished, so a tensor dropped while its kernels run is safe.
+// queued on it have finished, so a tensor dropped while its kernels run is safe (and so is one whose
+// context was replaced: OpenCL counts references).
 class ClBuffer final : public DeviceBuffer {
  public:
-  ClBuffer(cl::Buffer mem, size_t bytes, int device, std::shared_ptr<std::atomic<int64_t>> counter)
-      : DeviceBuffer(bytes, device), mem_(std::move(mem)), counter_(std::move(counter)) {
-    counter_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  ClBuffer(cl::Buffer mem, size_t bytes, int device, std::shared_ptr<DeviceContextLife> life)
+      : DeviceBuffer(bytes, device), mem_(std::move(mem)), life_(std::move(life)) {
+    life_->bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   }
-  ~ClBuffer() override { counter_->fetch_sub(static_cast<int64_t>(bytes()), std::memory_order_relaxed); }
-  const cl::Buffer& mem() const { return mem_; }
+  ~ClBuffer() override { life_->bytes.fetch_sub(static_cast<int64_t>(bytes()), std::memory_order_relaxed); }
+  // Throws Error("device_lost") where the buffer's context was replaced after a fault.
+  const cl::Buffer& mem() const {
+    check_alive(*life_, "OpenCL", device());
+    return mem_;
+  }
 
  private:
   cl::Buffer mem_;
-  std::shared_ptr<std::atomic<int64_t>> counter_;
+  std::shared_ptr<DeviceContextLife> life_;
 };
 
 inline const cl::Buffer& mem(const DeviceBuffer& b) { return static_cast<const ClBuffer&>(b).mem(); }
 
 // Makes the context and queues on first use. Caller holds d.mutex.
 void ready(DeviceState& d);
+// Whether OpenCL's `code` from a command may mean the device faulted or lost its context (NVIDIA's
+// OpenCL reports a kernel's out-of-bounds access as CL_OUT_OF_RESOURCES): DeviceHealth::recover
+// then probes it.
+bool may_be_fault(cl_int code);
+// Replaces the context, queues, programs and kernels with new ones (DeviceHealth::recover's
+// reset); the staging slots stay, as mapped host memory. Caller holds d.mutex.
+void rebuild(DeviceState& d);
+// Runs a tiny command on each queue and waits for it: whether the context works. Caller holds d.mutex.
+bool probe(DeviceState& d);
 // The program `name` built from `source` for d (with -DACCEL_FP64=1 where it has doubles). Caller
 // holds d.mutex. Throws Error("build_failed") with the build log.
 cl::Program& program(DeviceState& d, const std::string& name, const char* source);

@@ -40,7 +40,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
         throw Error("out_of_memory", "a tensor of " + std::to_string(bytes) + " bytes exceeds " + d.info.name +
                                          "'s largest buffer (" + std::to_string(d.info.max_alloc) + " bytes)");
       cl::Buffer mem(d.context, CL_MEM_READ_WRITE, std::max<size_t>(bytes, 1));
-      return std::make_shared<ClBuffer>(std::move(mem), bytes, device, d.tensor_bytes);
+      return std::make_shared<ClBuffer>(std::move(mem), bytes, device, d.health.life());
     });
   }
 
@@ -188,7 +188,9 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
 
   bool supports(DType type, int device) override { return type != DType::F64 || device_at(device).fp64; }
 
-  int64_t allocated_bytes(int device) override { return device_at(device).tensor_bytes->load(std::memory_order_relaxed); }
+  int64_t allocated_bytes(int device) override {
+    return device_at(device).health.life()->bytes.load(std::memory_order_relaxed);
+  }
 
  private:
   std::string name() const override { return "opencl"; }
@@ -273,7 +275,10 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
         done_[i].wait();
       } catch (const cl::Error& e) {
         done_[i] = cl::Event();
-        throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(device_) + ": " + cl_error_text(e));
+        DeviceState& d = backend_.device_at(device_);
+        ChildWaitGuard child_wait;
+        std::lock_guard<std::mutex> lock(d.mutex);
+        throw failure(d, e);
       }
       done_[i] = cl::Event();
     }
@@ -303,14 +308,35 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  // Runs f on the device's state under its mutex, with OpenCL errors turned into accel::Error.
+  // The error a call that met OpenCL's `e` on d fails with: where it may be a fault, the device is
+  // probed, and rebuilt or fenced where the probe fails (core/device_health.hpp), and the call
+  // fails with Error("device_fault") saying which. Caller holds d.mutex.
+  static Error failure(DeviceState& d, const cl::Error& e) {
+    const std::string what = cl_error_text(e);
+    const std::string where = label(d) + ": ";
+    if (may_be_fault(e.err())) {
+      const auto outcome = d.health.recover(what, [&] { rebuild(d); }, [&] { return probe(d); });
+      if (outcome != DeviceHealth::Outcome::transient)
+        return Error("device_fault", where + what + "; " + DeviceHealth::describe(outcome));
+    }
+    return Error(reason_for(e.err()), where + what);
+  }
+
+  static std::string label(const DeviceState& d) {
+    return "OpenCL device " + std::to_string(d.info.index) + " (" + d.info.name + ")";
+  }
+
+  // Runs f on the device's state under its mutex, with OpenCL errors turned into accel::Error (a
+  // fault's recovery included: failure()); at once Error("device_failed") where the device is fenced.
   template <typename F>
   auto on_device(int device, F&& f) -> decltype(f(std::declval<DeviceState&>())) {
     DeviceState& d = device_at(device);
     ChildWaitGuard child_wait;
     std::lock_guard<std::mutex> lock(d.mutex);
+    d.health.check_usable([&] { return label(d); });
     try {
       ready(d);
+      if (d.health.take_simulated_failure()) throw cl::Error(CL_OUT_OF_RESOURCES, "clFinish (a simulated fault)");
       // On a CPU device (PoCL) a queued kernel may be compiled and linked only when it runs, by a
       // child process whose wait needs the SIGCHLD disposition ChildWaitGuard holds: so the work
       // must finish before the guard goes, unless a streamed call holds the device (hold()).
@@ -322,7 +348,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       } finish{d};
       return f(d);
     } catch (const cl::Error& e) {
-      throw Error(reason_for(e.err()), "OpenCL device " + std::to_string(device) + " (" + d.info.name + "): " + cl_error_text(e));
+      throw failure(d, e);
     }
   }
 
