@@ -67,6 +67,22 @@ defmodule Accel.VmSurvivalTest do
     end
   end
 
+  # NVIDIA documents that after a sticky error "the process must be terminated and relaunched": the
+  # reset may restore the device or not; either way the call says so and the VM goes on.
+  @tag :cuda
+  test "a CUDA kernel's illegal address fails its call; the device is rebuilt or fenced" do
+    assert {:ok, r} = ChildVM.run([], {ChildVM, :real_cuda_fault, []}, 300_000)
+    assert {:device_fault, message} = r.fault
+    assert message =~ "cudaErrorIllegalAddress"
+    expected = Accel.logistic_map([1, 2, 3], backend: :cpu)
+
+    if message =~ "could not be rebuilt",
+      do: assert({:device_failed, _} = r.next),
+      else: assert(r.next == {:ok, expected})
+
+    assert r.cpu == {:ok, expected}
+  end
+
   test "cpu_threads out of range stops the NIF loading, with the key named; the VM lives on" do
     assert {:ok, {{:error, :on_load_failure}, {:error, message}}} =
              ChildVM.run([cpu_threads: 100_000], {ChildVM, :try_load, []})

@@ -168,6 +168,29 @@ defmodule Accel.Test.ChildVM do
     })
   end
 
+  # A real fault on a GPU: an expert CUDA kernel writing 2^40 elements past its output (CUDA's
+  # sticky cudaErrorIllegalAddress), then what later calls on the device and on the CPU backend do.
+  def real_cuda_fault do
+    k =
+      Accel.Kernel.cuda(
+        """
+        extern "C" __global__ void stray(long long* out, const long long* x, unsigned long long n) {
+          unsigned long long i = blockIdx.x * 1ULL * blockDim.x + threadIdx.x;
+          if (i < n) out[i + (1ULL << 40)] = x[i];
+        }
+        """,
+        "stray",
+        inputs: [:s64],
+        output: :s64
+      )
+
+    %{
+      fault: outcome(fn -> Accel.map(Enum.to_list(1..1000), k, backend: :cuda) end),
+      next: outcome(fn -> Accel.logistic_map([1, 2, 3], backend: :cuda) end),
+      cpu: outcome(fn -> Accel.logistic_map([1, 2, 3], backend: :cpu) end)
+    }
+  end
+
   defp outcome(fun) do
     {:ok, fun.()}
   rescue
