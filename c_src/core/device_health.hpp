@@ -109,14 +109,11 @@ class DeviceHealth {
   void simulate(Simulated kind) {
     std::lock_guard<std::mutex> lock(mutex_);
     simulated_ = kind;
-    fail_next_ = kind != Simulated::none;
+    fail_next_.store(kind != Simulated::none, std::memory_order_release);
   }
-  // Whether this command is to fail as simulated (once).
+  // Whether this command is to fail as simulated (once). One atomic read on every command.
   bool take_simulated_failure() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const bool fail = fail_next_;
-    fail_next_ = false;
-    return fail;
+    return fail_next_.load(std::memory_order_relaxed) && fail_next_.exchange(false, std::memory_order_acq_rel);
   }
   // Contexts rebuilt so far.
   uint64_t rebuilds() const {
@@ -149,7 +146,7 @@ class DeviceHealth {
   std::string fenced_;  // why, where fenced
   std::atomic<bool> fenced_flag_{false};
   Simulated simulated_ = Simulated::none;
-  bool fail_next_ = false;
+  std::atomic<bool> fail_next_{false};
   uint64_t rebuilds_ = 0;
 };
 

@@ -61,15 +61,28 @@ defmodule Accel.Devices do
   # run on the same cores, several times slower, so they only take cores from it), and less an
   # OpenCL device named as a CUDA device is (NVIDIA's OpenCL driver shows the GPUs CUDA drives: one
   # GPU taken twice only contends with itself), and less devices fenced after a fault (Accel.Error
-  # :device_failed). Devices are discovered once per VM, so the list is kept: asking the NIF costs a
-  # dirty scheduler's round trip (the fenced devices are a normal NIF's few atomic reads).
+  # :device_failed, noted by note_failure/1). Devices are discovered once per VM, so the list is
+  # kept: asking the NIF costs a dirty scheduler's round trip.
   @doc false
+  @fenced {Accel, :fenced_devices}
   def co_execution_devices(backend) do
-    case Accel.NIF.fenced_devices() do
+    case :persistent_term.get(@fenced, []) do
       [] -> usable_devices(backend)
       fenced -> Enum.reject(usable_devices(backend), &({&1.backend, &1.id} in fenced))
     end
   end
+
+  @doc false
+  # Device calls' errors pass here (Accel.Job): after a fault, the devices the NIF has fenced are
+  # kept where co_execution_devices/1 reads them for every :auto call at the cost of a
+  # persistent_term lookup (rewritten only when the set changes). Returns `exception`.
+  def note_failure(%Accel.Error{reason: reason} = exception) when reason in [:device_fault, :device_failed] do
+    fenced = Accel.NIF.fenced_devices()
+    if fenced != :persistent_term.get(@fenced, []), do: :persistent_term.put(@fenced, fenced)
+    exception
+  end
+
+  def note_failure(exception), do: exception
 
   # co_execution_devices/1 before fencing (Accel.Error :device_failed), kept.
   defp usable_devices(backend) do

@@ -20,7 +20,7 @@ defmodule Accel.Job do
       :accel_queued ->
         receive do
           {^ref, {:ok, result}} -> result
-          {^ref, {:raise, exception}} -> raise exception
+          {^ref, {:raise, exception}} -> raise Accel.Devices.note_failure(exception)
         end
 
       :accel_busy ->
