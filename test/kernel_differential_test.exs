@@ -287,6 +287,12 @@ defmodule Accel.KernelDifferentialTest do
             rem(div(acc * 4_503_599_627_370_491 + i, 1) + div(acc * 2_251_799_813_685_245 - i, 2), 2)
           end)
         end),
+      # rem/2 of a product of doubles-held factors past 2^53, which the doubles walks reduce
+      # factor by factor (rem(rem(x, d) * rem(y, d), d)): signs, zero factors, each narrowed range
+      rem_of_product:
+        Accel.kernel(fn x -> Enum.reduce(1..3, x, fn i, acc -> rem(22 * acc * (acc + i), d) end) end),
+      rem_of_product_signs:
+        Accel.kernel(fn x -> rem((rem(x, 1 <<< 26) - 3) * (5 - rem(x, 1 <<< 26)) * 9, d) end),
       # m * d * (1 / d) rounds below m for many m and d (49 is one): the quotient's correction
       exact_multiples:
         Accel.kernel(fn x -> Enum.reduce(1..4, rem(x, 100_000), fn _, acc -> rem(acc * d, d) + acc end) end)

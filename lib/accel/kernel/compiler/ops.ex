@@ -51,9 +51,16 @@ defmodule Accel.Kernel.Compiler.Ops do
       helper = %{+: "accel_add", -: "accel_sub", *: "accel_mul"}[name]
 
       cond do
-        in_doubles?(st, [a, b]) and fits53?(r) -> declare_v(st, dint("(#{dt(a)} #{name} #{dt(b)})", r))
-        fits?(r) -> declare_v(st, int("(accel_i64)((accel_u64)#{it(a)} #{name} (accel_u64)#{it(b)})", r))
-        true -> declare_v(st, int("#{helper}(#{it(a)}, #{it(b)}, &bad)", r))
+        in_doubles?(st, [a, b]) and fits53?(r) ->
+          declare_v(st, dint("(#{dt(a)} #{name} #{dt(b)})", r))
+
+        fits?(r) ->
+          {v, st} = declare_v(st, int("(accel_i64)((accel_u64)#{it(a)} #{name} (accel_u64)#{it(b)})", r))
+          # a product of doubles-held factors past 2^53: rem/2 of it may reduce them first (rem_of_product/5)
+          {if(name == :* and in_doubles?(st, [a, b]), do: Map.put(v, :factors, {a, b}), else: v), st}
+
+        true ->
+          declare_v(st, int("#{helper}(#{it(a)}, #{it(b)}, &bad)", r))
       end
     else
       declare_v(%{st | float: true}, float("accel_fin(#{as_double(a)} #{name} #{as_double(b)}, &bad)"))
@@ -112,6 +119,9 @@ defmodule Accel.Kernel.Compiler.Ops do
       helper = if name == :div, do: "accel_div", else: "accel_rem"
 
       cond do
+        rem_of_product?(name, a, b, bmax, st) ->
+          rem_of_product(a.factors, b, divisor, r, st)
+
         # held in doubles: the reciprocal of a divisor fixed for the call is computed once, on the host
         st.dint and held_d?(a) and fits53?(b.r) and amax + bmax <= @d53 ->
           {inv, st} = reciprocal_text(divisor, b, st)
@@ -175,6 +185,32 @@ defmodule Accel.Kernel.Compiler.Ops do
   defp numeric({:math, f}, vs, _, _, st) when f in @float_math do
     args = Enum.map_join(vs, ", ", &as_double/1)
     declare_v(%{st | float: true}, float("accel_fin(#{f}(#{args}), &bad)"))
+  end
+
+  # rem(x * y, b) where x and y are held in doubles and their product may not be: as
+  # rem(rem(x, b) * rem(y, b), b), every step exact in doubles where (|b| - 1)^2 <= 2^53, so that
+  # the doubles walks stay in doubles (what vectorises without AVX-512DQ's 64-bit conversions).
+  # Elixir's rem/2 takes the dividend's sign: both sides are congruent to x * y modulo b, below |b|
+  # in magnitude, and of its sign (or 0, where b divides x or y, and then x * y).
+  defp rem_of_product?(name, a, b, bmax, st) do
+    case {name, Map.get(a, :factors)} do
+      {:rem, {x, y}} ->
+        st.dint and fits53?(b.r) and (bmax - 1) * (bmax - 1) <= @d53 and magnitude(x.r) + bmax <= @d53 and
+          magnitude(y.r) + bmax <= @d53
+
+      _ ->
+        false
+    end
+  end
+
+  defp rem_of_product({x, y}, b, divisor, r, st) do
+    {inv, st} = reciprocal_text(divisor, b, st)
+    bm = max(magnitude(b.r) - 1, 0)
+    reduced = fn v, st -> declare_v(st, dint("accel_rem_f(#{dt(v)}, #{dt(b)}, #{inv}, &bad)", {-bm, bm})) end
+    {rx, st} = reduced.(x, st)
+    {ry, st} = reduced.(y, st)
+    {p, st} = declare_v(st, dint("(#{rx.d} * #{ry.d})", {-bm * bm, bm * bm}))
+    declare_v(st, dint("accel_rem_f(#{p.d}, #{dt(b)}, #{inv}, &bad)", r))
   end
 
   # The double nearest 1 / divisor: a slot filled on the host for a captured divisor, a literal
