@@ -293,6 +293,15 @@ defmodule Accel.KernelDifferentialTest do
         Accel.kernel(fn x -> Enum.reduce(1..3, x, fn i, acc -> rem(22 * acc * (acc + i), d) end) end),
       rem_of_product_signs:
         Accel.kernel(fn x -> rem((rem(x, 1 <<< 26) - 3) * (5 - rem(x, 1 <<< 26)) * 9, d) end),
+      # products of two affine forms of one value, whose range is a parabola's: x * x >= 0 and
+      # x * (x + 1) >= 0 take rem/2's unsigned form, the others' signs change inside the range
+      parabola_square: Accel.kernel(fn x -> Enum.reduce(1..3, x, fn i, acc -> rem(acc * acc + i, d) end) end),
+      parabola_signs:
+        Accel.kernel(fn x -> Enum.reduce(1..3, x, fn i, acc -> rem((acc - 3 * i) * (acc + 5), d) end) end),
+      parabola_concave:
+        Accel.kernel(fn x -> Enum.reduce(1..3, x, fn _, acc -> rem((2 * acc + 1) * (3 - acc), d) end) end),
+      parabola_scaled:
+        Accel.kernel(fn x -> Enum.reduce(1..3, x, fn _, acc -> rem((acc + 1) * 7 * (acc * 3), d) - 2 end) end),
       # m * d * (1 / d) rounds below m for many m and d (49 is one): the quotient's correction
       exact_multiples:
         Accel.kernel(fn x -> Enum.reduce(1..4, rem(x, 100_000), fn _, acc -> rem(acc * d, d) + acc end) end)

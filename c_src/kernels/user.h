@@ -226,6 +226,15 @@ ACCEL_UFN double accel_rem_f(double a, double b, double inv, int* bad) {
   return rs * s;
 }
 
+/* accel_rem_f for a dividend the compiler proved non-negative: no sign to carry. */
+ACCEL_UFN double accel_rem_fp(double a, double b, double inv, int* bad) {
+  *bad |= b == 0.0;
+  const double mag = fabs(b);
+  double r = a - accel_rint(a * inv) * b;
+  r = r < 0 ? r + mag : r;
+  return r >= mag ? r - mag : r;
+}
+
 ACCEL_UFN double accel_div_f(double a, double b, double inv, int* bad) {
   *bad |= b == 0.0;
   const double mag = fabs(b), s = a < 0 ? -1.0 : 1.0, step = s * (b < 0 ? -1.0 : 1.0);

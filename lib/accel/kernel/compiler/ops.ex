@@ -43,25 +43,34 @@ defmodule Accel.Kernel.Compiler.Ops do
 
       r =
         case name do
-          :+ -> {x1 + y1, x2 + y2}
-          :- -> {x1 - y2, x2 - y1}
-          :* -> Enum.min_max([x1 * y1, x1 * y2, x2 * y1, x2 * y2])
+          :+ ->
+            {x1 + y1, x2 + y2}
+
+          :- ->
+            {x1 - y2, x2 - y1}
+
+          :* ->
+            intersect(Enum.min_max([x1 * y1, x1 * y2, x2 * y1, x2 * y2]), product_range(lin_of(a), lin_of(b)))
         end
 
       helper = %{+: "accel_add", -: "accel_sub", *: "accel_mul"}[name]
 
-      cond do
-        in_doubles?(st, [a, b]) and fits53?(r) ->
-          declare_v(st, dint("(#{dt(a)} #{name} #{dt(b)})", r))
+      {v, st} =
+        cond do
+          in_doubles?(st, [a, b]) and fits53?(r) ->
+            declare_v(st, dint("(#{dt(a)} #{name} #{dt(b)})", r))
 
-        fits?(r) ->
-          {v, st} = declare_v(st, int("(accel_i64)((accel_u64)#{it(a)} #{name} (accel_u64)#{it(b)})", r))
-          # a product of doubles-held factors past 2^53: rem/2 of it may reduce them first (rem_of_product/5)
-          {if(name == :* and in_doubles?(st, [a, b]), do: Map.put(v, :factors, {a, b}), else: v), st}
+          fits?(r) ->
+            {v, st} = declare_v(st, int("(accel_i64)((accel_u64)#{it(a)} #{name} (accel_u64)#{it(b)})", r))
 
-        true ->
-          declare_v(st, int("#{helper}(#{it(a)}, #{it(b)}, &bad)", r))
-      end
+            # a product of doubles-held factors past 2^53: rem/2 of it may reduce them first (rem_of_product/5)
+            {if(name == :* and in_doubles?(st, [a, b]), do: Map.put(v, :factors, {a, b}), else: v), st}
+
+          true ->
+            declare_v(st, int("#{helper}(#{it(a)}, #{it(b)}, &bad)", r))
+        end
+
+      {if((lin = affine(name, lin_of(a), lin_of(b))) != nil, do: Map.put(v, :lin, lin), else: v), st}
     else
       declare_v(%{st | float: true}, float("accel_fin(#{as_double(a)} #{name} #{as_double(b)}, &bad)"))
     end
@@ -125,7 +134,7 @@ defmodule Accel.Kernel.Compiler.Ops do
         # held in doubles: the reciprocal of a divisor fixed for the call is computed once, on the host
         st.dint and held_d?(a) and fits53?(b.r) and amax + bmax <= @d53 ->
           {inv, st} = reciprocal_text(divisor, b, st)
-          declare_v(st, dint("#{helper}_f(#{a.d}, #{dt(b)}, #{inv}, &bad)", r))
+          declare_v(st, dint("#{f_helper(helper, a)}(#{a.d}, #{dt(b)}, #{inv}, &bad)", r))
 
         # 64-bit, in the lanes walks: two rounds of the reciprocal, which vectorise (AVX-512DQ)
         st.lanes and amax <= @wide and fits53?(b.r) ->
@@ -187,6 +196,39 @@ defmodule Accel.Kernel.Compiler.Ops do
     declare_v(%{st | float: true}, float("accel_fin(#{f}(#{args}), &bad)"))
   end
 
+  # Value ranges beyond intervals, for what interval arithmetic cannot see: a product of two affine
+  # forms of one integer, x * (x + 1) >= 0 (the logistic map's), is a parabola in that integer.
+  # An integer is known as c * base + k, exactly, for a named integer `base` (a C variable, one value
+  # while an expression is evaluated) of range `br`: {base, br, c, k}, or {:const, k}.
+  defp lin_of(%{t: :int, r: {k, k}}), do: {:const, k}
+  defp lin_of(%{t: :int} = v), do: Map.get(v, :lin) || {v.c || v.d, v.r, 1, 0}
+  defp lin_of(_), do: nil
+
+  defp affine(:+, {:const, k}, {x, br, c, j}), do: {x, br, c, j + k}
+  defp affine(:+, {x, br, c, j}, {:const, k}), do: {x, br, c, j + k}
+  defp affine(:-, {x, br, c, j}, {:const, k}), do: {x, br, c, j - k}
+  defp affine(:-, {:const, k}, {x, br, c, j}), do: {x, br, -c, k - j}
+  defp affine(:*, {:const, k}, {x, br, c, j}), do: {x, br, c * k, j * k}
+  defp affine(:*, {x, br, c, j}, {:const, k}), do: {x, br, c * k, j * k}
+  defp affine(:+, {x, br, c1, j1}, {x, _, c2, j2}) when x != :const, do: {x, br, c1 + c2, j1 + j2}
+  defp affine(:-, {x, br, c1, j1}, {x, _, c2, j2}) when x != :const, do: {x, br, c1 - c2, j1 - j2}
+  defp affine(_, _, _), do: nil
+
+  # The range of (c1 * v + k1) * (c2 * v + k2) over the integers v of {lo, hi}: a parabola, whose
+  # extremes lie at the ends or at the integers beside its vertex, -b / 2a. Nil unless both
+  # factors are affine forms of one integer.
+  defp product_range({x, {lo, hi}, c1, k1}, {x, _, c2, k2}) when x != :const do
+    f = fn v -> (c1 * v + k1) * (c2 * v + k2) end
+    {a, b} = {c1 * c2, c1 * k2 + c2 * k1}
+    vertex = if a == 0, do: [], else: [Integer.floor_div(-b, 2 * a), Integer.floor_div(-b, 2 * a) + 1]
+    Enum.min_max(for v <- [lo, hi | vertex], v >= lo and v <= hi, do: f.(v))
+  end
+
+  defp product_range(_, _), do: nil
+
+  defp intersect(r, nil), do: r
+  defp intersect({lo, hi}, {lo2, hi2}), do: {max(lo, lo2), min(hi, hi2)}
+
   # rem(x * y, b) where x and y are held in doubles and their product may not be: as
   # rem(rem(x, b) * rem(y, b), b), every step exact in doubles where (|b| - 1)^2 <= 2^53, so that
   # the doubles walks stay in doubles (what vectorises without AVX-512DQ's 64-bit conversions).
@@ -206,12 +248,25 @@ defmodule Accel.Kernel.Compiler.Ops do
   defp rem_of_product({x, y}, b, divisor, r, st) do
     {inv, st} = reciprocal_text(divisor, b, st)
     bm = max(magnitude(b.r) - 1, 0)
-    reduced = fn v, st -> declare_v(st, dint("accel_rem_f(#{dt(v)}, #{dt(b)}, #{inv}, &bad)", {-bm, bm})) end
+
+    reduced = fn v, st ->
+      range = if elem(v.r, 0) >= 0, do: {0, bm}, else: {-bm, bm}
+      declare_v(st, dint("#{f_helper("accel_rem", v)}(#{dt(v)}, #{dt(b)}, #{inv}, &bad)", range))
+    end
+
     {rx, st} = reduced.(x, st)
     {ry, st} = reduced.(y, st)
-    {p, st} = declare_v(st, dint("(#{rx.d} * #{ry.d})", {-bm * bm, bm * bm}))
-    declare_v(st, dint("accel_rem_f(#{p.d}, #{dt(b)}, #{inv}, &bad)", r))
+    # of x * y's sign, or 0: where x * y >= 0, so is this
+    {p, st} =
+      declare_v(st, dint("(#{rx.d} * #{ry.d})", {if(elem(r, 0) >= 0, do: 0, else: -bm * bm), bm * bm}))
+
+    declare_v(st, dint("#{f_helper("accel_rem", p)}(#{p.d}, #{dt(b)}, #{inv}, &bad)", r))
   end
+
+  # The doubles helper of div/2 or rem/2 (kernels/user.h) for dividend `a`: for rem/2 of a
+  # non-negative one, accel_rem_fp, which skips Elixir's sign rule.
+  defp f_helper("accel_rem", %{r: {lo, _}}) when lo >= 0, do: "accel_rem_fp"
+  defp f_helper(helper, _a), do: helper <> "_f"
 
   # The double nearest 1 / divisor: a slot filled on the host for a captured divisor, a literal
   # for a literal one, else computed per element.
