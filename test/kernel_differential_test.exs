@@ -302,6 +302,17 @@ defmodule Accel.KernelDifferentialTest do
         Accel.kernel(fn x -> Enum.reduce(1..3, x, fn _, acc -> rem((2 * acc + 1) * (3 - acc), d) end) end),
       parabola_scaled:
         Accel.kernel(fn x -> Enum.reduce(1..3, x, fn _, acc -> rem((acc + 1) * 7 * (acc * 3), d) - 2 end) end),
+      # an accumulator that was such a product: the next iteration's rem/2 must not reach back
+      # to the previous iteration's factors
+      product_accumulator:
+        Accel.kernel(fn x ->
+          Enum.reduce(1..4, x, fn _, acc -> rem(acc, d) * (rem(acc, d) + 90_071_992_547) end)
+        end),
+      product_branch:
+        Accel.kernel(fn x ->
+          y = if d > 5, do: rem(x, d) * (rem(x, d) + 90_071_992_547), else: rem(x, d) * 3
+          rem(y, d) + rem(y * 1, 7)
+        end),
       # m * d * (1 / d) rounds below m for many m and d (49 is one): the quotient's correction
       exact_multiples:
         Accel.kernel(fn x -> Enum.reduce(1..4, rem(x, 100_000), fn _, acc -> rem(acc * d, d) + acc end) end)

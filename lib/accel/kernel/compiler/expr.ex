@@ -115,7 +115,7 @@ defmodule Accel.Kernel.Compiler.Expr do
       |> emit_block(e_lines, ref, ev, v)
       |> emit("}")
 
-    {if(held_d?(v), do: %{v | c: nil, d: ref}, else: %{v | c: ref}), st}
+    {if(held_d?(v), do: repoint(v, nil, ref), else: repoint(v, ref, v.d)), st}
   end
 
   defp emit_block(st, lines, ref, v, target) do

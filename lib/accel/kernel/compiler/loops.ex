@@ -27,10 +27,10 @@ defmodule Accel.Kernel.Compiler.Loops do
 
       acc_as = fn
         %{t: :int} = g ->
-          if st.dint and fits53?(g.r), do: %{g | c: nil, d: acc_ref}, else: %{g | c: acc_ref, d: nil}
+          if st.dint and fits53?(g.r), do: repoint(g, nil, acc_ref), else: repoint(g, acc_ref, nil)
 
         g ->
-          %{g | c: acc_ref, d: nil}
+          repoint(g, acc_ref, nil)
       end
 
       body_at = fn acc_v, st ->
@@ -69,7 +69,7 @@ defmodule Accel.Kernel.Compiler.Loops do
           do: emit_resumable(st, names, iv, loop_parts),
           else: emit_loop(st, names, iv, loop_parts)
 
-      {if(held_d?(res_v), do: %{res_v | c: nil, d: res}, else: %{res_v | c: res}), st}
+      {if(held_d?(res_v), do: repoint(res_v, nil, res), else: repoint(res_v, res, res_v.d)), st}
     end
   end
 

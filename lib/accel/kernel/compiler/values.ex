@@ -41,6 +41,11 @@ defmodule Accel.Kernel.Compiler.Values do
   def dt(%{d: d}), do: d
 
   def held_d?(v), do: v.d != nil
+
+  # `v` re-pointed at the variable `c` or `d` (a branch's or a loop's result, an accumulator): what
+  # it knew about the values it was computed from (Ops' :lin and :factors) names texts that need not
+  # be in scope there, nor hold the same values.
+  def repoint(v, c, d), do: v |> Map.drop([:lin, :factors]) |> Map.merge(%{c: c, d: d})
   def fits53?({lo, hi}), do: lo >= -@d53 and hi <= @d53
 
   # In the doubles walks, whether integers `vs` are all exact in doubles and one already is one.
