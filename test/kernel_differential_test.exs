@@ -1,6 +1,6 @@
 defmodule Accel.KernelDifferentialTest do
   # Accel.map(input, kernel) against Enum.map(input, the same function) on every available backend:
-  # 84 functions (overflow at the edges, negative rem/div, division by zero, float/int mixing,
+  # 92 functions (overflow at the edges, negative rem/div, rem of products past 2^53, division by zero, float/int mixing,
   # `/` always float, comparisons and booleans, bitwise, shifts past 63, nested if/cond/case, Elixir's variable scopes, loops,
   # captured divisors) on extreme and random int64 and f64 inputs. Elements where Elixir raises are
   # checked apart: Accel.map must raise the BEAM's exception of the first of them.
