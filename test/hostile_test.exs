@@ -404,7 +404,18 @@ defmodule Accel.HostileTest do
        ~r/a binary of 3 bytes does not hold 1 :s64 elements/},
       {"tensor list NIF: a shape too large for lists",
        fn -> nif.tensor_nested_list(<<>>, :u8, [1 <<< 30, 1 <<< 30]) end, ArgumentError,
-       ~r/more than 2\^40 elements cannot be a list/}
+       ~r/more than 2\^40 elements cannot be a list/},
+      # the test hook for device faults refuses before it touches a device
+      {"fault NIF: an unknown backend", fn -> nif.simulate_device_fault(:tpu, 0, 1) end, ArgumentError,
+       ~r/unknown backend: :tpu/},
+      {"fault NIF: a kind other than 1 or 2", fn -> nif.simulate_device_fault(:opencl, 0, 3) end,
+       ArgumentError, ~r/kind must be 1 or 2, got: 3/},
+      {"fault NIF: a device that does not exist", fn -> nif.simulate_device_fault(:opencl, 99, 1) end,
+       ArgumentError, ~r/no :opencl device 99|unavailable/},
+      {"fault NIF: the CPU backend", fn -> nif.simulate_device_fault(:cpu, 0, 1) end, ArgumentError,
+       ~r/backend :cpu has no device faults to simulate/},
+      {"fault NIF: a device index that is not an integer",
+       fn -> nif.simulate_device_fault(:opencl, :a, 1) end, ArgumentError, ~r/device/}
     ]
   end
 
