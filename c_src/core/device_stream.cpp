@@ -61,7 +61,7 @@ bool stream_source_kernel(Backend& backend, const DeviceInfo& info, const Source
   if (into == inputs.size()) row += out_bytes;
   const std::shared_ptr<void> held = backend.hold(device);
   const size_t preferred = stream_chunk(n, 1, launch_budget(info.compute_units), min_stream_chunk(info));
-  const StreamShape shape = stream_shape(backend, options, n, std::min(device_chunk_limit(info, row), preferred));
+  const StreamShape shape = stream_shape(backend, info, options, n, row, preferred);
   struct Slot {
     std::vector<std::shared_ptr<DeviceBuffer>> in;
     std::shared_ptr<DeviceBuffer> out, flag;

@@ -24,14 +24,19 @@ inline size_t device_chunk_limit(const DeviceInfo& info, size_t element_bytes) {
 // an OpenCL device on the host's CPU (PoCL) overlaps smaller chunks' transfers with profit.
 inline size_t min_stream_chunk(const DeviceInfo& info) { return info.type == "cpu" ? size_t{1} << 14 : size_t{1} << 16; }
 
-// How a streamed call of `count` elements splits: chunks of at most `limit` elements (and of the
-// call's chunk_elements), on as many queues as are worth having.
+// How a streamed call of `count` elements of `element_bytes` each (all of a chunk's buffers per
+// element) splits: chunks within the device's allowance for them, of at most `preferred`
+// elements (0: no preference) and of the call's chunk_elements, on as many queues as are worth
+// having.
 struct StreamShape {
   size_t chunk = 1;
   size_t slots = 1;  // buffers, and the queues they stream on
 };
 
-inline StreamShape stream_shape(Backend& backend, const CallOptions& options, size_t count, size_t limit) {
+inline StreamShape stream_shape(Backend& backend, const DeviceInfo& info, const CallOptions& options, size_t count,
+                                size_t element_bytes, size_t preferred) {
+  size_t limit = device_chunk_limit(info, element_bytes);
+  if (preferred != 0) limit = std::min(limit, preferred);
   const size_t chunk = chunk_elements(count, limit, options.chunk_elements);
   // A second buffer is worth having only when there is a second chunk.
   return {chunk, chunk < count ? std::min<size_t>(2, backend.queues(options.device)) : 1};
@@ -79,9 +84,7 @@ void stream_in_place(Backend& backend, const DeviceInfo& info, const CallOptions
   if (count == 0) return;
   const int device = options.device;
   const std::shared_ptr<void> held = backend.hold(device);
-  size_t limit = device_chunk_limit(info, element_bytes);
-  if (preferred_chunk != 0) limit = std::min(limit, preferred_chunk);
-  const StreamShape shape = stream_shape(backend, options, count, limit);
+  const StreamShape shape = stream_shape(backend, info, options, count, element_bytes, preferred_chunk);
   std::vector<std::shared_ptr<DeviceBuffer>> buffers;
   for (size_t s = 0; s < shape.slots; ++s) buffers.push_back(backend.allocate(device, shape.chunk * element_bytes));
   backend.finish(device, 0);  // allocations are ordered on queue 0

@@ -238,8 +238,7 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
       cudaStream_t stream;
       {
         std::lock_guard<std::mutex> lock(d.mutex);
-        ACCEL_CUDA(cudaSetDevice(d.ordinal));
-        ready(d);
+        make_current(d);
         stream = stream_at(d, queue);
       }
       ACCEL_CUDA(cudaStreamSynchronize(stream));
@@ -410,9 +409,8 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     DeviceState& d = device_at(device);
     return in_context(d, may_rebuild, [&]() -> decltype(f(d)) {
       std::lock_guard<std::mutex> lock(d.mutex);
-      ACCEL_CUDA(cudaSetDevice(d.ordinal));
       if (d.health.take_simulated_failure()) check(cudaErrorIllegalAddress, "a kernel (a simulated fault)");
-      ready(d);
+      make_current(d);
       return f(d);
     });
   }
@@ -486,14 +484,19 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
 
   // A tiny allocation, fill and free on the device, waited for on both streams.
   static bool probe(DeviceState& d) {
-    ACCEL_CUDA(cudaSetDevice(d.ordinal));
-    ready(d);
+    make_current(d);
     void* p = nullptr;
     ACCEL_CUDA(cudaMallocAsync(&p, 256, d.streams[0]));
     ACCEL_CUDA(cudaMemsetAsync(p, 0, 256, d.streams[0]));
     ACCEL_CUDA(cudaFreeAsync(p, d.streams[0]));
     for (cudaStream_t stream : d.streams) ACCEL_CUDA(cudaStreamSynchronize(stream));
     return true;
+  }
+
+  // The device current on this thread, its streams made. Caller holds d.mutex.
+  static void make_current(DeviceState& d) {
+    ACCEL_CUDA(cudaSetDevice(d.ordinal));
+    ready(d);
   }
 
   static cudaStream_t stream_at(DeviceState& d, size_t queue) {

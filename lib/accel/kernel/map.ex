@@ -7,7 +7,7 @@ defmodule Accel.Kernel.Map do
   # (Accel.Kernel.Results).
 
   import Accel.Kernel.Inputs, only: [inputs!: 3, input!: 3, length!: 1, slice: 3, join: 2, default_as: 1]
-  import Accel.Kernel.Results, only: [output: 5, recompute: 8]
+  import Accel.Kernel.Results, only: [output: 5, recompute: 8, host_binary: 1]
   alias Accel.Kernel.{Compiler, Native}
 
   @types Accel.Kernel.Inputs.types()
@@ -181,7 +181,7 @@ defmodule Accel.Kernel.Map do
     time =
       prefix_timer(inputs, fn prefix, len, place ->
         {out, _, _} = execute(prefix, len, :binary, place, prepare(prefix, kernel, place))
-        if is_binary(out), do: out, else: Accel.Tensor.to_binary(out)
+        host_binary(out)
       end)
 
     {key, time}
@@ -282,9 +282,9 @@ defmodule Accel.Kernel.Map do
 
     cond do
       flagged -> recompute(kernel, compiled, inputs, sources, out, as, n, offset)
-      is_binary(out) -> output(out, compiled, as, n, [])
+      # (a streamed call's output is a binary, and never for as: :tensor)
       as == :tensor -> out
-      true -> output(Accel.Tensor.to_binary(out), compiled, as, n, [])
+      true -> output(host_binary(out), compiled, as, n, [])
     end
   end
 

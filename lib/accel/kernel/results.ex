@@ -10,7 +10,7 @@ defmodule Accel.Kernel.Results do
   # recomputed on the BEAM, in order (the first that raises raises, as in Enum.map/2), and patched
   # into the result. `tensors` holds one entry per input that is not a range.
   def recompute(kernel, compiled, inputs, tensors, out, as, n, offset) do
-    bin = if is_binary(out), do: out, else: Accel.Tensor.to_binary(out)
+    bin = host_binary(out)
     hosts = host_inputs(inputs, tensors)
 
     patches =
@@ -77,6 +77,10 @@ defmodule Accel.Kernel.Results do
           "element #{i}: kernel #{kernel.name} gives #{inspect(v, limit: 5)}, which does not fit #{inspect(type)} " <>
             "(the #{as} result's type); ask for a list (as: :list) to get it exactly"
   end
+
+  # A kernel's output as bytes on the host: streamed calls give a binary already, launches a tensor.
+  def host_binary(out) when is_binary(out), do: out
+  def host_binary(out), do: Accel.Tensor.to_binary(out)
 
   def output(bin, compiled, as, n, patches, out \\ nil)
 
