@@ -1,6 +1,6 @@
 defmodule Accel.KernelDifferentialTest do
   # Accel.map(input, kernel) against Enum.map(input, the same function) on every available backend:
-  # 92 functions (overflow at the edges, negative rem/div, rem of products past 2^53, division by zero, float/int mixing,
+  # 95 functions (overflow at the edges, negative rem/div, rem of products past 2^53, division by zero, float/int mixing,
   # `/` always float, comparisons and booleans, bitwise, shifts past 63, nested if/cond/case, Elixir's variable scopes, loops,
   # captured divisors) on extreme and random int64 and f64 inputs. Elements where Elixir raises are
   # checked apart: Accel.map must raise the BEAM's exception of the first of them.
@@ -364,6 +364,9 @@ defmodule Accel.KernelDifferentialTest do
       mul_sub: Accel.kernel(fn x, y -> x * y - y end),
       div_pair: Accel.kernel(fn x, y -> div(x, y) end),
       rem_pair: Accel.kernel(fn x, y -> rem(x, y) end),
+      # a divisor that differs between elements, held in doubles where inputs are small: its zero
+      # test is each element's own
+      rem_div_pair: Accel.kernel(fn x, y -> rem(rem(x, 1 <<< 40), y) + div(x * 3, y) end),
       max_pair: Accel.kernel(fn x, y -> if x > y, do: x, else: y end)
     ]
   end
@@ -408,10 +411,24 @@ defmodule Accel.KernelDifferentialTest do
           do: check(name, k, [xs], unquote(backend), :exact)
     end
 
+    # Nothing else in these can fail, and a boolean holds no sentinel by chance: with d = 0, only
+    # the divisor's own test (once per block of lanes on the CPU, whole blocks here) makes them raise.
+    @tag backend
+    test "#{backend}: a zero divisor fixed for the call raises by its own test" do
+      d = 0
+      wide = Accel.kernel(fn x -> rem(rem(x, 1000) * 3, d) > 1 end)
+      narrowed = Accel.kernel(fn x -> rem(22 * x * (x + 1), d) == 1 end)
+      for k <- [wide, narrowed], do: check("d = 0", k, [Enum.to_list(1..64)], unquote(backend), :exact)
+    end
+
     @tag backend
     test "#{backend}: two-input kernels equal Enum.zip_with" do
       ys = Enum.map(@ints, &rem(&1 * 7 + 3, 1000)) |> List.replace_at(3, -1) |> List.replace_at(5, 0)
       for {name, k} <- pair_kernels(), do: check(name, k, [@ints, ys], unquote(backend), :exact)
+
+      # small inputs, which the CPU runs in its narrowed form (blocks of 32 within -2^b..2^b-1)
+      xs = Enum.map(@ints, &rem(&1, 1 <<< 20))
+      for {name, k} <- pair_kernels(), do: check("#{name}, small", k, [xs, ys], unquote(backend), :exact)
     end
 
     @tag backend

@@ -212,44 +212,41 @@ ACCEL_UFN double accel_rint(double x) {
 
 /* rem/2 and div/2 of integers held exactly in doubles, for |a| + |b| <= 2^53 (the compiler proves
  * it from value ranges), through inv, the double nearest 1 / b: vectorisable where 64-bit integer
- * division and multiply-high are not. a * inv is a / b to within e < 2 / |b| (two roundings of
- * relative 2^-53 on a quotient below 2^53 / |b|; none for |b| <= 2, where 1 / b is exact), so q,
- * the integer nearest it, leaves |a - q * b| <= |b| (0.5 + e) <= |b| for |b| >= 3 (an integer
- * below 3.5 for |b| = 3). q * b and a - q * b are integers below 2^53, hence exact; a remainder
- * in [-|b|, |b|] takes one correction to Elixir's, which has the dividend's sign and |r| < |b|. */
-ACCEL_UFN double accel_rem_f(double a, double b, double inv, int* bad) {
-  *bad |= b == 0.0;
+ * division and multiply-high are not. b is not 0: the compiler tests it first (a zero divisor
+ * raises the element's flag; where the divisor is the same for every element, once for them all).
+ * a * inv is a / b to within e, where e < 0.5 for every b: for |b| >= 5, e < 2 / |b| (two
+ * roundings of relative 2^-53 on a quotient below 2^53 / |b|); for |b| in {1, 2, 4}, e = 0 (1 / b
+ * and the product are exact); for |b| = 3, e < 1/4 + 1/6 (the product's rounding, half a unit in
+ * the last place of a quotient below 2^52, and 1 / 3's, relative 2^-54). So q, the integer
+ * nearest a * inv, leaves |a - q * b| <= |b| (0.5 + e) < |b|. q * b and a - q * b are integers
+ * within 2^53, hence exact; a remainder in (-|b|, |b|) takes one correction to Elixir's, which has
+ * the dividend's sign and |r| < |b|. */
+ACCEL_UFN double accel_rem_f(double a, double b, double inv) {
   const double mag = fabs(b), s = a < 0 ? -1.0 : 1.0;
-  double rs = (a - accel_rint(a * inv) * b) * s; /* the remainder, sign-normalised: want 0 <= rs < |b| */
-  rs = rs < 0 ? rs + mag : rs;
-  rs = rs >= mag ? rs - mag : rs;
-  return rs * s;
+  const double rs = (a - accel_rint(a * inv) * b) * s; /* the remainder, sign-normalised: want 0 <= rs < |b| */
+  return (rs < 0 ? rs + mag : rs) * s;
 }
 
 /* accel_rem_f for a dividend the compiler proved non-negative: no sign to carry. */
-ACCEL_UFN double accel_rem_fp(double a, double b, double inv, int* bad) {
-  *bad |= b == 0.0;
-  const double mag = fabs(b);
-  double r = a - accel_rint(a * inv) * b;
-  r = r < 0 ? r + mag : r;
-  return r >= mag ? r - mag : r;
+ACCEL_UFN double accel_rem_fp(double a, double b, double inv) {
+  const double r = a - accel_rint(a * inv) * b;
+  return r < 0 ? r + fabs(b) : r;
 }
 
-ACCEL_UFN double accel_div_f(double a, double b, double inv, int* bad) {
-  *bad |= b == 0.0;
-  const double mag = fabs(b), s = a < 0 ? -1.0 : 1.0, step = s * (b < 0 ? -1.0 : 1.0);
+ACCEL_UFN double accel_div_f(double a, double b, double inv) {
+  const double s = a < 0 ? -1.0 : 1.0, step = s * (b < 0 ? -1.0 : 1.0);
   const double q = accel_rint(a * inv);
-  const double rs = (a - q * b) * s;
-  return rs < 0 ? q - step : rs >= mag ? q + step : q;
+  return (a - q * b) * s < 0 ? q - step : q;
 }
 
-/* rem/2 and div/2 of 64-bit integers, |a| <= 2^62 and |b| <= 2^53, in two rounds of the
+/* rem/2 and div/2 of 64-bit integers, |a| <= 2^62 and 0 < |b| <= 2^53, in two rounds of the
  * reciprocal: what the CPU's lanes run, since 64-bit conversions and multiplies vectorise
  * (AVX-512DQ) where a multiply-high does not. Round one: (double)a * inv is a / b to within
  * 1537 / |b| (three roundings of relative 2^-53 on a quotient below 2^62 / |b|), so
  * r1 = a - q1 * b has |r1| <= |b| / 2 + 1537 < 2^53, exact as a double. Round two: r1 * inv is
- * r1 / b to within 2^-51 of a quotient below 1538, so |r1 - q2 * b| <= |b| / 2 + 1 <= |b| (for
- * |b| = 1, inv = 1 and it is 0). The products wrap in 64 bits, but their differences are small and
+ * r1 / b to within |r1 / b| 2^-52 (1 + 2^-52), so |r1 - q2 * b| <= |b| / 2 + |r1| 2^-52 (1 + 2^-52),
+ * below |b| / 2 + 1.01 and so below |b| for |b| >= 3; for |b| <= 2, inv and the product are exact
+ * and it is at most |b| / 2. The products wrap in 64 bits, but their differences are small and
  * exact. One correction then gives Elixir's remainder, as in accel_rem_f. */
 ACCEL_UFN accel_i64 accel_rem_w_(accel_i64 a, accel_i64 b, double inv, accel_i64* q) {
   /* rounded in a double first: GCC folds (int64)rint(x) into lrint(x), which does not vectorise */
@@ -262,22 +259,17 @@ ACCEL_UFN accel_i64 accel_rem_w_(accel_i64 a, accel_i64 b, double inv, accel_i64
   return (accel_i64)((accel_u64)r1 - (accel_u64)q2 * (accel_u64)b);
 }
 
-ACCEL_UFN accel_i64 accel_rem_w(accel_i64 a, accel_i64 b, double inv, int* bad) {
-  *bad |= b == 0;
+ACCEL_UFN accel_i64 accel_rem_w(accel_i64 a, accel_i64 b, double inv) {
   accel_i64 q;
   const accel_i64 mag = b < 0 ? -b : b, s = a < 0 ? -1 : 1;
-  accel_i64 rs = accel_rem_w_(a, b, inv, &q) * s;
-  rs = rs < 0 ? rs + mag : rs;
-  rs = rs >= mag ? rs - mag : rs;
-  return rs * s;
+  const accel_i64 rs = accel_rem_w_(a, b, inv, &q) * s;
+  return (rs < 0 ? rs + mag : rs) * s;
 }
 
-ACCEL_UFN accel_i64 accel_div_w(accel_i64 a, accel_i64 b, double inv, int* bad) {
-  *bad |= b == 0;
+ACCEL_UFN accel_i64 accel_div_w(accel_i64 a, accel_i64 b, double inv) {
   accel_i64 q;
-  const accel_i64 mag = b < 0 ? -b : b, s = a < 0 ? -1 : 1, step = b < 0 ? -s : s;
-  const accel_i64 rs = accel_rem_w_(a, b, inv, &q) * s;
-  return rs < 0 ? q - step : rs >= mag ? q + step : q;
+  const accel_i64 s = a < 0 ? -1 : 1, step = b < 0 ? -s : s;
+  return accel_rem_w_(a, b, inv, &q) * s < 0 ? q - step : q;
 }
 
 /* Integer against float, exactly, as the BEAM compares them: -1, 0 or 1. */

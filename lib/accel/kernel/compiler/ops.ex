@@ -133,13 +133,13 @@ defmodule Accel.Kernel.Compiler.Ops do
 
         # held in doubles: the reciprocal of a divisor fixed for the call is computed once, on the host
         st.dint and held_d?(a) and fits53?(b.r) and amax + bmax <= @d53 ->
-          {inv, st} = reciprocal_text(divisor, b, st)
-          declare_v(st, dint("#{f_helper(helper, a)}(#{a.d}, #{dt(b)}, #{inv}, &bad)", r))
+          {inv, st} = inverse(divisor, b, st)
+          declare_v(st, dint("#{f_helper(helper, a)}(#{a.d}, #{dt(b)}, #{inv})", r))
 
         # 64-bit, in the lanes walks: two rounds of the reciprocal, which vectorise (AVX-512DQ)
         st.lanes and amax <= @wide and fits53?(b.r) ->
-          {inv, st} = reciprocal_text(divisor, b, st)
-          declare_v(st, int("#{helper}_w(#{it(a)}, #{it(b)}, #{inv}, &bad)", r))
+          {inv, st} = inverse(divisor, b, st)
+          declare_v(st, int("#{helper}_w(#{it(a)}, #{it(b)}, #{inv})", r))
 
         match?({:lit, d} when is_integer(d) and d not in [0, -1], divisor) ->
           op = if name == :div, do: "/", else: "%"
@@ -246,12 +246,12 @@ defmodule Accel.Kernel.Compiler.Ops do
   end
 
   defp rem_of_product({x, y}, b, divisor, r, st) do
-    {inv, st} = reciprocal_text(divisor, b, st)
+    {inv, st} = inverse(divisor, b, st)
     bm = max(magnitude(b.r) - 1, 0)
 
     reduced = fn v, st ->
       range = if elem(v.r, 0) >= 0, do: {0, bm}, else: {-bm, bm}
-      declare_v(st, dint("#{f_helper("accel_rem", v)}(#{dt(v)}, #{dt(b)}, #{inv}, &bad)", range))
+      declare_v(st, dint("#{f_helper("accel_rem", v)}(#{dt(v)}, #{dt(b)}, #{inv})", range))
     end
 
     {rx, st} = reduced.(x, st)
@@ -260,13 +260,31 @@ defmodule Accel.Kernel.Compiler.Ops do
     {p, st} =
       declare_v(st, dint("(#{rx.d} * #{ry.d})", {if(elem(r, 0) >= 0, do: 0, else: -bm * bm), bm * bm}))
 
-    declare_v(st, dint("#{f_helper("accel_rem", p)}(#{p.d}, #{dt(b)}, #{inv}, &bad)", r))
+    declare_v(st, dint("#{f_helper("accel_rem", p)}(#{p.d}, #{dt(b)}, #{inv})", r))
   end
 
   # The doubles helper of div/2 or rem/2 (kernels/user.h) for dividend `a`: for rem/2 of a
   # non-negative one, accel_rem_fp, which skips Elixir's sign rule.
   defp f_helper("accel_rem", %{r: {lo, _}}) when lo >= 0, do: "accel_rem_fp"
   defp f_helper(helper, _a), do: helper <> "_f"
+
+  # What the reciprocal helpers (kernels/user.h) divide by: the double nearest 1 / divisor, after
+  # the test they leave to the compiler, a zero divisor (none where its range excludes 0). A
+  # divisor that is the same for every element is tested once for a block of lanes (a scalar line,
+  # which the lanes' loop leaves out), not in every lane.
+  defp inverse(divisor, b, st) do
+    {lo, hi} = b.r
+    text = b.c || b.d
+
+    st =
+      cond do
+        lo > 0 or hi < 0 -> st
+        varying?(text) -> emit(st, "ACCEL_LANE lbad[l] |= #{text} == 0;")
+        true -> emit(st, "bad |= #{text} == 0;")
+      end
+
+    reciprocal_text(divisor, b, st)
+  end
 
   # The double nearest 1 / divisor: a slot filled on the host for a captured divisor, a literal
   # for a literal one, else computed per element.

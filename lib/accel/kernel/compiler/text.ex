@@ -70,7 +70,8 @@ defmodule Accel.Kernel.Compiler.Text do
           }
           """
 
-        lane_form ->
+        # lanes' own flags only where some check varies between them
+        lane_form and String.contains?(body, "lbad[l]") ->
           """
           ACCEL_USER_ELEMENT int #{fun}(#{params}) {
             int bad = 0;
@@ -83,6 +84,16 @@ defmodule Accel.Kernel.Compiler.Text do
               any |= b;
             }
             return any;
+          }
+          """
+
+        lane_form ->
+          """
+          ACCEL_USER_ELEMENT int #{fun}(#{params}) {
+            int bad = 0;
+          #{body}
+          #{failed}  ACCEL_LANE out[i + l] = bad ? (#{out_t})#{sentinel} : #{value};
+            return bad;
           }
           """
 
@@ -233,8 +244,8 @@ defmodule Accel.Kernel.Compiler.Text do
 
   # Each run of straight-line lines becomes one loop over the lanes, which the C++ compiler
   # vectorises as a whole (one loop per statement would be unrolled first, and then not
-  # vectorised): the run's uniform scalars go first (they read no lane's value), then its arrays'
-  # declarations, then one `ACCEL_LANE { ... }` with every lane statement, in order.
+  # vectorised): the run's uniform scalars and checks go first (they read no lane's value), then
+  # its arrays' declarations, then one `ACCEL_LANE { ... }` with every lane statement, in order.
   defp fuse_lanes(lines) do
     lines
     |> Enum.chunk_by(&(lane_line(&1) != :other))
@@ -264,7 +275,7 @@ defmodule Accel.Kernel.Compiler.Text do
     cond do
       String.starts_with?(line, "ACCEL_LANE ") -> :lane
       line =~ ~r/^[\w ]+ t\d+\[ACCEL_LANES\];$/ -> :array
-      String.starts_with?(line, "const ") -> :uniform
+      String.starts_with?(line, "const ") or String.starts_with?(line, "bad |= ") -> :uniform
       true -> :other
     end
   end
