@@ -333,7 +333,10 @@ defmodule Accel.KernelDifferentialTest do
               127,
               255,
               -256,
+              256,
+              -257,
               4096,
+              65_536,
               65_537,
               6_700_417,
               -6_700_417,
@@ -373,6 +376,20 @@ defmodule Accel.KernelDifferentialTest do
 
   # float kernels whose results come from a device's math library: compared within 2 ulps there
   @library_math [:exp, :sin, :sigmoid]
+
+  # What lets rem/div by a capture skip its zero test and take OpenCL's cheaper rounding: a
+  # captured integer's class (the smallest that holds it) says how small it cannot be.
+  test "a captured integer's class gives a least magnitude it never undercuts" do
+    alias Accel.Kernel.Compiler
+    floor = &Compiler.class_floor(Compiler.bucket(&1))
+
+    for bits <- 0..62, v <- [1 <<< bits, (1 <<< bits) - 1, (1 <<< bits) + 1], x <- [v, -v] do
+      assert floor.(x) <= abs(x), "class #{Compiler.bucket(x)} of #{x}"
+    end
+
+    assert Enum.map([255, -256, 256, -257, 65_535, 65_536, 1 <<< 48, @max, @min], floor) ==
+             [0, 0, 256, 256, 256, 65_536, 0, 0, 0]
+  end
 
   for backend <- [:cpu, :opencl, :cuda] do
     @tag backend

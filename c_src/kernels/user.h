@@ -198,9 +198,9 @@ ACCEL_UFN accel_i64 accel_f2i(double x, int* bad) {
 
 /* Round to the nearest integer, ties to even, for any double. On OpenCL, ACCEL_RINT's 2^52 trick
  * holds only below 2^51 and PoCL's rint() is a call that stops vectorisation: the trick is applied
- * with the sign of x (exact below 2^52, and every double from 2^52 up is an integer). Devices do
- * not run the doubles forms yet (compiler.ex says why); the helpers stay exact on every dialect
- * for when they do. */
+ * with the sign of x (exact below 2^52, and every double from 2^52 up is an integer). Where the
+ * compiler proves |x| < 2^51, the helpers below take plain ACCEL_RINT (`small`, a literal that
+ * folds away): on PoCL the sign's selects and the magnitude test cost a doubles loop 15%. */
 #if defined(__OPENCL_VERSION__)
 ACCEL_UFN double accel_rint(double x) {
   const double c = x < 0 ? -4503599627370496.0 : 4503599627370496.0;
@@ -209,6 +209,7 @@ ACCEL_UFN double accel_rint(double x) {
 #else
 #define accel_rint(x) ACCEL_RINT(x)
 #endif
+#define accel_quotient(x, small) ((small) ? ACCEL_RINT(x) : accel_rint(x))
 
 /* rem/2 and div/2 of integers held exactly in doubles, for |a| + |b| <= 2^53 (the compiler proves
  * it from value ranges), through inv, the double nearest 1 / b: vectorisable where 64-bit integer
@@ -220,22 +221,22 @@ ACCEL_UFN double accel_rint(double x) {
  * the last place of a quotient below 2^52, and 1 / 3's, relative 2^-54). So q, the integer
  * nearest a * inv, leaves |a - q * b| <= |b| (0.5 + e) < |b|. q * b and a - q * b are integers
  * within 2^53, hence exact; a remainder in (-|b|, |b|) takes one correction to Elixir's, which has
- * the dividend's sign and |r| < |b|. */
-ACCEL_UFN double accel_rem_f(double a, double b, double inv) {
+ * the dividend's sign and |r| < |b|. `small`: 1 where |a| < 2^51, so that |a * inv| is too. */
+ACCEL_UFN double accel_rem_f(double a, double b, double inv, int small) {
   const double mag = fabs(b), s = a < 0 ? -1.0 : 1.0;
-  const double rs = (a - accel_rint(a * inv) * b) * s; /* the remainder, sign-normalised: want 0 <= rs < |b| */
+  const double rs = (a - accel_quotient(a * inv, small) * b) * s; /* the remainder, sign-normalised: want 0 <= rs < |b| */
   return (rs < 0 ? rs + mag : rs) * s;
 }
 
 /* accel_rem_f for a dividend the compiler proved non-negative: no sign to carry. */
-ACCEL_UFN double accel_rem_fp(double a, double b, double inv) {
-  const double r = a - accel_rint(a * inv) * b;
+ACCEL_UFN double accel_rem_fp(double a, double b, double inv, int small) {
+  const double r = a - accel_quotient(a * inv, small) * b;
   return r < 0 ? r + fabs(b) : r;
 }
 
-ACCEL_UFN double accel_div_f(double a, double b, double inv) {
+ACCEL_UFN double accel_div_f(double a, double b, double inv, int small) {
   const double s = a < 0 ? -1.0 : 1.0, step = s * (b < 0 ? -1.0 : 1.0);
-  const double q = accel_rint(a * inv);
+  const double q = accel_quotient(a * inv, small);
   return (a - q * b) * s < 0 ? q - step : q;
 }
 

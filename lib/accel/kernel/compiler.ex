@@ -31,9 +31,23 @@ defmodule Accel.Kernel.Compiler do
     defstruct [:source, :key, :out_type, :result, :slots, :uses_f64, resume_words: 0]
   end
 
+  @classes [8, 16, 24, 32, 48]
+
   @doc "The class a captured integer is specialised by: the bits its magnitude needs."
   def bucket(v) when is_integer(v) do
-    Enum.find([8, 16, 24, 32, 48], 64, fn b -> v >= -Bitwise.bsl(1, b) and v < Bitwise.bsl(1, b) end)
+    Enum.find(@classes, 64, fn b -> v >= -Bitwise.bsl(1, b) and v < Bitwise.bsl(1, b) end)
+  end
+
+  @doc """
+  The least magnitude of a captured integer of class `bits`: bucket/1 gives the smallest class
+  that holds it, so it is in none below (-2^b..2^b-1 for the class b below). Class 8 holds 0, and
+  class 64 is also what precompiled kernels take for any value: 0 for both.
+  """
+  def class_floor(bits) do
+    case Enum.filter(@classes, &(&1 < bits)) do
+      smaller when smaller != [] and bits in @classes -> Bitwise.bsl(1, List.last(smaller))
+      _ -> 0
+    end
   end
 
   @doc """
@@ -47,8 +61,9 @@ defmodule Accel.Kernel.Compiler do
       buffer that `resume_words` sizes;
     * the same with integers that ranges prove below 2^53 held exactly in doubles (a loop's
       accumulator once it settles, and what is computed from it), which vectorises where 64-bit
-      multiply-high and division do not: on the host only (on PoCL it is slower than 64-bit
-      integers, and GPUs' double rates differ by 32x between models);
+      multiply-high and division do not: on the host, and on OpenCL CPU devices with doubles
+      (PoCL) where the kernel has no resumable loops; not on GPUs, whose double rates differ by
+      32x between models;
     * `accel_user_lanes`, ACCEL_LANES elements in lockstep, each statement a loop over the lanes
       that the C++ compiler vectorises, or at least interleaves: the CPU's entry point, for bodies
       whose control flow is the same for every element (branches on element values run the

@@ -134,7 +134,7 @@ defmodule Accel.Kernel.Compiler.Ops do
         # held in doubles: the reciprocal of a divisor fixed for the call is computed once, on the host
         st.dint and held_d?(a) and fits53?(b.r) and amax + bmax <= @d53 ->
           {inv, st} = inverse(divisor, b, st)
-          declare_v(st, dint("#{f_helper(helper, a)}(#{a.d}, #{dt(b)}, #{inv})", r))
+          declare_v(st, dint("#{f_helper(helper, a)}(#{a.d}, #{dt(b)}, #{inv}, #{small(a, b)})", r))
 
         # 64-bit, in the lanes walks: two rounds of the reciprocal, which vectorise (AVX-512DQ)
         st.lanes and amax <= @wide and fits53?(b.r) ->
@@ -251,7 +251,7 @@ defmodule Accel.Kernel.Compiler.Ops do
 
     reduced = fn v, st ->
       range = if elem(v.r, 0) >= 0, do: {0, bm}, else: {-bm, bm}
-      declare_v(st, dint("#{f_helper("accel_rem", v)}(#{dt(v)}, #{dt(b)}, #{inv})", range))
+      declare_v(st, dint("#{f_helper("accel_rem", v)}(#{dt(v)}, #{dt(b)}, #{inv}, #{small(v, b)})", range))
     end
 
     {rx, st} = reduced.(x, st)
@@ -260,7 +260,7 @@ defmodule Accel.Kernel.Compiler.Ops do
     {p, st} =
       declare_v(st, dint("(#{rx.d} * #{ry.d})", {if(elem(r, 0) >= 0, do: 0, else: -bm * bm), bm * bm}))
 
-    declare_v(st, dint("#{f_helper("accel_rem", p)}(#{p.d}, #{dt(b)}, #{inv})", r))
+    declare_v(st, dint("#{f_helper("accel_rem", p)}(#{p.d}, #{dt(b)}, #{inv}, #{small(p, b)})", r))
   end
 
   # The doubles helper of div/2 or rem/2 (kernels/user.h) for dividend `a`: for rem/2 of a
@@ -268,17 +268,25 @@ defmodule Accel.Kernel.Compiler.Ops do
   defp f_helper("accel_rem", %{r: {lo, _}}) when lo >= 0, do: "accel_rem_fp"
   defp f_helper(helper, _a), do: helper <> "_f"
 
+  # Their `small` argument: 1 where every quotient is below 2^51 in magnitude (from the dividend's
+  # range and the divisor's least magnitude: a capture's class gives one), for which OpenCL's
+  # rounding needs no test of sign or size.
+  defp small(a, b), do: if(div(magnitude(a.r), max(least_magnitude(b), 1)) < 0x7FFFFFFFFFFFF, do: 1, else: 0)
+
+  defp least_magnitude(%{r: {lo, hi}} = b) do
+    Enum.max([Map.get(b, :floor, 0), if(lo > 0, do: lo, else: 0), if(hi < 0, do: -hi, else: 0)])
+  end
+
   # What the reciprocal helpers (kernels/user.h) divide by: the double nearest 1 / divisor, after
-  # the test they leave to the compiler, a zero divisor (none where its range excludes 0). A
+  # the test they leave to the compiler, a zero divisor (none where its range or class excludes 0). A
   # divisor that is the same for every element is tested once for a block of lanes (a scalar line,
   # which the lanes' loop leaves out), not in every lane.
   defp inverse(divisor, b, st) do
-    {lo, hi} = b.r
     text = b.c || b.d
 
     st =
       cond do
-        lo > 0 or hi < 0 -> st
+        least_magnitude(b) > 0 -> st
         varying?(text) -> emit(st, "ACCEL_LANE lbad[l] |= #{text} == 0;")
         true -> emit(st, "bad |= #{text} == 0;")
       end

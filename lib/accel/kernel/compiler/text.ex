@@ -113,10 +113,18 @@ defmodule Accel.Kernel.Compiler.Text do
 
     with_doubles = element.(doubles, false, "accel_user_at")
 
+    # the doubles form on the host, and on OpenCL CPU devices with doubles where the kernel has no
+    # resumable loops (the doubles walk has none: it takes no state buffer)
+    doubles_here =
+      if elem(plain, 1).loops == 0,
+        do:
+          "!defined(__CUDACC__) && (!defined(__OPENCL_VERSION__) || (ACCEL_HAS_F64 && defined(ACCEL_OPENCL_CPU)))",
+        else: "!defined(__OPENCL_VERSION__) && !defined(__CUDACC__)"
+
     single =
       if with_doubles == one,
         do: one,
-        else: "#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)\n#{with_doubles}#else\n#{one}#endif\n"
+        else: "#if #{doubles_here}\n#{with_doubles}#else\n#{one}#endif\n"
 
     {narrow_text, lanes_call} =
       case narrow do

@@ -44,8 +44,8 @@ defmodule Accel.Kernel.Compiler.Values do
 
   # `v` re-pointed at the variable `c` or `d` (a branch's or a loop's result, an accumulator): what
   # it knew about the values it was computed from (Ops' :lin and :factors) names texts that need not
-  # be in scope there, nor hold the same values.
-  def repoint(v, c, d), do: v |> Map.drop([:lin, :factors]) |> Map.merge(%{c: c, d: d})
+  # be in scope there, nor hold the same values; nor need it keep a capture's least magnitude (:floor).
+  def repoint(v, c, d), do: v |> Map.drop([:lin, :factors, :floor]) |> Map.merge(%{c: c, d: d})
   def fits53?({lo, hi}), do: lo >= -@d53 and hi <= @d53
 
   # In the doubles walks, whether integers `vs` are all exact in doubles and one already is one.
@@ -64,7 +64,8 @@ defmodule Accel.Kernel.Compiler.Values do
         case kind do
           {:int, bits} ->
             {c, st} = declare(st, "accel_i64", "(accel_i64)s#{slot}")
-            {Map.put(env, {:cap, k}, int(c, bucket_range(bits))), st}
+            v = Map.put(int(c, bucket_range(bits)), :floor, Accel.Kernel.Compiler.class_floor(bits))
+            {Map.put(env, {:cap, k}, v), st}
 
           :float ->
             {c, st} = declare(st, "double", "accel_f64_of(s#{slot})")
