@@ -4,9 +4,9 @@
 # launching and reading on every call, on the same device. Against it: Accel.logistic_map/2 and
 # the same computation as an Accel user kernel (Accel.map/3), both `backend: :opencl`, int64
 # binary in and out. Sizes 2^16 to 2^25, medians of 5 rounds (more below 2^22), variants
-# round-robin, results checked equal. The binding's calls run with SIGCHLD handled (PoCL runs its linker as a child process and
-# aborts when it cannot wait for it; the VM ignores SIGCHLD). Writes
-# bench/results/opencl_peer.md.
+# round-robin, results checked equal. The binding's calls run with SIGCHLD handled (PoCL runs its
+# linker as a child process and aborts when it cannot wait for it; the VM ignores SIGCHLD).
+# Writes bench/results/opencl_peer.md.
 #
 #   mix run bench/opencl_peer.exs [--runs 5] [--max 25]
 require Accel
