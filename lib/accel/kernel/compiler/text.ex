@@ -87,22 +87,15 @@ defmodule Accel.Kernel.Compiler.Text do
           }
           """
 
-        lane_form ->
-          """
-          ACCEL_USER_ELEMENT int #{fun}(#{params}) {
-            int bad = 0;
-          #{body}
-          #{failed}  ACCEL_LANE out[i + l] = bad ? (#{out_t})#{sentinel} : #{value};
-            return bad;
-          }
-          """
-
+        # one element, or lanes with no flag but the block's
         true ->
+          store = if lane_form, do: "ACCEL_LANE out[i + l]", else: "out[i]"
+
           """
           ACCEL_USER_ELEMENT int #{fun}(#{params}) {
             int bad = 0;
           #{body}
-          #{failed}  out[i] = bad ? (#{out_t})#{sentinel} : #{value};
+          #{failed}  #{store} = bad ? (#{out_t})#{sentinel} : #{value};
             return bad;
           }
           """
