@@ -13,6 +13,9 @@ defmodule Accel.MixProject do
       deps: deps(),
       elixirc_paths: if(Mix.env() == :test, do: ["lib", "test/support"], else: ["lib"]),
       elixirc_options: [warnings_as_errors: System.get_env("CI") in ["true", "1"]],
+      # Nx's own suite (bin/nx-suite) derives Nx's protocols for structs its test files define, as
+      # Nx's mix.exs allows in its test environment
+      consolidate_protocols: System.get_env("ACCEL_NX_SUITE") == nil,
       # PropEr (Debian's erlang-proper, bin/setup) generates the property tests' cases: an OTP
       # library of the system's, not a dependency
       xref: [exclude: [:proper, :proper_types]],

@@ -61,3 +61,7 @@ end
 
 # Accel.Nx.Backend logs each fallback to Nx.BinaryBackend at debug level: not in the suite's output.
 Logger.configure(level: :info)
+
+# bin/nx-suite: Nx's own test suite against Accel (test/nx_suite/setup.exs stands in for Nx's
+# test_helper.exs).
+if System.get_env("ACCEL_NX_SUITE"), do: Code.require_file("nx_suite/setup.exs", __DIR__)

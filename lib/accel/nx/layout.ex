@@ -12,7 +12,7 @@ if Code.ensure_loaded?(Nx) do
     def as_type(%T{type: type} = out, %T{type: from} = t) do
       if Storage.compute?([type, from]) do
         [a] = Storage.operands!(:as_type, [t])
-        Storage.wrap(Storage.cast(a, type), out, t.data.auto)
+        Storage.wrap(Storage.cast(a, type), out, Storage.auto?([t]))
       else
         Fallback.run(:as_type, [out, t])
       end
@@ -24,8 +24,8 @@ if Code.ensure_loaded?(Nx) do
       [a] = Storage.operands!(:bitcast, [t])
 
       if Storage.storage_type(out.type) == Storage.storage_type(t.type),
-        do: Storage.wrap(a, out, t.data.auto),
-        else: Storage.upload_on(Accel.Nx.Backend.to_binary(t, Nx.size(t)), out, a.device, t.data.auto)
+        do: Storage.wrap(a, out, Storage.auto?([t])),
+        else: Storage.upload_on(Nx.to_binary(t), out, a.device, Storage.auto?([t]))
     end
 
     def reshape(out, t), do: layout(:reshape, out, t, [], fn a -> AT.reshape(a, out.shape) end)
@@ -151,7 +151,7 @@ if Code.ensure_loaded?(Nx) do
     defp layout(name, %T{} = out, %T{type: type} = t, args, fun) do
       if Storage.elements?(type) and Storage.elements?(out.type) do
         [a] = Storage.operands!(name, [t])
-        Storage.wrap(fun.(a), out, t.data.auto)
+        Storage.wrap(fun.(a), out, Storage.auto?([t]))
       else
         Fallback.run(name, [out, t | args])
       end
