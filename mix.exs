@@ -18,7 +18,7 @@ defmodule Accel.MixProject do
       consolidate_protocols: System.get_env("ACCEL_NX_SUITE") == nil,
       # PropEr (Debian's erlang-proper, bin/setup) generates the property tests' cases: an OTP
       # library of the system's, not a dependency
-      xref: [exclude: [:proper, :proper_types]],
+      xref: [exclude: [:proper, :proper_types, :proper_arith]],
       description: "Data-parallel kernels for the BEAM on the CPU, OpenCL and CUDA, through a C++17 NIF",
       test_coverage: [ignore_modules: [Mix.Tasks.Compile.AccelCmake]],
       docs: docs()

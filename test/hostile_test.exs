@@ -393,11 +393,48 @@ defmodule Accel.HostileTest do
          long = Enum.to_list(1..1_000_000)
          T.from_list([long | List.duplicate([1], 999_999)], backend: :cpu)
        end, ArgumentError, ~r/the list at index \[1\] should have 1000000 elements/},
-      {"tensor: broadcasting through 9 dimensions",
+      {"tensor: an operation on a storage type, which has no kernels of its own",
+       fn -> T.negate(T.from_binary(<<1, 0>>, :s16, {1}, backend: :cpu)) end, ArgumentError,
+       ~r/Accel.Tensor.negate\/1 has no kernel for :s16 \(a storage type\)/},
+      {"tensor: bitcast to a type of another size",
+       fn -> T.bitcast(T.from_list([1.0], type: :f32, backend: :cpu), :f64) end, ArgumentError,
+       ~r/bitcast\/2 needs a type of the same size: :f32 and :f64 differ/},
+      {"tensor NIF: reinterpreting 3 bytes as 2-byte elements",
+       fn -> nif.tensor_reinterpret(T.from_list([1, 2, 3], type: :u8, backend: :cpu).ref, :u16) end,
+       ArgumentError, ~r/a tensor of 3 :u8 elements is not a whole number of :u16 elements/},
+      {"tensor NIF: reinterpreting as no type",
+       fn -> nif.tensor_reinterpret(T.iota({2}, backend: :cpu).ref, :f12) end, ArgumentError,
+       ~r/type must be one of :f32/},
+      {"tensor: converting a complex tensor to a real type",
+       fn -> T.as_type(T.from_binary(<<0::64>>, :c64, {1}, backend: :cpu), :f32) end, ArgumentError,
+       ~r/no conversion between :c64 and :f32/},
+      {"tensor: argmax with an unknown NaN rank",
+       fn -> T.argmax(T.iota({3}, type: :f32, backend: :cpu), nan: :middle) end, ArgumentError, ~r/nan/},
+      {"tensor NIF: an argmax policy tuple of the wrong size",
        fn ->
-         T.add(T.iota({2, 1, 1, 1, 1, 1, 1, 1, 1}, backend: :cpu), T.iota({3}, backend: :cpu))
-       end, ArgumentError, ~r/broadcasting across more than 8 dimensions \(\{2, 1, 1, 1, 1, 1, 1, 1, 3\}\)/},
-      {"tensor list NIF: a bad type", fn -> nif.tensor_list_bytes([1], :f16) end, ArgumentError,
+         Accel.Job.call(&nif.tensor_reduce({:argmax, :last}, T.iota({3}, backend: :cpu).ref, 1, 3, 1, &1))
+       end, ArgumentError, ~r/unknown reduction/},
+      {"tensor NIF: an argmax policy naming no tie-break",
+       fn ->
+         Accel.Job.call(
+           &nif.tensor_reduce({:argmax, :last, :middle}, T.iota({3}, backend: :cpu).ref, 1, 3, 1, &1)
+         )
+       end, ArgumentError, ~r/tie_break: must be :low or :high/},
+      {"tensor: a view of 50 dimensions reaching past the tensor",
+       fn ->
+         a = T.iota({4}, backend: :cpu)
+         shape = [2 | List.duplicate(1, 49)]
+         Accel.Job.call(fn ref -> nif.tensor_view(a.ref, shape, [4 | List.duplicate(1, 49)], 0, ref) end)
+       end, ArgumentError, ~r/reaches outside the tensor's 4 elements/},
+      {"tensor: a view of 100 dimensions, past the 64 a shape may have",
+       fn ->
+         a = T.iota({4}, backend: :cpu)
+
+         Accel.Job.call(fn ref ->
+           nif.tensor_view(a.ref, List.duplicate(1, 100), List.duplicate(0, 100), 0, ref)
+         end)
+       end, ArgumentError, ~r/a list of at most 64 integers/},
+      {"tensor list NIF: a bad type", fn -> nif.tensor_list_bytes([1], :f128) end, ArgumentError,
        ~r/type must be one of/},
       {"tensor list NIF: bytes that do not fill the shape",
        fn -> nif.tensor_nested_list(<<1, 2, 3>>, :s64, [1]) end, ArgumentError,

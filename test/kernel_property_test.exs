@@ -6,10 +6,10 @@ defmodule Accel.KernelPropertyTest do
   # against Enum.map of the same function: results equal (integers exactly, floats bit for bit, or
   # within 4 ulps where a :math function other than sqrt runs on a device's library), or the same
   # exception, with the same message, as the first element Elixir raises for.
-  # ACCEL_PROPER_RUNS sets the number of kernels per backend (CI: 40; bin/bench runs more).
+  # ACCEL_PROPER_RUNS and ACCEL_PROPER_SEED as for every property test (Accel.Test.Properties).
   use ExUnit.Case, async: true
 
-  alias Accel.Test.KernelPrograms
+  alias Accel.Test.{KernelPrograms, Properties}
 
   @moduletag :proper
   @moduletag timeout: :infinity
@@ -17,17 +17,8 @@ defmodule Accel.KernelPropertyTest do
   for backend <- [:cpu, :opencl] do
     @tag opencl: backend == :opencl
     test "random kernels give Enum.map's results on #{backend}" do
-      runs = String.to_integer(System.get_env("ACCEL_PROPER_RUNS", "40"))
       backend = unquote(backend)
-      # the property never raises (Debian's PropEr 1.2 cannot report an exception on OTP 24+)
-      property =
-        :proper.forall(KernelPrograms.program(), fn program -> safe_check(program, backend) == :ok end)
-
-      case :proper.quickcheck(property, [{:numtests, runs}, {:on_output, fn _, _ -> :ok end}, :long_result]) do
-        true -> :ok
-        [counterexample] -> flunk(safe_check(counterexample, backend) |> elem(1))
-        other -> flunk("PropEr: #{inspect(other)}")
-      end
+      Properties.check!("#{backend}", __ENV__.file, KernelPrograms.program(), &safe_check(&1, backend))
     end
   end
 

@@ -8,7 +8,8 @@ defmodule Accel.TensorOpsTest do
   import Bitwise
   alias Accel.Tensor, as: T
 
-  @bits %{s64: 64, s32: 32, u8: 8}
+  @bits %{s64: 64, s32: 32, u8: 8, u64: 64, u32: 32}
+  @unsigned [:u8, :u32, :u64]
   @ints %{
     s64: [
       0,
@@ -27,12 +28,26 @@ defmodule Accel.TensorOpsTest do
       -0x8000000000000000
     ],
     s32: [0, 1, -1, 2, -7, 7, 31, 32, 100, -100, 123_456, 0x7FFFFFFF, -0x80000000],
-    u8: [0, 1, 2, 7, 8, 63, 64, 100, 127, 128, 200, 255]
+    u8: [0, 1, 2, 7, 8, 63, 64, 100, 127, 128, 200, 255],
+    u32: [0, 1, 2, 7, 31, 32, 100, 123_456, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF],
+    u64: [
+      0,
+      1,
+      2,
+      7,
+      63,
+      64,
+      100,
+      0x7FFFFFFFFFFFFFFF,
+      0x8000000000000000,
+      0xFFFFFFFFFFFFFFFE,
+      0xFFFFFFFFFFFFFFFF
+    ]
   }
   # Representable in f32, and no zeros (division; log): those are checked by the native tests.
   @floats [-10.0, -2.5, -1.5, -0.125, 0.125, 0.5, 1.5, 2.5, 3.0, 10.0]
 
-  defp wrap(x, :u8), do: band(x, 0xFF)
+  defp wrap(x, type) when type in @unsigned, do: band(x, (1 <<< @bits[type]) - 1)
 
   defp wrap(x, type) do
     bits = @bits[type]
@@ -109,10 +124,15 @@ defmodule Accel.TensorOpsTest do
   defp ref(:logical_or, _, [x, y]), do: bool(x != 0 or y != 0)
   defp ref(:logical_xor, _, [x, y]), do: bool(x != 0 != (y != 0))
 
-  # Operand pairs for a binary operation: every pair, minus those Elixir raises for (zero divisors,
-  # negative integer exponents), which the native tests and the error test below cover.
+  # Operand pairs for a binary operation: every pair, minus those Accel raises for (zero divisors,
+  # negative integer exponents and shift amounts), which the native tests and the error test below
+  # cover.
   defp pairs(op, values) do
-    for x <- values, y <- values, not (op in [:divide, :quotient, :remainder] and y == 0), do: {x, y}
+    for x <- values,
+        y <- values,
+        not (op in [:divide, :quotient, :remainder] and y == 0),
+        not (op in [:left_shift, :right_shift] and y < 0),
+        do: {x, y}
   end
 
   defp pow_pairs(values), do: for(x <- values, y <- [0, 1, 2, 3, 7, 63, 64, 100], do: {x, y})
@@ -143,7 +163,7 @@ defmodule Accel.TensorOpsTest do
 
       test "every registered operation, on every type it takes, equals Elixir's" do
         for %{name: op, family: family, types: types} <- Accel.Tensor.Registry.ops(),
-            type <- [:s64, :s32, :u8, :f32, :f64],
+            type <- [:s64, :s32, :u8, :u64, :u32, :f32, :f64],
             kind = if(type in [:f32, :f64], do: :float, else: :int),
             types in [:all, kind] do
           values = if kind == :float, do: Enum.map(@floats, &f32/1), else: @ints[type]
@@ -179,7 +199,7 @@ defmodule Accel.TensorOpsTest do
         end
       end
 
-      test "integer zero divisors and negative exponents raise, naming the function" do
+      test "integer zero divisors, negative exponents and negative shifts raise, naming the function" do
         a = T.from_list([1, 2, 3], backend: @backend)
         z = T.from_list([1, 0, 1], backend: @backend)
 
@@ -190,6 +210,11 @@ defmodule Accel.TensorOpsTest do
         end
 
         assert_raise ArgumentError, ~r/negative exponent in Accel.Tensor.pow\/2/, fn -> T.pow(a, -1) end
+
+        # as Nx raises, naming the first negative amount
+        by = T.from_list([1, -2, -1], backend: @backend)
+        assert_raise ArgumentError, "cannot left shift by -2", fn -> T.left_shift(a, by) end
+        assert_raise ArgumentError, "cannot right shift by -2", fn -> T.right_shift(a, by) end
         assert_raise ArgumentError, ~r/Accel.Tensor.exp\/1 needs a float tensor/, fn -> T.exp(a) end
 
         assert_raise ArgumentError, ~r/bitwise_and\/2 needs integer tensors/, fn ->

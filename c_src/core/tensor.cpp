@@ -105,11 +105,40 @@ accel_u64 scalar_bits(const Scalar& v, DType type) {
   if (v.is_float)
     throw ArgumentError(std::string("a float scalar cannot combine with a tensor of type :") + dtype_name(type) +
                         "; convert the tensor with Accel.Tensor.as_type/2");
-  const int64_t lo = type == DType::S32 ? INT32_MIN : type == DType::U8 ? 0 : INT64_MIN;
-  const int64_t hi = type == DType::S32 ? INT32_MAX : type == DType::U8 ? 255 : INT64_MAX;
+  const int64_t lo = type == DType::S32 ? INT32_MIN : is_unsigned(type) ? 0 : INT64_MIN;
+  const int64_t hi = type == DType::S32 ? INT32_MAX : type == DType::U8 ? 255 : type == DType::U32 ? UINT32_MAX : INT64_MAX;
   if (v.i < lo || v.i > hi)
     throw ArgumentError("scalar " + std::to_string(v.i) + " is out of range for type :" + dtype_name(type));
   return static_cast<accel_u64>(v.i);
+}
+
+void merge_dimensions(std::vector<uint64_t>& shape, const std::vector<std::vector<uint64_t>*>& strides) {
+  std::vector<uint64_t> dims;
+  std::vector<std::vector<uint64_t>> kept(strides.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merges = !dims.empty();
+    for (size_t j = 0; merges && j < strides.size(); ++j) merges = kept[j].back() == (*strides[j])[d] * shape[d];
+    if (merges) {
+      dims.back() *= shape[d];
+      for (size_t j = 0; j < strides.size(); ++j) kept[j].back() = (*strides[j])[d];
+    } else {
+      dims.push_back(shape[d]);
+      for (size_t j = 0; j < strides.size(); ++j) kept[j].push_back((*strides[j])[d]);
+    }
+  }
+  if (dims.empty()) {  // one element: one dimension of 1
+    dims.push_back(1);
+    for (auto& k : kept) k.push_back(0);
+  }
+  shape = std::move(dims);
+  for (size_t j = 0; j < strides.size(); ++j) *strides[j] = std::move(kept[j]);
+}
+
+void check_computes(DType type, const char* what) {
+  if (!computes(type))
+    throw ArgumentError(std::string(what) + " has no kernel for :" + dtype_name(type) +
+                        " (a storage type): convert it with Accel.Tensor.as_type/2 first");
 }
 
 accel_params params_for(uint64_t items, int op) {
@@ -166,33 +195,34 @@ void check_reduction(const Tensor& t, uint64_t outer, uint64_t len, uint64_t inn
 }  // namespace
 
 size_t dtype_size(DType type) {
-  switch (type) {
-    case DType::F64:
-    case DType::S64:
-      return 8;
-    case DType::F32:
-    case DType::S32:
-      return 4;
-    case DType::U8:
-      return 1;
+  switch (static_cast<int>(type)) {
+#define ACCEL_TYPE_SIZE(name, code, bytes, kind, computes_in) \
+  case code:                                                  \
+    return bytes;
+    ACCEL_TYPES(ACCEL_TYPE_SIZE)
+#undef ACCEL_TYPE_SIZE
   }
   return 0;
 }
 
 const char* dtype_name(DType type) {
-  switch (type) {
-    case DType::F32:
-      return "f32";
-    case DType::F64:
-      return "f64";
-    case DType::S64:
-      return "s64";
-    case DType::S32:
-      return "s32";
-    case DType::U8:
-      return "u8";
+  switch (static_cast<int>(type)) {
+#define ACCEL_TYPE_NAME(name, code, bytes, kind, computes_in) \
+  case code:                                                  \
+    return #name;
+    ACCEL_TYPES(ACCEL_TYPE_NAME)
+#undef ACCEL_TYPE_NAME
   }
   return "?";
+}
+
+bool dtype_named(const std::string& name, DType* type) {
+  for (int code = 0; code < kTypeCount; ++code)
+    if (name == dtype_name(static_cast<DType>(code))) {
+      *type = static_cast<DType>(code);
+      return true;
+    }
+  return false;
 }
 
 size_t checked_bytes(uint64_t count, DType type) {
@@ -221,6 +251,7 @@ Tensor tensor_from_bytes(Backend& backend, int device, DType type, const void* b
 }
 
 Tensor tensor_iota(Backend& backend, int device, DType type, uint64_t count) {
+  check_computes(type, "iota");
   Tensor t = allocate_like(backend, device, type, count);
   if (count != 0) launch(t, typed_kernel(Kernel::accel_iota_f32, type), params_for(count), {t.buffer.get()});
   return t;
@@ -232,12 +263,33 @@ void tensor_to_bytes(const Tensor& t, void* out, uint64_t count) {
 }
 
 Tensor tensor_cast(const Tensor& t, DType to) {
+  if (t.type != to && (is_complex(t.type) || is_complex(to)))
+    throw ArgumentError(std::string("no conversion between :") + dtype_name(t.type) + " and :" + dtype_name(to) +
+                        " (complex types convert only to themselves)");
   Tensor out = allocate_like(*t.backend, t.device, to, t.count);
   if (t.count == 0) return out;
-  if (t.type == to)
+  if (t.type == to) {
     t.backend->copy(*t.buffer, *out.buffer, t.buffer->bytes());
-  else
+  } else if (computes(t.type) && computes(to)) {
     launch(t, cast_kernel(t.type, to), params_for(t.count), {t.buffer.get(), out.buffer.get()});
+  } else {
+    accel_params p = params_for(t.count);
+    p.size[0] = static_cast<uint64_t>(t.type);
+    p.size[1] = static_cast<uint64_t>(to);
+    launch(t, Kernel::accel_convert, p, {t.buffer.get(), out.buffer.get()});
+  }
+  return out;
+}
+
+Tensor tensor_reinterpret(const Tensor& t, DType to) {
+  const size_t bytes = t.count * dtype_size(t.type);
+  if (bytes % dtype_size(to) != 0)
+    throw ArgumentError(std::string("a tensor of ") + std::to_string(t.count) + " :" + dtype_name(t.type) +
+                        " elements is not a whole number of :" + dtype_name(to) + " elements");
+  check_supported(*t.backend, t.device, to);
+  Tensor out = t;
+  out.type = to;
+  out.count = bytes / dtype_size(to);
   return out;
 }
 
@@ -245,6 +297,7 @@ Tensor tensor_cast(const Tensor& t, DType to) {
 // (Kahan-compensated f32 on a device without doubles) and is rounded once, at the end. So every
 // backend agrees to about 1e-7 relative on f32 sums of 10^8 elements.
 Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner) {
+  check_computes(t.type, op == ReduceOp::Sum ? "sum" : op == ReduceOp::Min ? "min" : "max");
   check_reduction(t, outer, len, inner, op == ReduceOp::Sum ? nullptr : op == ReduceOp::Min ? "min" : "max");
   const bool sum = op == ReduceOp::Sum;
   const DType result = sum ? sum_type(t.type) : t.type;
@@ -256,7 +309,7 @@ Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len,
   }
   const DType partial = !sum ? t.type : t.type == DType::F32 && !t.backend->supports(DType::F64, t.device) ? DType::F32
                                        : is_float(t.type)                                                ? DType::F64
-                                                                                                         : DType::S64;
+                                                                                                         : result;
   const DeviceInfo device = t.backend->devices().at(static_cast<size_t>(t.device));
   const Kernel family = sum ? Kernel::accel_sum_f32 : Kernel::accel_pick_f32;
   Kernel kernel = typed_kernel(family, t.type);
@@ -281,8 +334,9 @@ Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len,
   }
 }
 
-Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner) {
+Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner, ArgPolicy policy) {
   if (op == ReduceOp::Sum) throw std::logic_error("an argreduce picks; it does not sum");
+  check_computes(t.type, op == ReduceOp::Min ? "argmin" : "argmax");
   check_reduction(t, outer, len, inner, op == ReduceOp::Min ? "argmin" : "argmax");
   Tensor out = allocate_like(*t.backend, t.device, DType::S64, outer * inner);
   if (out.count == 0) return out;
@@ -298,6 +352,8 @@ Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t l
     accel_params p = params_for(partials, static_cast<int>(op));
     const uint64_t sizes[] = {outer, l, inner, pass.groups, pass.block, indices ? 1u : 0u};
     std::copy(std::begin(sizes), std::end(sizes), p.size);
+    p.count[0] = static_cast<uint64_t>(policy.nan);
+    p.count[1] = policy.last ? 1 : 0;
     launch(t, typed_kernel(Kernel::accel_argpick_f32, t.type), p, {values.get(), value_out.get(), index_out.get(), indices.get()},
            static_cast<size_t>((l + pass.groups - 1) / pass.groups));
     if (last) return out;

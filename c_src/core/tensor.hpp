@@ -19,18 +19,37 @@ namespace accel {
 class Backend;
 struct CallOptions;
 
+// Element types, from the registry (kernels/types.h): compute types have kernels of their own;
+// storage types are stored as themselves and converted to compute (the Nx backend's business).
 enum class DType : int {
   F32 = ACCEL_F32_TYPE,
   F64 = ACCEL_F64_TYPE,
   S64 = ACCEL_S64_TYPE,
   S32 = ACCEL_S32_TYPE,
   U8 = ACCEL_U8_TYPE,
+  U64 = ACCEL_U64_TYPE,
+  U32 = ACCEL_U32_TYPE,
+  S8 = ACCEL_S8_TYPE,
+  S16 = ACCEL_S16_TYPE,
+  U16 = ACCEL_U16_TYPE,
+  F16 = ACCEL_F16_TYPE,
+  BF16 = ACCEL_BF16_TYPE,
+  C64 = ACCEL_C64_TYPE,
+  C128 = ACCEL_C128_TYPE,
 };
+constexpr int kTypeCount = ACCEL_TYPE_COUNT;
 size_t dtype_size(DType type);
 const char* dtype_name(DType type);  // "f32", ...
+// The type of that name ("f32", ...), or false.
+bool dtype_named(const std::string& name, DType* type);
+// Whether the type has kernels of its own (f32, f64, s64, s32, u8, u64, u32).
+inline bool computes(DType type) { return static_cast<int>(type) < ACCEL_COMPUTE_TYPES; }
 inline bool is_float(DType type) { return type == DType::F32 || type == DType::F64; }
-// What sum/1 returns: s64 for every integer type (exact modulo 2^64), the same type for floats.
-inline DType sum_type(DType type) { return is_float(type) ? type : DType::S64; }
+inline bool is_unsigned(DType type) { return type == DType::U8 || type == DType::U32 || type == DType::U64; }
+inline bool is_complex(DType type) { return type == DType::C64 || type == DType::C128; }
+// What sum/1 returns: s64 for signed integer types and u64 for unsigned ones (exact modulo 2^64, as
+// Nx sums them), the same type for floats.
+inline DType sum_type(DType type) { return is_float(type) ? type : is_unsigned(type) ? DType::U64 : DType::S64; }
 
 // The registered operations (kernels/ops.h), one enumerator per registry line, and what the
 // registry says of each: its name (the Elixir function's), and whether integers may take it.
@@ -92,7 +111,12 @@ Tensor tensor_iota(Backend& backend, int device, DType type, uint64_t count);
 // The first `count` elements (at most t.count) into `out`.
 void tensor_to_bytes(const Tensor& t, void* out, uint64_t count);
 Tensor tensor_transfer(const Tensor& t, Backend& backend, int device);
+// Elements converted to another type: integers wrap, floats truncate and saturate into integers,
+// f16 rounds to nearest even, bf16 as Nx writes it (kernels/tensor.h). Complex types convert to
+// none but themselves.
 Tensor tensor_cast(const Tensor& t, DType to);
+// The same memory read as another type of a size that divides its bytes (Nx's bitcast; no copy).
+Tensor tensor_reinterpret(const Tensor& t, DType to);
 
 // An elementwise operand: a tensor with its shape (the Elixir side's; its product must be the
 // tensor's count), or a number (tensor null). Shapes broadcast as in Nx and NumPy: aligned at the
@@ -111,9 +135,15 @@ Tensor tensor_select(const Operand& pred, const Operand& a, const Operand& b);
 Tensor tensor_unary(UnaryOp op, const Tensor& t);
 // Reduces axis `len` of a tensor laid out as [outer][len][inner]: outer * inner results.
 Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner);
-// The index along that axis of the smallest (Min) or largest (Max) element, as :s64: the first
-// of equal ones, and the first NaN over any number.
-Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner);
+// How argmin/argmax rank NaN (ACCEL_NAN_* in kernels/tensor.h) and which of equal values they pick.
+enum class NanRank : int { First = ACCEL_NAN_FIRST, Last = ACCEL_NAN_LAST, Ignored = ACCEL_NAN_IGNORED };
+struct ArgPolicy {
+  NanRank nan = NanRank::First;  // the first NaN wins over any number
+  bool last = false;             // of equal values, the last (Nx's tie_break: :high)
+};
+// The index along that axis of the smallest (Min) or largest (Max) element, as :s64, by `policy`.
+Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner,
+                        ArgPolicy policy = {});
 // Elements start[d] + k * step[d], k < length[d], of t (of `shape`), as a tensor of shape `length`.
 Tensor tensor_slice(const Tensor& t, const std::vector<uint64_t>& shape, const std::vector<uint64_t>& start,
                     const std::vector<uint64_t>& length, const std::vector<uint64_t>& step);

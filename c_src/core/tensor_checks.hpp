@@ -26,6 +26,12 @@ std::string shape_text(const std::vector<uint64_t>& shape);  // "{2, 3}"
 // A number as the bits of `type` (accel_params.bits); ArgumentError when it does not fit.
 accel_u64 scalar_bits(const Scalar& v, DType type);
 accel_params params_for(uint64_t items, int op = 0);
+// Drops the dimensions of 1 of `shape` and merges neighbours d, d + 1 that every layout in
+// `strides` steps through as one (strides[d] == strides[d + 1] * shape[d + 1]); the strides follow.
+// The same elements in the same order, in as few dimensions as the layouts allow.
+void merge_dimensions(std::vector<uint64_t>& shape, const std::vector<std::vector<uint64_t>*>& strides);
+// ArgumentError naming `what` for a storage type (kernels/types.h), which has no kernels of its own.
+void check_computes(DType type, const char* what);
 // Through the door, with the one check every launch shares.
 void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work = 1,
             const Cancellation* cancel = nullptr);

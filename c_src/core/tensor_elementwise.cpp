@@ -18,9 +18,10 @@ const char* family_suffix(OpFamily family) { return family == OpFamily::Unary ? 
 // ArgumentError when the registry says this operation does not take the type.
 void check_takes(OpFamily family, int code, DType type) {
   const OpInfo& op = op_info(family, code);
+  check_computes(type, (std::string("Accel.Tensor.") + op.name + family_suffix(family)).c_str());
   if (is_float(type) ? op.floats : op.ints) return;
   throw ArgumentError(std::string("Accel.Tensor.") + op.name + family_suffix(family) + " needs " +
-                      (op.floats ? "a float tensor (:f32 or :f64)" : "integer tensors (:s64, :s32 or :u8)") + ", got :" +
+                      (op.floats ? "a float tensor (:f32 or :f64)" : "integer tensors (:s64, :s32, :u8, :u64 or :u32)") + ", got :" +
                       dtype_name(type) + "; convert with Accel.Tensor.as_type/2");
 }
 
@@ -54,35 +55,74 @@ std::vector<uint64_t> broadcast_shape(const std::vector<const Operand*>& operand
   return out;
 }
 
-// How operand j of an output of shape `out` is read (launch.h's layouts).
-void set_layout(accel_params& p, int j, const Operand& o, const std::vector<uint64_t>& out, DType type) {
-  if (o.tensor == nullptr) {
-    p.layout[j] = ACCEL_LAYOUT_SCALAR;
-    p.bits[j] = scalar_bits(o.scalar, type);
-    return;
-  }
-  p.count[j] = o.tensor->count;
-  if (o.tensor->count == p.n) {  // every dimension equal (no dimension is 0 in a launched call)
-    p.layout[j] = ACCEL_LAYOUT_FULL;
-    return;
-  }
-  // Without its leading 1s, a suffix of the output's shape: it repeats every count elements.
-  const auto first = std::find_if(o.shape.begin(), o.shape.end(), [](uint64_t d) { return d != 1; });
-  const size_t tail = static_cast<size_t>(o.shape.end() - first);
-  if (std::equal(first, o.shape.end(), out.end() - static_cast<std::ptrdiff_t>(tail))) {
-    p.layout[j] = ACCEL_LAYOUT_REPEAT;
-    return;
-  }
-  if (out.size() > ACCEL_MAX_RANK)
-    throw ArgumentError("broadcasting across more than " + std::to_string(ACCEL_MAX_RANK) + " dimensions (" +
-                        shape_text(out) + ") is not supported; reshape first");
-  p.layout[j] = ACCEL_LAYOUT_STRIDED;
-  p.rank = out.size();
-  std::copy(out.begin(), out.end(), p.shape);
-  const std::vector<uint64_t> strides = contiguous_strides(o.shape);
+// Operand j's strides over the output's shape: its own, 0 along the dimensions it broadcasts.
+std::vector<uint64_t> broadcast_strides(const Operand& o, const std::vector<uint64_t>& out) {
+  const std::vector<uint64_t> own = contiguous_strides(o.shape);
   const size_t skip = out.size() - o.shape.size();
-  for (size_t d = 0; d < out.size(); ++d)
-    p.stride[j][d] = d < skip || o.shape[d - skip] == 1 ? 0 : strides[d - skip];
+  std::vector<uint64_t> strides(out.size(), 0);
+  for (size_t d = skip; d < out.size(); ++d) strides[d] = o.shape[d - skip] == 1 ? 0 : own[d - skip];
+  return strides;
+}
+
+// How each operand of an output of shape `out` is read (launch.h's layouts): a scalar, the output's
+// layout, a repeat of a trailing shape, or strided over the output's dimensions, merged where every
+// operand allows (merge_dimensions). An operand still strided over more than ACCEL_MAX_RANK
+// dimensions is first broadcast to the output's shape by a copy, of any rank (`keep` holds it).
+void set_layouts(accel_params& p, const std::vector<const Operand*>& ops, const std::vector<DType>& types,
+                 const std::vector<uint64_t>& out, std::vector<Tensor>& keep) {
+  std::vector<int> strided;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    const Operand& o = *ops[j];
+    if (o.tensor == nullptr) {
+      p.layout[j] = ACCEL_LAYOUT_SCALAR;
+      p.bits[j] = scalar_bits(o.scalar, types[j]);
+      continue;
+    }
+    p.count[j] = o.tensor->count;
+    if (o.tensor->count == p.n) {  // every dimension equal (no dimension is 0 in a launched call)
+      p.layout[j] = ACCEL_LAYOUT_FULL;
+      continue;
+    }
+    // Without its leading 1s, a suffix of the output's shape: it repeats every count elements.
+    const auto first = std::find_if(o.shape.begin(), o.shape.end(), [](uint64_t d) { return d != 1; });
+    const size_t tail = static_cast<size_t>(o.shape.end() - first);
+    if (std::equal(first, o.shape.end(), out.end() - static_cast<std::ptrdiff_t>(tail))) {
+      p.layout[j] = ACCEL_LAYOUT_REPEAT;
+      continue;
+    }
+    strided.push_back(static_cast<int>(j));
+  }
+  if (strided.empty()) return;
+  std::vector<uint64_t> shape = out;
+  std::vector<std::vector<uint64_t>> strides(strided.size() + 1);
+  strides[0] = contiguous_strides(out);  // the output's, so that merged dimensions stay its order
+  std::vector<std::vector<uint64_t>*> layouts = {&strides[0]};
+  for (size_t k = 0; k < strided.size(); ++k) {
+    strides[k + 1] = broadcast_strides(*ops[static_cast<size_t>(strided[k])], out);
+    layouts.push_back(&strides[k + 1]);
+  }
+  merge_dimensions(shape, layouts);
+  for (size_t k = 0; k < strided.size(); ++k) {
+    const size_t j = static_cast<size_t>(strided[k]);
+    if (shape.size() > ACCEL_MAX_RANK) {
+      const Tensor& t = *ops[j]->tensor;
+      keep.push_back(tensor_view(t, out, std::vector<int64_t>(strides[k + 1].begin(), strides[k + 1].end()), 0));
+      p.layout[j] = ACCEL_LAYOUT_FULL;
+      p.count[j] = p.n;
+      continue;
+    }
+    p.layout[j] = ACCEL_LAYOUT_STRIDED;
+    p.rank = shape.size();
+    std::copy(shape.begin(), shape.end(), p.shape);
+    std::copy(strides[k + 1].begin(), strides[k + 1].end(), p.stride[j]);
+  }
+}
+
+// The buffer operand j is read from: its broadcast copy where set_layouts made one.
+const DeviceBuffer* buffer_of(const Operand& o, const accel_params& p, int j, const std::vector<Tensor>& keep, size_t* used) {
+  if (o.tensor == nullptr) return nullptr;
+  const bool copied = p.layout[j] == ACCEL_LAYOUT_FULL && o.tensor->count != p.n;
+  return copied ? keep[(*used)++].buffer.get() : o.tensor->buffer.get();
 }
 
 // The first tensor operand (where the result goes) and the type the value operands share.
@@ -114,6 +154,18 @@ Checked prepare(accel_params& p, const std::vector<const Operand*>& operands, in
   return {*lead, value->type};
 }
 
+// The first negative element of an integer operand (a shift's amount), read to the host: the one
+// Nx names when it raises.
+int64_t first_negative(const Operand& o) {
+  if (o.tensor == nullptr) return o.scalar.i;
+  const Tensor as_s64 = tensor_cast(*o.tensor, DType::S64);
+  std::vector<int64_t> values(as_s64.count);
+  tensor_to_bytes(as_s64, values.data(), as_s64.count);
+  for (int64_t v : values)
+    if (v < 0) return v;
+  return 0;
+}
+
 }  // namespace
 
 Tensor tensor_unary(UnaryOp op, const Tensor& t) {
@@ -132,13 +184,16 @@ Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b) {
   check_takes(OpFamily::Binary, static_cast<int>(op), type);
   Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
   if (p.n == 0) return out;
-  set_layout(p, 0, a, shape, type);
-  set_layout(p, 1, b, shape, type);
-  KernelBuffers buffers{a.tensor ? a.tensor->buffer.get() : nullptr, b.tensor ? b.tensor->buffer.get() : nullptr,
-                        out.buffer.get(), nullptr};
+  std::vector<Tensor> keep;
+  set_layouts(p, {&a, &b}, {type, type}, shape, keep);
+  size_t used = 0;
+  const DeviceBuffer* x = buffer_of(a, p, 0, keep, &used);
+  const DeviceBuffer* y = buffer_of(b, p, 1, keep, &used);
+  KernelBuffers buffers{x, y, out.buffer.get(), nullptr};
   const Kernel kernel = typed_kernel(Kernel::accel_binary_f32, type);
   const bool may_flag = !is_float(type) && (op == BinaryOp::divide || op == BinaryOp::quotient ||
-                                            op == BinaryOp::remainder || op == BinaryOp::pow);
+                                            op == BinaryOp::remainder || op == BinaryOp::pow ||
+                                            op == BinaryOp::left_shift || op == BinaryOp::right_shift);
   if (!may_flag) {
     launch(lead, kernel, p, buffers);
     return out;
@@ -154,6 +209,9 @@ Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b) {
   if (found == ACCEL_FLAG_ZERO_DIVISOR) throw ArgumentError("integer division by zero in " + name);
   if (found == ACCEL_FLAG_NEGATIVE_EXPONENT)
     throw ArgumentError("a negative exponent in " + name + " on integers (whose powers would be fractions); use floats");
+  if (found == ACCEL_FLAG_NEGATIVE_SHIFT)
+    throw ArgumentError(std::string("cannot ") + (op == BinaryOp::left_shift ? "left" : "right") + " shift by " +
+                        std::to_string(first_negative(b)));  // Nx's message
   return out;
 }
 
@@ -161,12 +219,15 @@ Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b) {
   accel_params p = params_for(0, static_cast<int>(op));
   std::vector<uint64_t> shape;
   const auto [lead, type] = prepare(p, {&a, &b}, 0, &shape);
+  check_takes(OpFamily::Compare, static_cast<int>(op), type);
   Tensor out = allocate_like(*lead.backend, lead.device, DType::U8, p.n);
   if (p.n == 0) return out;
-  set_layout(p, 0, a, shape, type);
-  set_layout(p, 1, b, shape, type);
-  launch(lead, typed_kernel(Kernel::accel_compare_f32, type), p,
-         {a.tensor ? a.tensor->buffer.get() : nullptr, b.tensor ? b.tensor->buffer.get() : nullptr, out.buffer.get()});
+  std::vector<Tensor> keep;
+  set_layouts(p, {&a, &b}, {type, type}, shape, keep);
+  size_t used = 0;
+  const DeviceBuffer* x = buffer_of(a, p, 0, keep, &used);
+  const DeviceBuffer* y = buffer_of(b, p, 1, keep, &used);
+  launch(lead, typed_kernel(Kernel::accel_compare_f32, type), p, {x, y, out.buffer.get()});
   return out;
 }
 
@@ -176,14 +237,16 @@ Tensor tensor_select(const Operand& pred, const Operand& a, const Operand& b) {
   accel_params p = params_for(0);
   std::vector<uint64_t> shape;
   const auto [lead, type] = prepare(p, {&pred, &a, &b}, 1, &shape);
+  check_computes(type, "Accel.Tensor.select/3");
   Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
   if (p.n == 0) return out;
-  set_layout(p, 0, pred, shape, DType::U8);
-  set_layout(p, 1, a, shape, type);
-  set_layout(p, 2, b, shape, type);
-  launch(lead, typed_kernel(Kernel::accel_select_f32, type), p,
-         {pred.tensor->buffer.get(), a.tensor ? a.tensor->buffer.get() : nullptr,
-          b.tensor ? b.tensor->buffer.get() : nullptr, out.buffer.get()});
+  std::vector<Tensor> keep;
+  set_layouts(p, {&pred, &a, &b}, {DType::U8, type, type}, shape, keep);
+  size_t used = 0;
+  const DeviceBuffer* c = buffer_of(pred, p, 0, keep, &used);
+  const DeviceBuffer* x = buffer_of(a, p, 1, keep, &used);
+  const DeviceBuffer* y = buffer_of(b, p, 2, keep, &used);
+  launch(lead, typed_kernel(Kernel::accel_select_f32, type), p, {c, x, y, out.buffer.get()});
   return out;
 }
 

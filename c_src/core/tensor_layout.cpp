@@ -12,37 +12,48 @@ namespace accel {
 using namespace detail;
 namespace {
 
+// The member of a family of 1-, 2-, 4-, 8- and 16-byte kernels for the type's size.
 Kernel by_size(Kernel one_byte, DType type) {
   const size_t size = dtype_size(type);
-  return static_cast<Kernel>(static_cast<int>(one_byte) + (size == 8 ? 2 : size == 4 ? 1 : 0));
+  const int step = size == 16 ? 4 : size == 8 ? 3 : size == 4 ? 2 : size == 2 ? 1 : 0;
+  return static_cast<Kernel>(static_cast<int>(one_byte) + step);
 }
-static_assert(static_cast<int>(Kernel::accel_copy_8) == static_cast<int>(Kernel::accel_copy_1) + 2);
-static_assert(static_cast<int>(Kernel::accel_transpose_8) == static_cast<int>(Kernel::accel_transpose_1) + 2);
-
-void check_rank(const std::vector<uint64_t>& shape, const char* what) {
-  if (shape.size() > ACCEL_MAX_RANK)
-    throw ArgumentError(std::string(what) + " of more than " + std::to_string(ACCEL_MAX_RANK) +
-                        " dimensions is not supported (" + shape_text(shape) + "); reshape first");
-}
+static_assert(static_cast<int>(Kernel::accel_copy_16) == static_cast<int>(Kernel::accel_copy_1) + 4);
+static_assert(static_cast<int>(Kernel::accel_transpose_16) == static_cast<int>(Kernel::accel_transpose_1) + 4);
 
 // Copies the region `shape` from `in` (strides `from`, offset from_at) into `out` (strides `to`,
-// offset to_at).
-void copy_region(const Tensor& in, const Tensor& out, const std::vector<uint64_t>& shape,
-                 const std::vector<uint64_t>& from, uint64_t from_at, const std::vector<uint64_t>& to, uint64_t to_at) {
-  accel_params p = params_for(shape_count(shape));
-  if (p.n == 0) return;
-  p.rank = shape.size();
-  std::copy(shape.begin(), shape.end(), p.shape);
-  std::copy(from.begin(), from.end(), p.stride[0]);
-  std::copy(to.begin(), to.end(), p.stride[1]);
-  p.size[0] = from_at;
-  p.size[1] = to_at;
-  launch(in, by_size(Kernel::accel_copy_1, in.type), p, {in.buffer.get(), out.buffer.get()});
+// offset to_at), of any rank: dimensions of 1 are dropped and neighbours both layouts step through
+// as one are merged (a transpose of a contiguous tensor keeps a few); a region still of more than
+// ACCEL_MAX_RANK dimensions is copied one launch per index of its leading ones.
+void copy_region(const Tensor& in, const Tensor& out, std::vector<uint64_t> shape, std::vector<uint64_t> from,
+                 uint64_t from_at, std::vector<uint64_t> to, uint64_t to_at) {
+  if (shape_count(shape) == 0) return;
+  merge_dimensions(shape, {&from, &to});
+  const size_t lead = shape.size() > ACCEL_MAX_RANK ? shape.size() - ACCEL_MAX_RANK : 0;
+  accel_params p = params_for(shape_count(std::vector<uint64_t>(shape.begin() + static_cast<std::ptrdiff_t>(lead), shape.end())));
+  p.rank = shape.size() - lead;
+  std::copy(shape.begin() + static_cast<std::ptrdiff_t>(lead), shape.end(), p.shape);
+  std::copy(from.begin() + static_cast<std::ptrdiff_t>(lead), from.end(), p.stride[0]);
+  std::copy(to.begin() + static_cast<std::ptrdiff_t>(lead), to.end(), p.stride[1]);
+  // each index of the leading dimensions, in order (none: one launch)
+  std::vector<uint64_t> index(lead, 0);
+  for (;;) {
+    p.size[0] = from_at;
+    p.size[1] = to_at;
+    for (size_t d = 0; d < lead; ++d) {
+      p.size[0] += index[d] * from[d];  // wraps modulo 2^64 as the kernel's strides do
+      p.size[1] += index[d] * to[d];
+    }
+    launch(in, by_size(Kernel::accel_copy_1, in.type), p, {in.buffer.get(), out.buffer.get()});
+    size_t d = lead;
+    while (d > 0 && ++index[d - 1] == shape[d - 1]) index[--d] = 0;
+    if (d == 0) return;
+  }
 }
 
 // The smallest and largest index a view of `shape` with `strides` from `offset` reads, or false
 // when some index falls outside [0, count). Each term is bounded by count before it is added, so
-// nothing overflows: at most 8 terms of less than 2^63 each.
+// nothing overflows: the sums stay below rank * 2^63, far inside 128 bits.
 bool view_fits(const std::vector<uint64_t>& shape, const std::vector<int64_t>& strides, uint64_t offset, uint64_t count) {
   if (offset >= count) return false;
   __int128 low = offset, high = offset;
@@ -60,7 +71,6 @@ void check_view(uint64_t count, const std::vector<uint64_t>& shape, const std::v
                 const char* what) {
   if (strides.size() != shape.size())
     throw ArgumentError(std::string(what) + " needs one stride per dimension of " + shape_text(shape));
-  check_rank(shape, what);
   if (shape_count(shape) != 0 && !view_fits(shape, strides, offset, count))
     throw ArgumentError(std::string(what) + " of shape " + shape_text(shape) + " from offset " + std::to_string(offset) +
                         " reaches outside the tensor's " + std::to_string(count) + " elements");
@@ -119,7 +129,6 @@ Tensor tensor_slice(const Tensor& t, const std::vector<uint64_t>& shape, const s
     throw ArgumentError("a shape of " + shape_text(shape) + " does not match the tensor's " + std::to_string(t.count) + " elements");
   if (start.size() != shape.size() || length.size() != shape.size() || step.size() != shape.size())
     throw ArgumentError("slice/4 needs one start, length and stride per dimension of " + shape_text(shape));
-  check_rank(shape, "a slice");
   for (size_t d = 0; d < shape.size(); ++d) {
     if (step[d] == 0) throw ArgumentError("slice/4: strides must be positive, got 0 for axis " + std::to_string(d));
     const bool fits = length[d] == 0 ? start[d] <= shape[d]
@@ -147,7 +156,6 @@ Tensor tensor_concatenate(const std::vector<Operand>& parts, size_t axis) {
   std::vector<uint64_t> shape = parts[0].shape;
   if (axis >= shape.size())
     throw ArgumentError("concatenate/2: axis " + std::to_string(axis) + " out of range for " + shape_text(shape));
-  check_rank(shape, "a concatenation");
   uint64_t along = 0;
   for (const Operand& part : parts) {
     if (part.tensor == nullptr) throw ArgumentError("concatenate/2 needs tensors, not numbers");

@@ -1,7 +1,8 @@
 /* The few definitions that let one kernel text compile as host C++17, CUDA C++ and OpenCL C:
- * integer types, the function qualifier, the 64x64->high-64 multiply, whether doubles exist
- * (ACCEL_HAS_F64), round-to-nearest-integer (ACCEL_RINT) and single-precision math function names
- * (ACCEL_F32: expf in C and CUDA, the overloaded exp in OpenCL C). Nothing else. */
+ * integer types (8 to 64 bits), the function qualifier, the 64x64->high-64 multiply, whether doubles exist
+ * (ACCEL_HAS_F64), round-to-nearest-integer (ACCEL_RINT), bit casts between floats and their bits
+ * and single-precision math function names (ACCEL_F32: expf in C and CUDA, the overloaded exp in
+ * OpenCL C). Nothing else. */
 #ifndef ACCEL_KERNELS_DIALECT_H
 #define ACCEL_KERNELS_DIALECT_H
 
@@ -9,6 +10,10 @@
 typedef long accel_i64;
 typedef ulong accel_u64;
 typedef int accel_i32;
+typedef uint accel_u32;
+typedef short accel_i16;
+typedef ushort accel_u16;
+typedef char accel_i8;
 typedef uchar accel_u8;
 #define ACCEL_FN static inline
 #define ACCEL_F32(fn) fn
@@ -34,18 +39,32 @@ typedef uchar accel_u8;
 #else
 #define ACCEL_HAS_F64 0
 #endif
+ACCEL_FN float accel_bits_f32(accel_u64 b) { return as_float((uint)b); }
+ACCEL_FN accel_u32 accel_f32_bits(float f) { return as_uint(f); }
+#if ACCEL_HAS_F64
+ACCEL_FN double accel_bits_f64(accel_u64 b) { return as_double(b); }
+ACCEL_FN accel_u64 accel_f64_bits(double f) { return as_ulong(f); }
+#endif
 
 #elif defined(__CUDACC__)
 #if defined(__CUDACC_RTC__) /* NVRTC (generated kernels) has no C library headers */
 typedef long long accel_i64;
 typedef unsigned long long accel_u64;
 typedef int accel_i32;
+typedef unsigned int accel_u32;
+typedef short accel_i16;
+typedef unsigned short accel_u16;
+typedef signed char accel_i8;
 typedef unsigned char accel_u8;
 #else
 #include <stdint.h>
 typedef int64_t accel_i64;
 typedef uint64_t accel_u64;
 typedef int32_t accel_i32;
+typedef uint32_t accel_u32;
+typedef int16_t accel_i16;
+typedef uint16_t accel_u16;
+typedef int8_t accel_i8;
 typedef uint8_t accel_u8;
 #endif
 #define ACCEL_FN __host__ __device__ static inline
@@ -60,13 +79,38 @@ ACCEL_FN accel_u64 accel_mulhi_u64(accel_u64 a, accel_u64 b) {
   return (accel_u64)(((unsigned __int128)a * b) >> 64);
 #endif
 }
+ACCEL_FN float accel_bits_f32(accel_u64 b) {
+  union { accel_u32 u; float f; } v;
+  v.u = (accel_u32)b;
+  return v.f;
+}
+ACCEL_FN accel_u32 accel_f32_bits(float f) {
+  union { accel_u32 u; float f; } v;
+  v.f = f;
+  return v.u;
+}
+ACCEL_FN double accel_bits_f64(accel_u64 b) {
+  union { accel_u64 u; double f; } v;
+  v.u = b;
+  return v.f;
+}
+ACCEL_FN accel_u64 accel_f64_bits(double f) {
+  union { accel_u64 u; double f; } v;
+  v.f = f;
+  return v.u;
+}
 
 #else /* host C or C++ (GCC and Clang provide unsigned __int128 on 64-bit targets) */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 typedef int64_t accel_i64;
 typedef uint64_t accel_u64;
 typedef int32_t accel_i32;
+typedef uint32_t accel_u32;
+typedef int16_t accel_i16;
+typedef uint16_t accel_u16;
+typedef int8_t accel_i8;
 typedef uint8_t accel_u8;
 #define ACCEL_FN static inline
 #define ACCEL_F32(fn) fn##f
@@ -79,6 +123,28 @@ typedef uint8_t accel_u8;
 #define ACCEL_RINT(x) __builtin_rint(x)
 ACCEL_FN accel_u64 accel_mulhi_u64(accel_u64 a, accel_u64 b) {
   return (accel_u64)(((unsigned __int128)a * b) >> 64);
+}
+/* Bit casts (memcpy: the defined way in C++17; compilers make it a register move). */
+ACCEL_FN float accel_bits_f32(accel_u64 b) {
+  const accel_u32 u = (accel_u32)b;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+ACCEL_FN accel_u32 accel_f32_bits(float f) {
+  accel_u32 u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+ACCEL_FN double accel_bits_f64(accel_u64 b) {
+  double f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+ACCEL_FN accel_u64 accel_f64_bits(double f) {
+  accel_u64 u;
+  memcpy(&u, &f, sizeof u);
+  return u;
 }
 #endif
 

@@ -69,10 +69,6 @@ ACCEL_FN accel_u64 accel_operand_index(const accel_params* p, int j, accel_u64 i
     if (i < params.n) name##_at(i, b0, b1, b2, b3, &params);                       \
   }                                                                                \
   static inline void name##_at(ulong i, ACCEL_KERNEL_ARGS, const accel_params* p)
-ACCEL_FN float accel_bits_f32(accel_u64 b) { return as_float((uint)b); }
-#if ACCEL_HAS_F64
-ACCEL_FN double accel_bits_f64(accel_u64 b) { return as_double(b); }
-#endif
 
 #elif defined(__CUDACC__)
 #define ACCEL_GLOBAL
@@ -87,19 +83,8 @@ ACCEL_FN double accel_bits_f64(accel_u64 b) { return as_double(b); }
       name##_at(i, b0, b1, b2, b3, &params);                                                                \
   }                                                                                                         \
   __device__ static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, const accel_params* p)
-ACCEL_FN float accel_bits_f32(accel_u64 b) {
-  union { unsigned u; float f; } v;
-  v.u = (unsigned)b;
-  return v.f;
-}
-ACCEL_FN double accel_bits_f64(accel_u64 b) {
-  union { accel_u64 u; double f; } v;
-  v.u = b;
-  return v.f;
-}
 
 #else /* host C++: the CPU backend */
-#include <cstring>
 #define ACCEL_GLOBAL
 #define ACCEL_OP Op
 #define ACCEL_FULL Full
@@ -117,17 +102,6 @@ ACCEL_FN double accel_bits_f64(accel_u64 b) {
   }                                                                                                        \
   template <int Op, bool Full>                                                                             \
   static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p)
-ACCEL_FN float accel_bits_f32(accel_u64 b) {
-  const unsigned u = (unsigned)b;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-ACCEL_FN double accel_bits_f64(accel_u64 b) {
-  double f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
 #endif
 
 #endif /* ACCEL_KERNELS_LAUNCH_H */

@@ -55,8 +55,8 @@
   X(bitwise_and, INT, "`Bitwise.band(a, b)`")                                                   \
   X(bitwise_or, INT, "`Bitwise.bor(a, b)`")                                                     \
   X(bitwise_xor, INT, "`Bitwise.bxor(a, b)`")                                                   \
-  X(left_shift, INT, "`Bitwise.bsl(a, b)` in the tensor's width: bits shifted out are lost; a negative `b` shifts right") \
-  X(right_shift, INT, "`Bitwise.bsr(a, b)`: arithmetic; a negative `b` shifts left")             \
+  X(left_shift, INT, "`Bitwise.bsl(a, b)` in the tensor's width: bits shifted out are lost; a negative `b` raises") \
+  X(right_shift, INT, "`Bitwise.bsr(a, b)`: arithmetic (logical for unsigned types); a negative `b` raises") \
   X(atan2, FLOAT, "`:math.atan2(a, b)`: the angle of the point (b, a)")
 
 #define ACCEL_COMPARE_OPS(X)                                                                    \
@@ -92,5 +92,6 @@ enum { ACCEL_COMPARE_OPS(ACCEL_COMPARE_CODE) ACCEL_COMPARE_COUNT };
 /* What a kernel reports through its flag buffer (0: nothing). */
 #define ACCEL_FLAG_ZERO_DIVISOR 1
 #define ACCEL_FLAG_NEGATIVE_EXPONENT 2
+#define ACCEL_FLAG_NEGATIVE_SHIFT 3
 
 #endif /* ACCEL_KERNELS_OPS_H */

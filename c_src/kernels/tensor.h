@@ -1,6 +1,7 @@
 /* The per-element math of the tensor operations, written once in the common subset of C++17, CUDA
  * C++ and OpenCL C (see dialect.h): one body per operation (registered in ops.h) and element family
- * (int: any integer type, widened to 64 bits; f32; f64), the dispatch from an operation code to its
+ * (int: any integer type but u64, widened to 64 bits; uint: u64; f32; f64), the dispatch from an
+ * operation code to its
  * body (generated from the registry), conversions, and the NaN-propagating min/max of reductions.
  * How elements are indexed is tensor_kernels.h's business; what one element becomes is decided
  * here, so every backend computes the same values.
@@ -9,28 +10,29 @@
  *  - Integer operations are computed on 64-bit values and truncated by the store, which gives the
  *    same wrap-around for s32 and u8 as computing in their own width (two's complement, like Nx).
  *    Division truncates toward zero (Elixir's div/2 and rem/2); MIN / -1 wraps to MIN; a zero divisor
- *    or a negative integer exponent yields 0 here and raises a flag the host turns into an error.
- *  - Float operations are IEEE single or double precision; exp/log/tanh may differ from the host
- *    C library by a few ulp on devices (see Accel.Tensor for the tolerances tests use).
+ *    or a negative integer exponent yields 0 here and raises a flag the host turns into an error, as
+ *    does a negative shift amount (Nx raises for it).
+ *  - Float operations are IEEE single or double precision; f32 functions compute in f64 and round
+ *    where the device has doubles (below); f64 functions are the device's, within an ulp or two of
+ *    the host C library's (see guides/nx.md for what Accel promises).
  *  - Float to integer conversion truncates toward zero and saturates at the target's range; NaN
- *    becomes 0. Integer to integer conversion wraps. */
+ *    becomes 0. Integer to integer conversion wraps. f16 rounds to nearest even (as Erlang writes
+ *    16-bit floats), bf16 is the high half of the value rounded to f32 (as Nx writes it). */
 #ifndef ACCEL_KERNELS_TENSOR_H
 #define ACCEL_KERNELS_TENSOR_H
 
 #include "kernels/dialect.h"
 #include "kernels/ops.h"
-
-/* Element types: the values core/tensor.hpp uses. */
-#define ACCEL_F32_TYPE 0
-#define ACCEL_F64_TYPE 1
-#define ACCEL_S64_TYPE 2
-#define ACCEL_S32_TYPE 3
-#define ACCEL_U8_TYPE 4
+#include "kernels/types.h"
 
 #define ACCEL_REDUCE_SUM 0
 #define ACCEL_REDUCE_MIN 1
 #define ACCEL_REDUCE_MAX 2
 #define ACCEL_PICK_OPS 3
+/* argmin/argmax: how NaN ranks (accel_params.count[0] of an argpick) */
+#define ACCEL_NAN_FIRST 0
+#define ACCEL_NAN_LAST 1
+#define ACCEL_NAN_IGNORED 2
 
 /* ---- integers ---- */
 ACCEL_FN accel_i64 accel_int_negate(accel_i64 x) { return (accel_i64)((accel_u64)0 - (accel_u64)x); }
@@ -101,56 +103,81 @@ ACCEL_FN accel_i64 accel_int_bitwise_xor(accel_i64 a, accel_i64 b, int* flag) {
   (void)flag;
   return a ^ b;
 }
-/* Shifts by n >= 64 are defined here (C leaves them undefined): everything shifted out. */
+/* Shifts by n >= 64 are defined here (C leaves them undefined): everything shifted out. A negative
+ * amount raises (Nx's "cannot left shift by -1"). */
 ACCEL_FN accel_i64 accel_shl(accel_i64 a, accel_u64 n) { return n >= 64 ? 0 : (accel_i64)((accel_u64)a << n); }
 ACCEL_FN accel_i64 accel_shr(accel_i64 a, accel_u64 n) { return n >= 64 ? (a < 0 ? -1 : 0) : a >> n; }
 ACCEL_FN accel_i64 accel_int_left_shift(accel_i64 a, accel_i64 b, int* flag) {
-  (void)flag;
-  return b >= 0 ? accel_shl(a, (accel_u64)b) : accel_shr(a, (accel_u64)0 - (accel_u64)b);
+  if (b < 0) {
+    *flag = ACCEL_FLAG_NEGATIVE_SHIFT;
+    return 0;
+  }
+  return accel_shl(a, (accel_u64)b);
 }
 ACCEL_FN accel_i64 accel_int_right_shift(accel_i64 a, accel_i64 b, int* flag) {
-  (void)flag;
-  return b >= 0 ? accel_shr(a, (accel_u64)b) : accel_shl(a, (accel_u64)0 - (accel_u64)b);
+  if (b < 0) {
+    *flag = ACCEL_FLAG_NEGATIVE_SHIFT;
+    return 0;
+  }
+  return accel_shr(a, (accel_u64)b);
 }
 
-/* ---- f32 ---- */
+/* ---- f32 ----
+ * Arithmetic, sqrt, rounding and conversions are IEEE single precision (correctly rounded). The
+ * other functions, on devices with doubles, are the f64 function's value rounded once to f32: what
+ * Nx.BinaryBackend computes (it computes in f64 and rounds), wherever this device's f64 function
+ * and Erlang's agree to within f32's rounding, that is everywhere but within about 2^-29 of a
+ * rounding midpoint. On devices without doubles they are the device's f32 functions (within the
+ * OpenCL specification's bounds). */
+#if ACCEL_HAS_F64
+#define ACCEL_F32_VIA_F64(fn, x) ((float)fn((double)(x)))
+#else
+#define ACCEL_F32_VIA_F64(fn, x) ACCEL_F32(fn)(x)
+#endif
 ACCEL_FN float accel_f32_negate(float x) { return -x; }
 ACCEL_FN float accel_f32_abs(float x) { return ACCEL_F32(fabs)(x); }
-ACCEL_FN float accel_f32_exp(float x) { return ACCEL_F32(exp)(x); }
-ACCEL_FN float accel_f32_log(float x) { return ACCEL_F32(log)(x); }
+ACCEL_FN float accel_f32_exp(float x) { return ACCEL_F32_VIA_F64(exp, x); }
+ACCEL_FN float accel_f32_log(float x) { return ACCEL_F32_VIA_F64(log, x); }
 ACCEL_FN float accel_f32_sqrt(float x) { return ACCEL_F32(sqrt)(x); }
-ACCEL_FN float accel_f32_tanh(float x) { return ACCEL_F32(tanh)(x); }
+ACCEL_FN float accel_f32_tanh(float x) { return ACCEL_F32_VIA_F64(tanh, x); }
+#if ACCEL_HAS_F64
+ACCEL_FN float accel_f32_sigmoid(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+ACCEL_FN float accel_f32_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
+ACCEL_FN float accel_f32_pow(float a, float b) { return (float)pow((double)a, (double)b); }
+ACCEL_FN float accel_f32_atan2(float a, float b) { return (float)atan2((double)a, (double)b); }
+#else
 ACCEL_FN float accel_f32_sigmoid(float x) { return 1.0f / (1.0f + ACCEL_F32(exp)(-x)); }
+ACCEL_FN float accel_f32_rsqrt(float x) { return 1.0f / ACCEL_F32(sqrt)(x); }
+ACCEL_FN float accel_f32_pow(float a, float b) { return ACCEL_F32(pow)(a, b); }
+ACCEL_FN float accel_f32_atan2(float a, float b) { return ACCEL_F32(atan2)(a, b); }
+#endif
 ACCEL_FN float accel_f32_floor(float x) { return ACCEL_F32(floor)(x); }
 ACCEL_FN float accel_f32_ceil(float x) { return ACCEL_F32(ceil)(x); }
 ACCEL_FN float accel_f32_round(float x) { return ACCEL_F32(round)(x); }
 ACCEL_FN float accel_f32_sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
-ACCEL_FN float accel_f32_expm1(float x) { return ACCEL_F32(expm1)(x); }
-ACCEL_FN float accel_f32_log1p(float x) { return ACCEL_F32(log1p)(x); }
-ACCEL_FN float accel_f32_sin(float x) { return ACCEL_F32(sin)(x); }
-ACCEL_FN float accel_f32_cos(float x) { return ACCEL_F32(cos)(x); }
-ACCEL_FN float accel_f32_tan(float x) { return ACCEL_F32(tan)(x); }
-ACCEL_FN float accel_f32_asin(float x) { return ACCEL_F32(asin)(x); }
-ACCEL_FN float accel_f32_acos(float x) { return ACCEL_F32(acos)(x); }
-ACCEL_FN float accel_f32_atan(float x) { return ACCEL_F32(atan)(x); }
-ACCEL_FN float accel_f32_sinh(float x) { return ACCEL_F32(sinh)(x); }
-ACCEL_FN float accel_f32_cosh(float x) { return ACCEL_F32(cosh)(x); }
-ACCEL_FN float accel_f32_asinh(float x) { return ACCEL_F32(asinh)(x); }
-ACCEL_FN float accel_f32_acosh(float x) { return ACCEL_F32(acosh)(x); }
-ACCEL_FN float accel_f32_atanh(float x) { return ACCEL_F32(atanh)(x); }
-ACCEL_FN float accel_f32_cbrt(float x) { return ACCEL_F32(cbrt)(x); }
-ACCEL_FN float accel_f32_erf(float x) { return ACCEL_F32(erf)(x); }
-ACCEL_FN float accel_f32_erfc(float x) { return ACCEL_F32(erfc)(x); }
-ACCEL_FN float accel_f32_rsqrt(float x) { return 1.0f / ACCEL_F32(sqrt)(x); }
+ACCEL_FN float accel_f32_expm1(float x) { return ACCEL_F32_VIA_F64(expm1, x); }
+ACCEL_FN float accel_f32_log1p(float x) { return ACCEL_F32_VIA_F64(log1p, x); }
+ACCEL_FN float accel_f32_sin(float x) { return ACCEL_F32_VIA_F64(sin, x); }
+ACCEL_FN float accel_f32_cos(float x) { return ACCEL_F32_VIA_F64(cos, x); }
+ACCEL_FN float accel_f32_tan(float x) { return ACCEL_F32_VIA_F64(tan, x); }
+ACCEL_FN float accel_f32_asin(float x) { return ACCEL_F32_VIA_F64(asin, x); }
+ACCEL_FN float accel_f32_acos(float x) { return ACCEL_F32_VIA_F64(acos, x); }
+ACCEL_FN float accel_f32_atan(float x) { return ACCEL_F32_VIA_F64(atan, x); }
+ACCEL_FN float accel_f32_sinh(float x) { return ACCEL_F32_VIA_F64(sinh, x); }
+ACCEL_FN float accel_f32_cosh(float x) { return ACCEL_F32_VIA_F64(cosh, x); }
+ACCEL_FN float accel_f32_asinh(float x) { return ACCEL_F32_VIA_F64(asinh, x); }
+ACCEL_FN float accel_f32_acosh(float x) { return ACCEL_F32_VIA_F64(acosh, x); }
+ACCEL_FN float accel_f32_atanh(float x) { return ACCEL_F32_VIA_F64(atanh, x); }
+ACCEL_FN float accel_f32_cbrt(float x) { return ACCEL_F32_VIA_F64(cbrt, x); }
+ACCEL_FN float accel_f32_erf(float x) { return ACCEL_F32_VIA_F64(erf, x); }
+ACCEL_FN float accel_f32_erfc(float x) { return ACCEL_F32_VIA_F64(erfc, x); }
 ACCEL_FN float accel_f32_add(float a, float b) { return a + b; }
 ACCEL_FN float accel_f32_subtract(float a, float b) { return a - b; }
 ACCEL_FN float accel_f32_multiply(float a, float b) { return a * b; }
 ACCEL_FN float accel_f32_divide(float a, float b) { return a / b; }
 ACCEL_FN float accel_f32_remainder(float a, float b) { return ACCEL_F32(fmod)(a, b); }
-ACCEL_FN float accel_f32_pow(float a, float b) { return ACCEL_F32(pow)(a, b); }
 ACCEL_FN float accel_f32_min(float a, float b) { return a != a ? a : b != b ? b : b < a ? b : a; }
 ACCEL_FN float accel_f32_max(float a, float b) { return a != a ? a : b != b ? b : b > a ? b : a; }
-ACCEL_FN float accel_f32_atan2(float a, float b) { return ACCEL_F32(atan2)(a, b); }
 
 #if ACCEL_HAS_F64
 /* ---- f64 ---- */
@@ -221,6 +248,39 @@ ACCEL_FN accel_i64 accel_int_binary(int op, accel_i64 a, accel_i64 b, int* flag)
   ACCEL_BINARY_OPS(ACCEL_INT_BINARY_CASE)
   return 0;
 }
+/* ---- u64: the int family's bits, but unsigned where the sign matters ---- */
+ACCEL_FN accel_u64 accel_uint_unary(int op, accel_u64 x) {
+  if (op == ACCEL_UNARY_abs) return x;
+  if (op == ACCEL_UNARY_sign) return x != 0;
+  return (accel_u64)accel_int_unary(op, (accel_i64)x); /* negate wraps, the rest are bit operations */
+}
+ACCEL_FN accel_u64 accel_uint_binary(int op, accel_u64 a, accel_u64 b, int* flag) {
+  if (op == ACCEL_BINARY_divide || op == ACCEL_BINARY_quotient || op == ACCEL_BINARY_remainder) {
+    if (b == 0) {
+      *flag = ACCEL_FLAG_ZERO_DIVISOR;
+      return 0;
+    }
+    return op == ACCEL_BINARY_remainder ? a % b : a / b;
+  }
+  if (op == ACCEL_BINARY_min) return b < a ? b : a;
+  if (op == ACCEL_BINARY_max) return b > a ? b : a;
+  if (op == ACCEL_BINARY_left_shift) return b >= 64 ? 0 : a << b;
+  if (op == ACCEL_BINARY_right_shift) return b >= 64 ? 0 : a >> b;
+  if (op == ACCEL_BINARY_pow) {
+    accel_u64 result = 1, base = a, e = b; /* no exponent is negative */
+    while (e != 0) {
+      if (e & 1) result *= base;
+      base *= base;
+      e >>= 1;
+    }
+    return result;
+  }
+  return (accel_u64)accel_int_binary(op, (accel_i64)a, (accel_i64)b, flag); /* wrapping arithmetic, bits */
+}
+ACCEL_FN accel_u64 accel_uint_pick(int op, accel_u64 acc, accel_u64 x) {
+  return (op == ACCEL_REDUCE_MIN ? x < acc : x > acc) ? x : acc;
+}
+
 ACCEL_FN float accel_f32_unary(int op, float x) {
   ACCEL_UNARY_OPS(ACCEL_F32_UNARY_CASE)
   return 0;
@@ -241,22 +301,113 @@ ACCEL_FN double accel_f64_binary(int op, double a, double b) {
 #endif
 
 /* ---- conversions and the reductions' picks ---- */
-/* Truncates toward zero, saturating at the integer type's range; NaN becomes 0. The bounds are
- * powers of two, exact in float, so no comparison rounds. */
+/* An integer type's bounds as floats: the least value, and the first value above the greatest (a
+ * power of two, exact in float and double, so no comparison rounds). */
+ACCEL_FN float accel_int_low(int type) {
+  return type == ACCEL_S64_TYPE ? -9223372036854775808.0f
+         : type == ACCEL_S32_TYPE ? -2147483648.0f
+         : type == ACCEL_S16_TYPE ? -32768.0f
+         : type == ACCEL_S8_TYPE ? -128.0f
+                                 : 0.0f;
+}
+ACCEL_FN float accel_int_high(int type) {
+  return type == ACCEL_S64_TYPE ? 9223372036854775808.0f
+         : type == ACCEL_U64_TYPE ? 18446744073709551616.0f
+         : type == ACCEL_S32_TYPE ? 2147483648.0f
+         : type == ACCEL_U32_TYPE ? 4294967296.0f
+         : type == ACCEL_S16_TYPE ? 32768.0f
+         : type == ACCEL_U16_TYPE ? 65536.0f
+         : type == ACCEL_S8_TYPE ? 128.0f
+                                 : 256.0f;
+}
+/* The integer type's greatest value, as the 64-bit pattern a store truncates. */
+ACCEL_FN accel_i64 accel_int_greatest(int type) {
+  return type == ACCEL_S64_TYPE ? (accel_i64)0x7fffffffffffffffLL
+         : type == ACCEL_U64_TYPE ? (accel_i64)-1
+         : type == ACCEL_S32_TYPE ? (accel_i64)2147483647
+         : type == ACCEL_U32_TYPE ? (accel_i64)4294967295LL
+         : type == ACCEL_S16_TYPE ? (accel_i64)32767
+         : type == ACCEL_U16_TYPE ? (accel_i64)65535
+         : type == ACCEL_S8_TYPE ? (accel_i64)127
+                                 : (accel_i64)255;
+}
+
+/* Truncates toward zero, saturating at the integer type's range; NaN becomes 0. The result is the
+ * value's 64-bit pattern (u64 values above 2^63 too), which the store truncates to the type. */
 ACCEL_FN accel_i64 accel_f32_to_int(float x, int type) {
   if (x != x) return 0;
-  if (type == ACCEL_S64_TYPE) {
-    if (x >= 9223372036854775808.0f) return (accel_i64)0x7fffffffffffffffLL;
-    if (x <= -9223372036854775808.0f) return (accel_i64)(-0x7fffffffffffffffLL - 1);
-  } else if (type == ACCEL_S32_TYPE) {
-    if (x >= 2147483648.0f) return 2147483647;
-    if (x <= -2147483648.0f) return -2147483647 - 1;
-  } else {
-    if (x >= 255.0f) return 255;
-    if (x <= 0.0f) return 0;
-  }
+  if (x >= accel_int_high(type)) return accel_int_greatest(type);
+  if (x <= accel_int_low(type)) return (accel_i64)accel_int_low(type);
+  if (type == ACCEL_U64_TYPE && x >= 9223372036854775808.0f) return (accel_i64)(accel_u64)x;
   return (accel_i64)x;
 }
+
+#if ACCEL_HAS_F64
+ACCEL_FN accel_i64 accel_f64_to_int(double x, int type) {
+  if (x != x) return 0;
+  if (x >= (double)accel_int_high(type)) return accel_int_greatest(type);
+  if (x <= (double)accel_int_low(type)) return (accel_i64)accel_int_low(type);
+  if (type == ACCEL_U64_TYPE && x >= 9223372036854775808.0) return (accel_i64)(accel_u64)x;
+  return (accel_i64)x;
+}
+#endif
+
+/* ---- 16-bit floats: f16 (IEEE half) and bf16 (as Nx stores it) ---- */
+ACCEL_FN float accel_f16_to_f32(accel_u32 h) {
+  const accel_u32 sign = (h & 0x8000u) << 16;
+  const accel_u32 e = (h >> 10) & 0x1Fu;
+  accel_u32 m = h & 0x3FFu;
+  if (e == 0x1Fu) return accel_bits_f32(sign | 0x7F800000u | (m << 13)); /* infinities, NaN */
+  if (e != 0) return accel_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0) return accel_bits_f32(sign);
+  accel_u32 shift = 0; /* a subnormal, m * 2^-24: normalised */
+  while ((m & 0x400u) == 0) {
+    m <<= 1;
+    ++shift;
+  }
+  return accel_bits_f32(sign | ((113u - shift) << 23) | ((m & 0x3FFu) << 13));
+}
+
+/* The f16 nearest (ties to even) to the finite, non-zero (-1)^sign * m * 2^(e - mbits), m having its
+ * leading 1 at bit mbits: the exponent field and the kept bits add up (a carry rounds into the next
+ * binade, or to infinity). */
+ACCEL_FN accel_u32 accel_round_f16(accel_u32 sign, int e, accel_u64 m, int mbits) {
+  if (e > 15) return sign | 0x7C00u;
+  const int shift = mbits - 10 + (e < -14 ? -14 - e : 0);
+  if (shift >= 64) return sign;
+  accel_u32 h = (e >= -14 ? (accel_u32)(e + 14) << 10 : 0u) + (accel_u32)(m >> shift);
+  if (shift > 0) {
+    const accel_u64 rest = m & (((accel_u64)1 << shift) - 1), halfway = (accel_u64)1 << (shift - 1);
+    if (rest > halfway || (rest == halfway && (h & 1u))) ++h;
+  }
+  return sign | h;
+}
+
+ACCEL_FN accel_u32 accel_f32_to_f16(float x) {
+  const accel_u32 bits = accel_f32_bits(x), sign = (bits >> 16) & 0x8000u, e = (bits >> 23) & 0xFFu;
+  const accel_u32 m = bits & 0x7FFFFFu;
+  if (e == 0xFFu) return sign | 0x7C00u | (m ? 0x200u : 0u);
+  if (e == 0) return sign; /* zero, or an f32 subnormal: below half of f16's least */
+  return accel_round_f16(sign, (int)e - 127, (accel_u64)(m | 0x800000u), 23);
+}
+
+/* bf16 as Nx writes it: the f32 value's high half (NaN kept a NaN). */
+ACCEL_FN accel_u32 accel_f32_to_bf16(float x) {
+  const accel_u32 bits = accel_f32_bits(x);
+  return x != x ? ((bits >> 16) & 0x8000u) | 0x7FC0u : bits >> 16;
+}
+
+#if ACCEL_HAS_F64
+ACCEL_FN accel_u32 accel_f64_to_f16(double x) {
+  const accel_u64 bits = accel_f64_bits(x);
+  const accel_u32 sign = (accel_u32)(bits >> 48) & 0x8000u;
+  const int e = (int)((bits >> 52) & 0x7FF);
+  const accel_u64 m = bits & 0xFFFFFFFFFFFFFull;
+  if (e == 0x7FF) return sign | 0x7C00u | (m ? 0x200u : 0u);
+  if (e == 0) return sign;
+  return accel_round_f16(sign, e - 1023, m | 0x10000000000000ull, 52);
+}
+#endif
 
 /* NaN-propagating min and max: once a NaN is seen, the result stays NaN. */
 ACCEL_FN float accel_f32_pick(int op, float acc, float x) {
@@ -269,21 +420,6 @@ ACCEL_FN accel_i64 accel_int_pick(int op, accel_i64 acc, accel_i64 x) {
 }
 
 #if ACCEL_HAS_F64
-ACCEL_FN accel_i64 accel_f64_to_int(double x, int type) {
-  if (x != x) return 0;
-  if (type == ACCEL_S64_TYPE) {
-    if (x >= 9223372036854775808.0) return (accel_i64)0x7fffffffffffffffLL;
-    if (x <= -9223372036854775808.0) return (accel_i64)(-0x7fffffffffffffffLL - 1);
-  } else if (type == ACCEL_S32_TYPE) {
-    if (x >= 2147483647.0) return 2147483647;
-    if (x <= -2147483648.0) return -2147483647 - 1;
-  } else {
-    if (x >= 255.0) return 255;
-    if (x <= 0.0) return 0;
-  }
-  return (accel_i64)x;
-}
-
 ACCEL_FN double accel_f64_pick(int op, double acc, double x) {
   if (x != x) return x;
   return (op == ACCEL_REDUCE_MIN ? x < acc : x > acc) ? x : acc;

@@ -4,7 +4,8 @@
  *
  * Buffers by kernel: iota (out); binary (a, b, out, flag: ops.h's ACCEL_FLAG_*); compare (a, b,
  * :u8 out); select (pred, a, b, out); unary and casts (in, out); sum and pick (in, partials);
- * argpick (values, value partials, index partials, input indices); transpose and copy (in, out);
+ * argpick (values, value partials, index partials, input indices); transpose, copy and convert
+ * (in, out);
  * logistic map (data, in place).
  * f64 kernels exist where ACCEL_HAS_F64. */
 #ifndef ACCEL_KERNELS_TENSOR_KERNELS_H
@@ -27,7 +28,12 @@
 #define ACCEL_UNARY_F64(T, op, x) accel_f64_unary(op, x)
 #define ACCEL_PICK_F64(T, op, acc, x) accel_f64_pick(op, acc, x)
 #define ACCEL_SCALAR_F64(T, bits) accel_bits_f64(bits)
+#define ACCEL_BINARY_UINT(T, op, x, y, flag) accel_uint_binary(op, x, y, flag)
+#define ACCEL_UNARY_UINT(T, op, x) accel_uint_unary(op, x)
+#define ACCEL_PICK_UINT(T, op, acc, x) accel_uint_pick(op, acc, x)
+#define ACCEL_SCALAR_UINT(T, bits) ((T)(bits))
 #define ACCEL_IS_NAN_INT(x) 0
+#define ACCEL_IS_NAN_UINT(x) 0
 #define ACCEL_IS_NAN_F32(x) ((x) != (x))
 #define ACCEL_IS_NAN_F64(x) ((x) != (x))
 
@@ -102,21 +108,26 @@
     ((ACCEL_GLOBAL T*)b1)[i] = acc;                                                                 \
   }                                                                                                 \
   /* argmin/argmax partials: values (b1) and their indices along the axis (b2); a later pass reads */ \
-  /* the indices of its input (b3) when size[5] is set. The first of equal values wins; the first */ \
-  /* NaN wins over any number. */                                                                   \
+  /* the indices of its input (b3) when size[5] is set. Of equal values the first wins (the last */  \
+  /* where count[1] is set); NaN by count[0]: ACCEL_NAN_FIRST (the first NaN wins over any */       \
+  /* number), ACCEL_NAN_LAST (the last NaN does) or ACCEL_NAN_IGNORED (any number wins over NaN). */ \
   ACCEL_KERNEL(accel_argpick_##S) {                                                                 \
     ACCEL_REDUCTION_ITEM(T);                                                                        \
     ACCEL_GLOBAL const accel_i64* indices =                                                         \
         p->size[5] ? (ACCEL_GLOBAL const accel_i64*)b3 + i / (groups * inner) * len * inner + i % inner : 0; \
     T best = row[first * inner];                                                                    \
     accel_i64 at = indices ? indices[first * inner] : (accel_i64)first;                             \
+    const int nan_policy = (int)p->count[0], last = (int)p->count[1];                              \
     for (accel_u64 j = first + step; j < end; j += step) {                                          \
       const T x = row[j * inner];                                                                   \
       const accel_i64 xi = indices ? indices[j * inner] : (accel_i64)j;                             \
       const int x_nan = ACCEL_IS_NAN_##K(x), best_nan = ACCEL_IS_NAN_##K(best);                     \
-      const int better = x_nan ? (!best_nan || xi < at)                                             \
-                               : (!best_nan && (ACCEL_OP == ACCEL_REDUCE_MIN ? x < best : x > best)); \
-      const int tie = !x_nan && !best_nan && x == best && xi < at;                                  \
+      const int later = last ? xi > at : xi < at;                                                   \
+      const int better = x_nan ? (nan_policy == ACCEL_NAN_IGNORED ? 0                               \
+                                  : !best_nan || (nan_policy == ACCEL_NAN_LAST ? xi > at : xi < at)) \
+                               : best_nan ? nan_policy == ACCEL_NAN_IGNORED                         \
+                                          : (ACCEL_OP == ACCEL_REDUCE_MIN ? x < best : x > best);   \
+      const int tie = !x_nan && !best_nan && x == best && later;                                    \
       if (better || tie) {                                                                          \
         best = x;                                                                                   \
         at = xi;                                                                                    \
@@ -126,13 +137,18 @@
     ((ACCEL_GLOBAL accel_i64*)b2)[i] = at;                                                          \
   }
 
-/* Integer sums wrap modulo 2^64 and are written as s64. */
+/* Integer sums wrap modulo 2^64 and are written as s64 (signed types) or u64 (unsigned ones, as Nx
+ * sums them). */
 ACCEL_TYPED_KERNELS_OF(s64, accel_i64, INT)
 ACCEL_SUM_KERNEL(accel_sum_s64, accel_i64, accel_u64, accel_i64)
 ACCEL_TYPED_KERNELS_OF(s32, accel_i32, INT)
 ACCEL_SUM_KERNEL(accel_sum_s32, accel_i32, accel_u64, accel_i64)
 ACCEL_TYPED_KERNELS_OF(u8, accel_u8, INT)
-ACCEL_SUM_KERNEL(accel_sum_u8, accel_u8, accel_u64, accel_i64)
+ACCEL_SUM_KERNEL(accel_sum_u8, accel_u8, accel_u64, accel_u64)
+ACCEL_TYPED_KERNELS_OF(u64, accel_u64, UINT)
+ACCEL_SUM_KERNEL(accel_sum_u64, accel_u64, accel_u64, accel_u64)
+ACCEL_TYPED_KERNELS_OF(u32, accel_u32, INT)
+ACCEL_SUM_KERNEL(accel_sum_u32, accel_u32, accel_u64, accel_u64)
 ACCEL_TYPED_KERNELS_OF(f32, float, F32)
 #if ACCEL_HAS_F64
 /* f32 sums accumulate and write their partials in double: the host rounds to f32 once, at the end. */
@@ -154,42 +170,138 @@ ACCEL_KERNEL(accel_sum_f32) {
 }
 #endif
 
-/* Conversions F -> T. TO_FLOAT: a plain C conversion; FROM_F32/FROM_F64: truncate and saturate
- * (tensor.h); INT_TO_INT: wrap modulo 2^bits. */
+/* Conversions F -> T between compute types. TO_FLOAT: a plain C conversion; FROM_F32/FROM_F64:
+ * truncate and saturate (tensor.h); INT_TO_INT: wrap modulo 2^bits. */
 #define ACCEL_CAST_KERNEL(FS, F, TS, T, HOW) \
   ACCEL_KERNEL(accel_cast_##FS##_##TS) { ((ACCEL_GLOBAL T*)b1)[i] = HOW(T, ((ACCEL_GLOBAL const F*)b0)[i], ACCEL_##TS##_CODE); }
 #define ACCEL_TO_FLOAT(T, x, code) ((T)(x))
 #define ACCEL_FROM_F32(T, x, code) ((T)accel_f32_to_int(x, code))
 #define ACCEL_FROM_F64(T, x, code) ((T)accel_f64_to_int(x, code))
-#define ACCEL_INT_TO_INT(T, x, code) ((T)(accel_u64)(accel_i64)(x))
+#define ACCEL_INT_TO_INT(T, x, code) ((T)(accel_u64)(x))
 #define ACCEL_f32_CODE ACCEL_F32_TYPE
 #define ACCEL_f64_CODE ACCEL_F64_TYPE
 #define ACCEL_s64_CODE ACCEL_S64_TYPE
 #define ACCEL_s32_CODE ACCEL_S32_TYPE
 #define ACCEL_u8_CODE ACCEL_U8_TYPE
-#define ACCEL_CASTS_FROM_INT(FS, F)                     \
-  ACCEL_CAST_KERNEL(FS, F, f32, float, ACCEL_TO_FLOAT)  \
+#define ACCEL_u64_CODE ACCEL_U64_TYPE
+#define ACCEL_u32_CODE ACCEL_U32_TYPE
+/* Signed sources widen with their sign, unsigned ones with zeros: (accel_u64)(x) does both. */
+#define ACCEL_CASTS_FROM_INT(FS, F)                          \
+  ACCEL_CAST_KERNEL(FS, F, f32, float, ACCEL_TO_FLOAT)       \
   ACCEL_CAST_KERNEL(FS, F, s64, accel_i64, ACCEL_INT_TO_INT) \
   ACCEL_CAST_KERNEL(FS, F, s32, accel_i32, ACCEL_INT_TO_INT) \
-  ACCEL_CAST_KERNEL(FS, F, u8, accel_u8, ACCEL_INT_TO_INT)
+  ACCEL_CAST_KERNEL(FS, F, u8, accel_u8, ACCEL_INT_TO_INT)   \
+  ACCEL_CAST_KERNEL(FS, F, u64, accel_u64, ACCEL_INT_TO_INT) \
+  ACCEL_CAST_KERNEL(FS, F, u32, accel_u32, ACCEL_INT_TO_INT)
 ACCEL_CASTS_FROM_INT(s64, accel_i64)
 ACCEL_CASTS_FROM_INT(s32, accel_i32)
 ACCEL_CASTS_FROM_INT(u8, accel_u8)
+ACCEL_CASTS_FROM_INT(u64, accel_u64)
+ACCEL_CASTS_FROM_INT(u32, accel_u32)
 ACCEL_CAST_KERNEL(f32, float, f32, float, ACCEL_TO_FLOAT)
 ACCEL_CAST_KERNEL(f32, float, s64, accel_i64, ACCEL_FROM_F32)
 ACCEL_CAST_KERNEL(f32, float, s32, accel_i32, ACCEL_FROM_F32)
 ACCEL_CAST_KERNEL(f32, float, u8, accel_u8, ACCEL_FROM_F32)
+ACCEL_CAST_KERNEL(f32, float, u64, accel_u64, ACCEL_FROM_F32)
+ACCEL_CAST_KERNEL(f32, float, u32, accel_u32, ACCEL_FROM_F32)
 #if ACCEL_HAS_F64
 ACCEL_CAST_KERNEL(s64, accel_i64, f64, double, ACCEL_TO_FLOAT)
 ACCEL_CAST_KERNEL(s32, accel_i32, f64, double, ACCEL_TO_FLOAT)
 ACCEL_CAST_KERNEL(u8, accel_u8, f64, double, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(u64, accel_u64, f64, double, ACCEL_TO_FLOAT)
+ACCEL_CAST_KERNEL(u32, accel_u32, f64, double, ACCEL_TO_FLOAT)
 ACCEL_CAST_KERNEL(f32, float, f64, double, ACCEL_TO_FLOAT)
 ACCEL_CAST_KERNEL(f64, double, f64, double, ACCEL_TO_FLOAT)
 ACCEL_CAST_KERNEL(f64, double, f32, float, ACCEL_TO_FLOAT)
 ACCEL_CAST_KERNEL(f64, double, s64, accel_i64, ACCEL_FROM_F64)
 ACCEL_CAST_KERNEL(f64, double, s32, accel_i32, ACCEL_FROM_F64)
 ACCEL_CAST_KERNEL(f64, double, u8, accel_u8, ACCEL_FROM_F64)
+ACCEL_CAST_KERNEL(f64, double, u64, accel_u64, ACCEL_FROM_F64)
+ACCEL_CAST_KERNEL(f64, double, u32, accel_u32, ACCEL_FROM_F64)
 #endif
+
+/* Conversions from or to a storage type (types.h), of any pair but complex ones: the element read as
+ * a 64-bit integer or a float (a double where the device has them), then written as the target
+ * type. size[0] and size[1] are the source's and the target's codes, the same for every item. */
+#if ACCEL_HAS_F64
+typedef double accel_wide_float;
+#else
+typedef float accel_wide_float;
+#endif
+ACCEL_FN int accel_is_float_type(int t) {
+  return t == ACCEL_F32_TYPE || t == ACCEL_F64_TYPE || t == ACCEL_F16_TYPE || t == ACCEL_BF16_TYPE;
+}
+ACCEL_FN accel_i64 accel_load_int(ACCEL_GLOBAL const void* b, accel_u64 i, int t) {
+  switch (t) {
+    case ACCEL_S64_TYPE:
+    case ACCEL_U64_TYPE: return ((ACCEL_GLOBAL const accel_i64*)b)[i];
+    case ACCEL_S32_TYPE: return ((ACCEL_GLOBAL const accel_i32*)b)[i];
+    case ACCEL_U32_TYPE: return ((ACCEL_GLOBAL const accel_u32*)b)[i];
+    case ACCEL_S16_TYPE: return ((ACCEL_GLOBAL const accel_i16*)b)[i];
+    case ACCEL_U16_TYPE: return ((ACCEL_GLOBAL const accel_u16*)b)[i];
+    case ACCEL_S8_TYPE: return ((ACCEL_GLOBAL const accel_i8*)b)[i];
+    default: return ((ACCEL_GLOBAL const accel_u8*)b)[i];
+  }
+}
+ACCEL_FN accel_wide_float accel_load_float(ACCEL_GLOBAL const void* b, accel_u64 i, int t) {
+  switch (t) {
+#if ACCEL_HAS_F64
+    case ACCEL_F64_TYPE: return ((ACCEL_GLOBAL const double*)b)[i];
+#endif
+    case ACCEL_F32_TYPE: return ((ACCEL_GLOBAL const float*)b)[i];
+    case ACCEL_F16_TYPE: return accel_f16_to_f32(((ACCEL_GLOBAL const accel_u16*)b)[i]);
+    default: return accel_bits_f32((accel_u64)((ACCEL_GLOBAL const accel_u16*)b)[i] << 16); /* bf16 */
+  }
+}
+ACCEL_FN void accel_store_int(ACCEL_GLOBAL void* b, accel_u64 i, int t, accel_i64 v) {
+  switch (t) {
+    case ACCEL_S64_TYPE:
+    case ACCEL_U64_TYPE: ((ACCEL_GLOBAL accel_i64*)b)[i] = v; return;
+    case ACCEL_S32_TYPE:
+    case ACCEL_U32_TYPE: ((ACCEL_GLOBAL accel_u32*)b)[i] = (accel_u32)(accel_u64)v; return;
+    case ACCEL_S16_TYPE:
+    case ACCEL_U16_TYPE: ((ACCEL_GLOBAL accel_u16*)b)[i] = (accel_u16)(accel_u64)v; return;
+    default: ((ACCEL_GLOBAL accel_u8*)b)[i] = (accel_u8)(accel_u64)v; return;
+  }
+}
+ACCEL_FN void accel_store_float(ACCEL_GLOBAL void* b, accel_u64 i, int t, accel_wide_float x) {
+  switch (t) {
+#if ACCEL_HAS_F64
+    case ACCEL_F64_TYPE: ((ACCEL_GLOBAL double*)b)[i] = x; return;
+    case ACCEL_F16_TYPE: ((ACCEL_GLOBAL accel_u16*)b)[i] = (accel_u16)accel_f64_to_f16(x); return;
+#else
+    case ACCEL_F16_TYPE: ((ACCEL_GLOBAL accel_u16*)b)[i] = (accel_u16)accel_f32_to_f16(x); return;
+#endif
+    case ACCEL_F32_TYPE: ((ACCEL_GLOBAL float*)b)[i] = (float)x; return;
+    default: ((ACCEL_GLOBAL accel_u16*)b)[i] = (accel_u16)accel_f32_to_bf16((float)x); return; /* bf16 */
+  }
+}
+ACCEL_KERNEL(accel_convert) {
+  const int from = (int)p->size[0], to = (int)p->size[1];
+  if (accel_is_float_type(from)) {
+    const accel_wide_float x = accel_load_float(b0, i, from);
+    if (accel_is_float_type(to)) {
+      accel_store_float(b1, i, to, x);
+    } else {
+#if ACCEL_HAS_F64
+      accel_store_int(b1, i, to, accel_f64_to_int(x, to));
+#else
+      accel_store_int(b1, i, to, accel_f32_to_int(x, to));
+#endif
+    }
+    return;
+  }
+  const accel_i64 v = accel_load_int(b0, i, from);
+  if (!accel_is_float_type(to)) {
+    accel_store_int(b1, i, to, v);
+  } else if (to == ACCEL_F32_TYPE || to == ACCEL_F16_TYPE || to == ACCEL_BF16_TYPE) {
+    /* one rounding to f32 (f16's values are below 2^24, exact there, or beyond its range) */
+    const float f = from == ACCEL_U64_TYPE ? (float)(accel_u64)v : (float)v;
+    accel_store_float(b1, i, to, f);
+  } else {
+    accel_store_float(b1, i, to, from == ACCEL_U64_TYPE ? (accel_wide_float)(accel_u64)v : (accel_wide_float)v);
+  }
+}
 
 /* Transpose by element size, in tiles of size[2] x size[3] (at most 32 x 32) so that the reads and
  * the writes of neighbouring work items stay within a few cache lines; items cover whole tiles. */
@@ -200,9 +312,15 @@ ACCEL_CAST_KERNEL(f64, double, u8, accel_u8, ACCEL_FROM_F64)
     const accel_u64 r = tile / col_tiles * th + w / tw, c = tile % col_tiles * tw + w % tw;        \
     if (r < rows && c < cols) ((ACCEL_GLOBAL U*)b1)[c * rows + r] = ((ACCEL_GLOBAL const U*)b0)[r * cols + c]; \
   }
+/* 16-byte elements (c128) move as a pair of 8-byte words. */
+typedef struct accel_b16 {
+  accel_u64 lo, hi;
+} accel_b16;
 ACCEL_TRANSPOSE_KERNEL(1, accel_u8)
+ACCEL_TRANSPOSE_KERNEL(2, accel_u16)
 ACCEL_TRANSPOSE_KERNEL(4, accel_i32)
 ACCEL_TRANSPOSE_KERNEL(8, accel_i64)
+ACCEL_TRANSPOSE_KERNEL(16, accel_b16)
 
 /* A region of p->shape copied between two strided layouts, by element size: element i of the
  * region is source[size[0] + sum(c_d * stride[0][d])] and target[size[1] + sum(c_d * stride[1][d])],
@@ -213,8 +331,10 @@ ACCEL_TRANSPOSE_KERNEL(8, accel_i64)
         ((ACCEL_GLOBAL const U*)b0)[p->size[0] + accel_strided_index(p, 0, i)];                    \
   }
 ACCEL_COPY_KERNEL(1, accel_u8)
+ACCEL_COPY_KERNEL(2, accel_u16)
 ACCEL_COPY_KERNEL(4, accel_i32)
 ACCEL_COPY_KERNEL(8, accel_i64)
+ACCEL_COPY_KERNEL(16, accel_b16)
 
 /* The logistic map over b0 in place (an :s64 tensor, or a streamed chunk), p->count[1] iterations:
  * size[0..5] are the plan's exact constants (accel_lm_params, in order); count[0] set selects the

@@ -70,19 +70,9 @@ ACCEL_UFN double accel_f64_of(accel_u64 b) {
 #endif
 #define ACCEL_F64_MAX 1.7976931348623157e308
 
-/* A resumable loop's saved words (see the Elixir compiler's emit_resumable): a double's bits, and
- * the mark (its low 16 bits) of an element that has finished. */
-#if defined(__OPENCL_VERSION__)
-#define accel_f64_bits(x) as_ulong((double)(x))
-#elif defined(__CUDACC__)
-#define accel_f64_bits(x) ((accel_u64)__double_as_longlong(x))
-#else
-ACCEL_UFN accel_u64 accel_f64_bits(double x) {
-  accel_u64 b;
-  __builtin_memcpy(&b, &x, sizeof b);
-  return b;
-}
-#endif
+/* A resumable loop's saved words (see the Elixir compiler's emit_resumable): a double's bits
+ * (accel_f64_bits, kernels/dialect.h), and the mark (its low 16 bits) of an element that has
+ * finished. */
 #define ACCEL_RESUME_DONE 0xFFFFUL
 
 /* The high half of a signed 64x64-bit product (from the 128-bit product where the dialect says

@@ -415,6 +415,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_download", 3, guarded<tensor_download>, 0},
     {"tensor_free", 1, guarded<tensor_free>, 0},
     {"tensor_cast", 3, guarded<tensor_cast>, 0},
+    {"tensor_reinterpret", 2, guarded<tensor_reinterpret>, 0},
     {"tensor_binary", 6, guarded<tensor_binary>, 0},
     {"tensor_compare", 6, guarded<tensor_compare>, 0},
     {"tensor_select", 7, guarded<tensor_select>, 0},

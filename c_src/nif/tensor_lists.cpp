@@ -26,6 +26,15 @@ constexpr size_t kMaxRank = 64;
 
 struct Rejected {};  // the list is not one the fast path takes: the caller answers :error
 
+// An integer that fits T, written as T; rejected otherwise.
+template <typename T>
+void put_int(int64_t i, unsigned char* out) {
+  if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) || i > static_cast<int64_t>(std::numeric_limits<T>::max()))
+    throw Rejected{};
+  const T v = static_cast<T>(i);
+  std::memcpy(out, &v, sizeof v);
+}
+
 // Writes one number as `type`, or rejects it (the Elixir definition's rules: integers must fit,
 // floats only into float types and finite in them; a bignum is left to the Elixir path).
 void put(ErlNifEnv* env, ERL_NIF_TERM x, DType type, bool infer, unsigned char* out, bool* saw_float) {
@@ -34,16 +43,19 @@ void put(ErlNifEnv* env, ERL_NIF_TERM x, DType type, bool infer, unsigned char* 
   if (enif_get_int64(env, x, &i)) {
     switch (type) {
       case DType::S64: std::memcpy(out, &i, 8); return;
-      case DType::S32:
-        if (i < INT32_MIN || i > INT32_MAX) throw Rejected{};
-        { const int32_t v = static_cast<int32_t>(i); std::memcpy(out, &v, 4); }
+      case DType::U64:
+        if (i < 0) throw Rejected{};
+        std::memcpy(out, &i, 8);
         return;
-      case DType::U8:
-        if (i < 0 || i > 255) throw Rejected{};
-        *out = static_cast<unsigned char>(i);
-        return;
+      case DType::S32: put_int<int32_t>(i, out); return;
+      case DType::U32: put_int<uint32_t>(i, out); return;
+      case DType::S16: put_int<int16_t>(i, out); return;
+      case DType::U16: put_int<uint16_t>(i, out); return;
+      case DType::S8: put_int<int8_t>(i, out); return;
+      case DType::U8: put_int<uint8_t>(i, out); return;
       case DType::F64: { const double v = static_cast<double>(i); std::memcpy(out, &v, 8); return; }
       case DType::F32: { const float v = static_cast<float>(i); std::memcpy(out, &v, 4); return; }
+      default: throw Rejected{};  // f16, bf16, complex: the Elixir definition's
     }
   }
   if (!enif_get_double(env, x, &f)) throw Rejected{};
@@ -134,20 +146,29 @@ ERL_NIF_TERM list_bytes_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
 
 // (binary, type, shape) -> nested lists of the elements; non-finite floats as :nan, :infinity and
 // :neg_infinity (Elixir floats cannot hold them).
+template <typename T>
+T read_as(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 ERL_NIF_TERM number(ErlNifEnv* env, const unsigned char* p, DType type) {
-  switch (type) {
-    case DType::S64: { int64_t v; std::memcpy(&v, p, 8); return enif_make_int64(env, v); }
-    case DType::S32: { int32_t v; std::memcpy(&v, p, 4); return enif_make_int(env, v); }
-    case DType::U8: return enif_make_uint(env, *p);
-    default: break;
-  }
   double v;
-  if (type == DType::F64) {
-    std::memcpy(&v, p, 8);
-  } else {
-    float f;
-    std::memcpy(&f, p, 4);
-    v = f;
+  switch (type) {
+    case DType::S64: return enif_make_int64(env, read_as<int64_t>(p));
+    case DType::U64: return enif_make_uint64(env, read_as<uint64_t>(p));
+    case DType::S32: return enif_make_int(env, read_as<int32_t>(p));
+    case DType::U32: return enif_make_uint(env, read_as<uint32_t>(p));
+    case DType::S16: return enif_make_int(env, read_as<int16_t>(p));
+    case DType::U16: return enif_make_uint(env, read_as<uint16_t>(p));
+    case DType::S8: return enif_make_int(env, read_as<int8_t>(p));
+    case DType::U8: return enif_make_uint(env, *p);
+    case DType::F64: v = read_as<double>(p); break;
+    case DType::F32: v = read_as<float>(p); break;
+    case DType::F16: v = accel_f16_to_f32(read_as<uint16_t>(p)); break;
+    case DType::BF16: v = accel_bits_f32(uint64_t{read_as<uint16_t>(p)} << 16); break;
+    default: throw ArgumentError(std::string("a :") + dtype_name(type) + " tensor has no list form; read it with to_binary/1");
   }
   if (std::isnan(v)) return enif_make_atom(env, "nan");
   if (std::isinf(v)) return enif_make_atom(env, v > 0 ? "infinity" : "neg_infinity");

@@ -117,9 +117,29 @@ ERL_NIF_TERM unary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_unary(static_cast<UnaryOp>(op), get_tensor(env, argv[1])));
 }
 
-// (op, t, outer, len, inner): op sum, min, max, argmin or argmax.
+// An argmin/argmax's {name, nan, tie} (nan: first, last or ignored; tie: low or high).
+ArgPolicy decode_arg_policy(ErlNifEnv* env, ERL_NIF_TERM op, std::string* name) {
+  int arity = 0;
+  const ERL_NIF_TERM* fields = nullptr;
+  ArgPolicy policy;
+  if (!enif_get_tuple(env, op, &arity, &fields)) {
+    *name = atom_text(env, op);
+    return policy;
+  }
+  if (arity != 3) throw ArgumentError("unknown reduction: " + describe_term(env, op));
+  *name = atom_text(env, fields[0]);
+  const std::string nan = atom_text(env, fields[1]), tie = atom_text(env, fields[2]);
+  policy.nan = nan == "first" ? NanRank::First : nan == "last" ? NanRank::Last : nan == "ignored" ? NanRank::Ignored
+               : throw ArgumentError("nan: must be :first, :last or :ignored, got: " + describe_term(env, fields[1]));
+  policy.last = tie == "high" ? true : tie == "low" ? false
+                : throw ArgumentError("tie_break: must be :low or :high, got: " + describe_term(env, fields[2]));
+  return policy;
+}
+
+// (op, t, outer, len, inner): op sum, min, max, argmin or argmax (or {argmin or argmax, nan, tie}).
 ERL_NIF_TERM reduce_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  const std::string name = atom_text(env, argv[0]);
+  std::string name;
+  const ArgPolicy policy = decode_arg_policy(env, argv[0], &name);
   const bool arg = name == "argmin" || name == "argmax";
   const ReduceOp op = name == "sum"                       ? ReduceOp::Sum
                       : name == "min" || name == "argmin" ? ReduceOp::Min
@@ -128,7 +148,8 @@ ERL_NIF_TERM reduce_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Tensor t = get_tensor(env, argv[1]);
   const uint64_t outer = decode_count(env, argv[2], "outer"), len = decode_count(env, argv[3], "len"),
                  inner = decode_count(env, argv[4], "inner");
-  return make_tensor(env, arg ? accel::tensor_argreduce(op, t, outer, len, inner) : accel::tensor_reduce(op, t, outer, len, inner));
+  return make_tensor(env, arg ? accel::tensor_argreduce(op, t, outer, len, inner, policy)
+                              : accel::tensor_reduce(op, t, outer, len, inner));
 }
 
 // (t, shape, start, length, step)
@@ -216,6 +237,11 @@ ERL_NIF_TERM tensor_download(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]
 
 ERL_NIF_TERM tensor_cast(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<cast_run, 0, false>(env, argc, argv);
+}
+
+// (t, type): the same buffer read as another type; no device work, so inline.
+ERL_NIF_TERM tensor_reinterpret(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return make_tensor(env, accel::tensor_reinterpret(get_tensor(env, argv[0]), decode_type(env, argv[1])));
 }
 
 ERL_NIF_TERM tensor_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

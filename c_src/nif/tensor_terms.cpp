@@ -111,10 +111,11 @@ std::string atom_text(ErlNifEnv* env, ERL_NIF_TERM term) {
 }
 
 DType decode_type(ErlNifEnv* env, ERL_NIF_TERM term) {
-  const std::string name = atom_text(env, term);
-  for (DType t : {DType::F32, DType::F64, DType::S64, DType::S32, DType::U8})
-    if (name == dtype_name(t)) return t;
-  throw ArgumentError("type must be one of :f32, :f64, :s64, :s32, :u8, got: " + describe_term(env, term));
+  DType type;
+  if (dtype_named(atom_text(env, term), &type)) return type;
+  std::string names;
+  for (int code = 0; code < kTypeCount; ++code) names += std::string(code ? ", :" : ":") + dtype_name(static_cast<DType>(code));
+  throw ArgumentError("type must be one of " + names + ", got: " + describe_term(env, term));
 }
 
 uint64_t decode_count(ErlNifEnv* env, ERL_NIF_TERM term, const char* name) {

@@ -51,6 +51,17 @@ accel::Operand num(int64_t i) {
   return o;
 }
 
+// The message of the ArgumentError `run` throws (empty when it throws none).
+template <typename F>
+std::string argument_error(F run) {
+  try {
+    run();
+  } catch (const accel::ArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST_P(TensorTest, ElementwiseWithBroadcastingAndScalars) {
   const Tensor m = from<int64_t>({1, 2, 3, 4, 5, 6}, DType::S64);
   const Tensor row = from<int64_t>({10, 20, 30}, DType::S64);
@@ -85,18 +96,19 @@ TEST_P(TensorTest, EveryRegisteredOperationEqualsTheCpuBackend) {
   const std::vector<int64_t> ints = {0, 1, -1, 2, -7, 7, 63, 64, 65, -64, 100, -100, 127, -128, 255,
                                      2147483647, -2147483647 - 1, INT64_MAX, INT64_MIN, 3, -3, 31, 32, 33};
   const std::vector<double> floats = {0.0, -0.0, 1.5, -1.5, 2.5, -2.5, 0.1, 1e30, -1e30, 3.0, 1e-30, NAN, INFINITY, -INFINITY};
-  for (DType type : {DType::F32, DType::F64, DType::S64, DType::S32, DType::U8}) {
+  for (DType type : {DType::F32, DType::F64, DType::S64, DType::S32, DType::U8, DType::U64, DType::U32}) {
     if (!backend_->supports(type, 0)) continue;
     std::vector<unsigned char> xs, ys;
     const size_t n = accel::is_float(type) ? floats.size() * floats.size() : ints.size() * ints.size();
     auto put = [&](std::vector<unsigned char>& v, double f, int64_t i) {
       unsigned char bytes[8];
-      switch (type) {
-        case DType::F32: { const float x = static_cast<float>(f); std::memcpy(bytes, &x, 4); break; }
-        case DType::F64: std::memcpy(bytes, &f, 8); break;
-        case DType::S64: std::memcpy(bytes, &i, 8); break;
-        case DType::S32: { const int32_t x = static_cast<int32_t>(i); std::memcpy(bytes, &x, 4); break; }
-        case DType::U8: bytes[0] = static_cast<unsigned char>(i); break;
+      if (type == DType::F32) {
+        const float x = static_cast<float>(f);
+        std::memcpy(bytes, &x, 4);
+      } else if (type == DType::F64) {
+        std::memcpy(bytes, &f, 8);
+      } else {
+        std::memcpy(bytes, &i, 8);  // little-endian: the low bytes are the narrower types' wrap
       }
       v.insert(v.end(), bytes, bytes + accel::dtype_size(type));
     };
@@ -142,10 +154,12 @@ TEST_P(TensorTest, EveryRegisteredOperationEqualsTheCpuBackend) {
       const accel::OpInfo& info = accel::op_info(accel::OpFamily::Binary, code);
       if (!(accel::is_float(type) ? info.floats : info.ints)) continue;
       const auto operation = static_cast<accel::BinaryOp>(code);
-      if (operation == accel::BinaryOp::divide || operation == accel::BinaryOp::quotient ||
-          operation == accel::BinaryOp::remainder || operation == accel::BinaryOp::pow) {
-        if (!accel::is_float(type)) continue;  // zero divisors and negative exponents: tested above
-      }
+      // zero divisors, and on signed types negative exponents and shift amounts, raise: tested below
+      const bool divides = operation == accel::BinaryOp::divide || operation == accel::BinaryOp::quotient ||
+                           operation == accel::BinaryOp::remainder;
+      const bool takes_sign = operation == accel::BinaryOp::pow || operation == accel::BinaryOp::left_shift ||
+                              operation == accel::BinaryOp::right_shift;
+      if (!accel::is_float(type) && (divides || (takes_sign && !accel::is_unsigned(type)))) continue;
       close(accel::tensor_binary(operation, op(x, shape), op(y, shape)),
             accel::tensor_binary(operation, op(cx, shape), op(cy, shape)), info.name);
     }
@@ -176,11 +190,17 @@ TEST_P(TensorTest, IntegerDivisionPowersAndShiftsHaveElixirsMeaning) {
   EXPECT_EQ(read<int64_t>(accel::tensor_binary(accel::BinaryOp::pow, op(base, s), op(e, s))),
             (std::vector<int64_t>{81, -8, INT64_MIN, 1, 1, 1}));  // 2^63 wraps
   const Tensor one = from<int64_t>({1, 1, 1, -8, -8, -8}, DType::S64);
-  const Tensor by = from<int64_t>({63, 64, -1, 1, 70, -2}, DType::S64);
+  const Tensor by = from<int64_t>({63, 64, 0, 1, 70, 2}, DType::S64);
   EXPECT_EQ(read<int64_t>(accel::tensor_binary(accel::BinaryOp::left_shift, op(one, s), op(by, s))),
-            (std::vector<int64_t>{INT64_MIN, 0, 0, -16, 0, -2}));
+            (std::vector<int64_t>{INT64_MIN, 0, 1, -16, 0, -32}));
   EXPECT_EQ(read<int64_t>(accel::tensor_binary(accel::BinaryOp::right_shift, op(one, s), op(by, s))),
-            (std::vector<int64_t>{0, 0, 2, -4, -1, -32}));
+            (std::vector<int64_t>{0, 0, 1, -4, -1, -2}));
+  // A negative amount raises as Nx does, naming the first one.
+  const Tensor negative = from<int64_t>({1, 2, -3, -1, 0, 0}, DType::S64);
+  EXPECT_EQ(argument_error([&] { accel::tensor_binary(accel::BinaryOp::left_shift, op(one, s), op(negative, s)); }),
+            "cannot left shift by -3");
+  EXPECT_EQ(argument_error([&] { accel::tensor_binary(accel::BinaryOp::right_shift, op(one, s), op(negative, s)); }),
+            "cannot right shift by -3");
   const Tensor u = from<uint8_t>({200, 1, 255}, DType::U8);
   EXPECT_EQ(read<uint8_t>(accel::tensor_binary(accel::BinaryOp::left_shift, op(u, {3}), num(1))),
             (std::vector<uint8_t>{144, 2, 254}));  // in the type's width: bits shifted out are lost
@@ -347,6 +367,195 @@ class NoDoublesBackend final : public accel::Backend {
                     const accel::CallOptions&) override {}
   bool supports(DType type, int) override { return type != DType::F64; }
 };
+
+// u64 computes unsigned where the sign matters: division, order, shifts, conversion to floats.
+TEST_P(TensorTest, U64ComputesUnsigned) {
+  const uint64_t big = UINT64_MAX - 5;  // above 2^63: negative if read as s64
+  const Tensor a = from<uint64_t>({big, 7, big, 1}, DType::U64);
+  const Tensor b = from<uint64_t>({2, big, 3, 63}, DType::U64);
+  const std::vector<uint64_t> s = {4};
+  EXPECT_EQ(read<uint64_t>(accel::tensor_binary(accel::BinaryOp::quotient, op(a, s), op(b, s))),
+            (std::vector<uint64_t>{big / 2, 0, big / 3, 0}));
+  EXPECT_EQ(read<uint64_t>(accel::tensor_binary(accel::BinaryOp::remainder, op(a, s), op(b, s))),
+            (std::vector<uint64_t>{big % 2, 7, big % 3, 1}));
+  EXPECT_EQ(read<uint64_t>(accel::tensor_binary(accel::BinaryOp::max, op(a, s), op(b, s))),
+            (std::vector<uint64_t>{big, big, big, 63}));
+  EXPECT_EQ(read<uint64_t>(accel::tensor_binary(accel::BinaryOp::right_shift, op(a, s), op(b, s))),
+            (std::vector<uint64_t>{big >> 2, 0, big >> 3, 0}));
+  EXPECT_EQ(read<uint8_t>(accel::tensor_compare(accel::CompareOp::less, op(a, s), op(b, s))),
+            (std::vector<uint8_t>{0, 1, 0, 1}));
+  EXPECT_EQ(read<uint64_t>(accel::tensor_reduce(accel::ReduceOp::Max, a, 1, 4, 1)), (std::vector<uint64_t>{big}));
+  EXPECT_EQ(read<int64_t>(accel::tensor_argreduce(accel::ReduceOp::Min, a, 1, 4, 1)), (std::vector<int64_t>{3}));
+  const Tensor sum = accel::tensor_reduce(accel::ReduceOp::Sum, from<uint8_t>({200, 100}, DType::U8), 1, 2, 1);
+  EXPECT_EQ(sum.type, DType::U64);  // as Nx sums unsigned integers
+  EXPECT_EQ(read<uint64_t>(sum), (std::vector<uint64_t>{300}));
+  if (backend_->supports(DType::F64, 0)) {
+    EXPECT_EQ(read<double>(accel::tensor_cast(a, DType::F64)), (std::vector<double>{18446744073709551610.0, 7, 18446744073709551610.0, 1}));
+  }
+  EXPECT_EQ(read<uint64_t>(accel::tensor_cast(from<float>({-1.0f, 1e20f, 2.5f, 9.3e18f}, DType::F32), DType::U64)),
+            (std::vector<uint64_t>{0, UINT64_MAX, 2, static_cast<uint64_t>(9.3e18f)}));
+}
+
+// The nearest f16 (ties to even) by search over every f16: an oracle independent of the kernel's
+// bit arithmetic.
+uint16_t nearest_f16(double x) {
+  if (std::isnan(x)) return 0x7E00;
+  uint16_t best = 0;
+  double best_gap = INFINITY;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float v = accel_f16_to_f32(h);
+    if (std::isnan(v) || std::signbit(v) != std::signbit(x)) continue;
+    const double gap = std::abs(static_cast<double>(v) - x);
+    // ties to the even significand; beyond the largest finite value by half an ulp, infinity
+    if (gap < best_gap || (gap == best_gap && (h & 1) == 0)) best = static_cast<uint16_t>(h), best_gap = gap;
+  }
+  if (std::abs(x) >= 65520.0) best = static_cast<uint16_t>((std::signbit(x) ? 0x8000 : 0) | 0x7C00);
+  if (x == 0) best = std::signbit(x) ? 0x8000 : 0;
+  return best;
+}
+
+// Every type converts to every other on every backend, as Nx converts: integers wrap, floats
+// truncate and saturate into integers, f16 rounds to nearest even, bf16 keeps f32's high half.
+TEST_P(TensorTest, StorageTypesConvertAsNxDoes) {
+  const std::vector<double> values = {0.0, -0.0, 1.0, -1.0, 0.5, 1.0009765625, 1.00048828125, 1.000732421875, 65504.0,
+                                      65519.0, 65520.0, 1e5, -70000.0, 5.960464477539063e-8, 2.98e-8, 3.0e-8,
+                                      6.1e-5, 0.1, -0.3, 3.14159, 255.5, -128.7, 40000.0, INFINITY, -INFINITY, NAN};
+  std::vector<float> f32;
+  for (double v : values) f32.push_back(static_cast<float>(v));
+  const Tensor f = from<float>(f32, DType::F32);
+  const std::vector<uint16_t> halves = read<uint16_t>(accel::tensor_cast(f, DType::F16));
+  for (size_t i = 0; i < values.size(); ++i)
+    EXPECT_EQ(halves[i], nearest_f16(f32[i])) << "f32 " << f32[i] << " to f16";
+  if (backend_->supports(DType::F64, 0)) {  // from doubles, one rounding (1 + 2^-11 + 2^-30 rounds up)
+    const std::vector<double> d = {1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -30), 1.0 + std::ldexp(1.0, -11),
+                                   std::ldexp(1.0, -25) + std::ldexp(1.0, -40)};
+    EXPECT_EQ(read<uint16_t>(accel::tensor_cast(from<double>(d, DType::F64), DType::F16)), (std::vector<uint16_t>{0x3C01, 0x3C00, 1}));
+  }
+  // back to f32 exactly, every f16 (subnormals, infinities and NaN included)
+  std::vector<uint16_t> every(0x10000);
+  for (uint32_t h = 0; h < 0x10000; ++h) every[h] = static_cast<uint16_t>(h);
+  const std::vector<float> wide = read<float>(accel::tensor_cast(from<uint16_t>(every, DType::F16), DType::F32));
+  const std::vector<uint16_t> again = read<uint16_t>(accel::tensor_cast(from<float>(wide, DType::F32), DType::F16));
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const bool nan = (h & 0x7C00) == 0x7C00 && (h & 0x3FF) != 0;
+    if (nan) {
+      EXPECT_TRUE(std::isnan(wide[h]));
+    } else {
+      EXPECT_EQ(again[h], h) << "f16 " << h << " round trip";
+    }
+  }
+  // bf16: the high half of the f32 value
+  const std::vector<uint16_t> brain = read<uint16_t>(accel::tensor_cast(f, DType::BF16));
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &f32[i], 4);
+    if (!std::isnan(f32[i])) {
+      EXPECT_EQ(brain[i], bits >> 16) << "bf16 of " << f32[i];
+    }
+  }
+  // integers of every width wrap; floats into them truncate and saturate
+  const Tensor ints = from<int64_t>({-1, 300, 70000, -129, 5000000000LL, 127}, DType::S64);
+  EXPECT_EQ(read<int8_t>(accel::tensor_cast(ints, DType::S8)), (std::vector<int8_t>{-1, 44, 112, 127, 0, 127}));
+  EXPECT_EQ(read<uint16_t>(accel::tensor_cast(ints, DType::U16)), (std::vector<uint16_t>{65535, 300, 4464, 65407, 61952, 127}));
+  EXPECT_EQ(read<int16_t>(accel::tensor_cast(ints, DType::S16)), (std::vector<int16_t>{-1, 300, 4464, -129, -3584, 127}));
+  EXPECT_EQ(read<uint32_t>(accel::tensor_cast(ints, DType::U32)),
+            (std::vector<uint32_t>{4294967295u, 300, 70000, 4294967167u, 705032704u, 127}));
+  const Tensor narrow = accel::tensor_cast(from<int16_t>({-2, 32767}, DType::S16), DType::S64);  // sign-extended
+  EXPECT_EQ(read<int64_t>(narrow), (std::vector<int64_t>{-2, 32767}));
+  EXPECT_EQ(read<int64_t>(accel::tensor_cast(from<uint16_t>({65535, 1}, DType::U16), DType::S64)), (std::vector<int64_t>{65535, 1}));
+  EXPECT_EQ(read<int8_t>(accel::tensor_cast(from<float>({-300.5f, 300.5f, -1.9f, NAN}, DType::F32), DType::S8)),
+            (std::vector<int8_t>{-128, 127, -1, 0}));
+  EXPECT_EQ(read<uint16_t>(accel::tensor_cast(from<float>({-1.0f, 7e4f, 3.9f}, DType::F32), DType::U16)),
+            (std::vector<uint16_t>{0, 65535, 3}));
+  // f16 from integers, and to them
+  EXPECT_EQ(read<uint16_t>(accel::tensor_cast(from<int32_t>({2049, 70000, -3}, DType::S32), DType::F16)),
+            (std::vector<uint16_t>{0x6800, 0x7C00, 0xC200}));  // 2049 ties to 2048
+  EXPECT_EQ(read<int32_t>(accel::tensor_cast(from<uint16_t>({0x6800, 0xC200}, DType::F16), DType::S32)),
+            (std::vector<int32_t>{2048, -3}));
+  // complex types convert to nothing else; storage types have no kernels of their own
+  EXPECT_NE(argument_error([&] { accel::tensor_cast(from<float>({1, 2}, DType::C64), DType::F32); }), "");
+  EXPECT_EQ(argument_error([&] { accel::tensor_unary(accel::UnaryOp::negate, from<int16_t>({1}, DType::S16)); }),
+            "Accel.Tensor.negate/1 has no kernel for :s16 (a storage type): convert it with Accel.Tensor.as_type/2 first");
+  // reinterpreting shares the bytes
+  const Tensor bits = accel::tensor_reinterpret(from<float>({1.0f, -2.0f}, DType::F32), DType::U32);
+  EXPECT_EQ(read<uint32_t>(bits), (std::vector<uint32_t>{0x3F800000u, 0xC0000000u}));
+  EXPECT_EQ(accel::tensor_reinterpret(bits, DType::U16).count, 4u);
+  EXPECT_NE(argument_error([&] { accel::tensor_reinterpret(from<uint8_t>({1, 2, 3}, DType::U8), DType::U16); }), "");
+}
+
+// Copies and transposes move 2- and 16-byte elements (f16, c128) as every other size.
+TEST_P(TensorTest, TwoAndSixteenByteElementsMove) {
+  const Tensor h = from<uint16_t>({1, 2, 3, 4, 5, 6}, DType::U16);  // {2, 3}
+  EXPECT_EQ(read<uint16_t>(accel::tensor_transpose(h, 2, 3)), (std::vector<uint16_t>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(read<uint16_t>(accel::tensor_slice(h, {2, 3}, {0, 1}, {2, 2}, {1, 1})), (std::vector<uint16_t>{2, 3, 5, 6}));
+  const Tensor c = from<double>({1, 10, 2, 20, 3, 30, 4, 40}, DType::C128);  // {2, 2} of (re, im)
+  EXPECT_EQ(read<double>(accel::tensor_reinterpret(accel::tensor_transpose(c, 2, 2), DType::F64)),
+            (std::vector<double>{1, 10, 3, 30, 2, 20, 4, 40}));
+}
+
+// argmin/argmax rank NaN and ties as asked (Nx 0.7's scan and Nx 0.8's last NaN are built on these).
+TEST_P(TensorTest, ArgReductionsRankNanAndTiesAsAsked) {
+  const float nan = NAN;
+  // rows of 3: [1, nan, 5], [nan, 2, nan], [4, 4, 1], [nan, nan, nan]
+  const Tensor t = from<float>({1, nan, 5, nan, 2, nan, 4, 4, 1, nan, nan, nan}, DType::F32);
+  auto arg = [&](accel::ReduceOp op, accel::NanRank nan_rank, bool last) {
+    return read<int64_t>(accel::tensor_argreduce(op, t, 4, 3, 1, {nan_rank, last}));
+  };
+  using accel::NanRank;
+  using accel::ReduceOp;
+  EXPECT_EQ(arg(ReduceOp::Max, NanRank::First, false), (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(arg(ReduceOp::Max, NanRank::Last, false), (std::vector<int64_t>{1, 2, 0, 2}));
+  EXPECT_EQ(arg(ReduceOp::Max, NanRank::Ignored, false), (std::vector<int64_t>{2, 1, 0, 0}));
+  EXPECT_EQ(arg(ReduceOp::Max, NanRank::Ignored, true), (std::vector<int64_t>{2, 1, 1, 0}));
+  EXPECT_EQ(arg(ReduceOp::Min, NanRank::Ignored, false), (std::vector<int64_t>{0, 1, 2, 0}));
+  // across partial passes (a long axis): the policies hold where partials meet
+  std::vector<float> long_row(100000, 1.0f);
+  long_row[3] = nan, long_row[70000] = nan, long_row[50000] = 7.0f, long_row[90000] = 7.0f;
+  const Tensor l = from<float>(long_row, DType::F32);
+  EXPECT_EQ(read<int64_t>(accel::tensor_argreduce(ReduceOp::Max, l, 1, 100000, 1, {NanRank::Last, false})), (std::vector<int64_t>{70000}));
+  EXPECT_EQ(read<int64_t>(accel::tensor_argreduce(ReduceOp::Max, l, 1, 100000, 1, {NanRank::First, false})), (std::vector<int64_t>{3}));
+  EXPECT_EQ(read<int64_t>(accel::tensor_argreduce(ReduceOp::Max, l, 1, 100000, 1, {NanRank::Ignored, false})), (std::vector<int64_t>{50000}));
+  EXPECT_EQ(read<int64_t>(accel::tensor_argreduce(ReduceOp::Max, l, 1, 100000, 1, {NanRank::Ignored, true})), (std::vector<int64_t>{90000}));
+}
+
+// Views, copies and broadcasting of any rank: dimensions merge where the layouts allow, and what
+// stays above ACCEL_MAX_RANK is copied in several launches.
+TEST_P(TensorTest, ViewsAndBroadcastsOfAnyRank) {
+  // {2, 2, ..., 2} of rank 12, transposed by reversing its axes: no two dimensions merge
+  const size_t rank = 12;
+  std::vector<int64_t> values(size_t{1} << rank);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int64_t>(i);
+  const Tensor t = from<int64_t>(values, DType::S64);
+  const std::vector<uint64_t> shape(rank, 2);
+  std::vector<int64_t> reversed(rank);
+  for (size_t d = 0; d < rank; ++d) reversed[d] = int64_t{1} << d;  // axis d of the view is axis rank-1-d
+  const std::vector<int64_t> got = read<int64_t>(accel::tensor_view(t, shape, reversed, 0));
+  for (size_t i = 0; i < values.size(); ++i) {
+    size_t bits_reversed = 0;
+    for (size_t d = 0; d < rank; ++d) bits_reversed |= ((i >> d) & 1) << (rank - 1 - d);
+    ASSERT_EQ(got[i], static_cast<int64_t>(bits_reversed)) << "element " << i;
+  }
+  // a contiguous view of rank 12 merges into one dimension: one launch
+  std::vector<int64_t> contiguous(rank);
+  for (size_t d = 0; d < rank; ++d) contiguous[d] = int64_t{1} << (rank - 1 - d);
+  EXPECT_EQ(read<int64_t>(accel::tensor_view(t, shape, contiguous, 0)), values);
+  // broadcasting {2, 1, 2, 1, ...} against {1, 2, 1, 2, ...} over 12 dimensions
+  std::vector<uint64_t> a_shape(rank), b_shape(rank);
+  for (size_t d = 0; d < rank; ++d) a_shape[d] = d % 2 == 0 ? 2 : 1, b_shape[d] = d % 2 == 0 ? 1 : 2;
+  std::vector<int64_t> av(64), bv(64);
+  for (size_t i = 0; i < 64; ++i) av[i] = static_cast<int64_t>(i) * 100, bv[i] = static_cast<int64_t>(i);
+  const Tensor a = from<int64_t>(av, DType::S64), b = from<int64_t>(bv, DType::S64);
+  const std::vector<int64_t> sum = read<int64_t>(accel::tensor_binary(accel::BinaryOp::add, op(a, a_shape), op(b, b_shape)));
+  ASSERT_EQ(sum.size(), values.size());
+  for (size_t i = 0; i < sum.size(); ++i) {
+    size_t ai = 0, bi = 0;  // even axes index a, odd ones b (axis 0 is the most significant bit)
+    for (size_t d = 0; d < rank; ++d) {
+      const size_t bit = (i >> (rank - 1 - d)) & 1;
+      if (d % 2 == 0) ai = ai * 2 + bit; else bi = bi * 2 + bit;
+    }
+    ASSERT_EQ(sum[i], static_cast<int64_t>(ai * 100 + bi)) << "element " << i;
+  }
+}
 
 TEST(TensorTypes, F64OnADeviceWithoutDoublesIsRefusedWithTheReason) {
   NoDoublesBackend backend;

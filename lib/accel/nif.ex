@@ -56,6 +56,7 @@ defmodule Accel.NIF do
   def tensor_download(_tensor, _limit, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_free(_ref), do: :erlang.nif_error(:not_loaded)
   def tensor_cast(_tensor, _type, _ref), do: :erlang.nif_error(:not_loaded)
+  def tensor_reinterpret(_tensor, _type), do: :erlang.nif_error(:not_loaded)
   def tensor_binary(_op, _a, _b, _a_shape, _b_shape, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_compare(_op, _a, _b, _a_shape, _b_shape, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_select(_pred, _a, _b, _pred_shape, _a_shape, _b_shape, _ref), do: :erlang.nif_error(:not_loaded)

@@ -10,10 +10,17 @@ defmodule Accel.Tensor do
       iex> Accel.Tensor.iota({5}, backend: :cpu) |> Accel.Tensor.add(1) |> Accel.logistic_map(iterations: 1) |> Accel.Tensor.to_list()
       [44, 132, 264, 440, 660]
 
-  A tensor is `%Accel.Tensor{shape, type, device, ref}`: `shape` a tuple of dimensions, `type` one of
-  `:f32`, `:f64`, `:s64`, `:s32`, `:u8`, `device` `{backend, index}` (see `Accel.devices/0`), and
-  `ref` the NIF resource that owns the buffer: host memory on `:cpu`, a device buffer on `:opencl`
-  and `:cuda`. Tensors are immutable: every operation returns a new one on the same device.
+  A tensor is `%Accel.Tensor{shape, type, device, ref}`: `shape` a tuple of dimensions, `type` its
+  element type, `device` `{backend, index}` (see `Accel.devices/0`), and `ref` the NIF resource
+  that owns the buffer: host memory on `:cpu`, a device buffer on `:opencl` and `:cuda`. Tensors
+  are immutable: every operation returns a new one on the same device.
+
+  Types (one registry, `c_src/kernels/types.h`): `:f32`, `:f64`, `:s64`, `:s32`, `:u8`, `:u64` and
+  `:u32` have kernels of their own, and every operation takes them. `:s8`, `:s16`, `:u16`, `:f16`,
+  `:bf16`, `:c64` and `:c128` are storage types: tensors of them are created, moved (reshape,
+  transpose, slice, concatenate...), converted with `as_type/2` (f16 rounds to nearest even, bf16
+  keeps the f32 value's high half, as Nx writes it) and read like the others, and computed on
+  after a conversion (`Accel.Nx.Backend` does that for Nx, converting back after each operation).
 
   ## Lifetime
 
@@ -40,7 +47,8 @@ defmodule Accel.Tensor do
       | operands | result |
       |---|---|
       | the same type | that type |
-      | two integer types | the wider: `:u8` < `:s32` < `:s64` |
+      | two integer types of one signedness | the wider |
+      | a signed and an unsigned integer type | the signed one if wider, else a signed type twice the unsigned one's width (at most `:s64`) |
       | an integer type and a float type | the float type |
       | `:f32` and `:f64` | `:f64` |
       | a tensor and an integer number | the tensor's type (a number that does not fit it raises) |
@@ -48,13 +56,15 @@ defmodule Accel.Tensor do
 
     * Integers wrap around modulo 2^bits, like C and Nx. `divide/2` and `quotient/2` on integers
       truncate toward zero (`div/2`), `remainder/2` takes the dividend's sign (`rem/2`); a zero
-      divisor raises `ArgumentError`, as does a negative integer exponent in `pow/2`. Shifts by the
-      type's width or more give 0 (or -1, shifting a negative number right).
+      divisor raises `ArgumentError`, as do a negative integer exponent in `pow/2` and a negative
+      shift amount (as in Nx). Shifts by the type's width or more give 0 (or -1, shifting a
+      negative number right); unsigned types shift right logically.
     * Operations the registry marks as float-only (`exp/1`, `log/1`, `sqrt/1`, `tanh/1`, `sigmoid/1`)
       raise on integer tensors, and integer-only ones (bitwise, shifts, `quotient/2`) on float
       tensors, naming the function; `as_type/2` converts.
       Float to integer conversion truncates toward zero and saturates; NaN becomes 0.
-    * `sum/2` of integers returns `:s64` (exact modulo 2^64); `mean/2` of integers returns `:f64`.
+    * `sum/2` of integers returns `:s64` (`:u64` for unsigned types, as Nx sums them; exact
+      modulo 2^64); `mean/2` of integers returns `:f64`.
       `:f32` sums and means accumulate in `:f64` on every backend and are rounded to `:f32` once, so
       a sum of 10^8 elements is within about 1e-7 of the exact sum of its inputs on every backend
       (on an OpenCL device without doubles, compensated `:f32` sums). `min/2` and `max/2` propagate
@@ -83,11 +93,12 @@ defmodule Accel.Tensor do
   @enforce_keys [:shape, :type, :device, :ref]
   defstruct [:shape, :type, :device, :ref]
 
-  @type type :: :f32 | :f64 | :s64 | :s32 | :u8
+  @type type ::
+          :f32 | :f64 | :s64 | :s32 | :u8 | :u64 | :u32 | :s8 | :s16 | :u16 | :f16 | :bf16 | :c64 | :c128
   @type shape :: tuple()
   @type t :: %__MODULE__{shape: shape(), type: type(), device: {atom(), non_neg_integer()}, ref: reference()}
 
-  @types [:f32, :f64, :s64, :s32, :u8]
+  @types Accel.Tensor.Types.names()
 
   @place_options [
     backend: [rule: {:in, [:auto, :cpu, :opencl, :cuda]}, default: :auto, doc: "where the tensor lives"],
@@ -104,7 +115,8 @@ defmodule Accel.Tensor do
                     doc: "the element type; `:s64` when every element is an integer, `:f64` otherwise"
                   ]
                 ] ++ @place_options
-  @iota_options [type: [rule: {:in, @types}, default: :s64, doc: "the element type"]] ++ @place_options
+  @iota_options [type: [rule: {:in, Accel.Tensor.Types.compute()}, default: :s64, doc: "the element type"]] ++
+                  @place_options
 
   ## Creation and reading
 
@@ -308,6 +320,29 @@ defmodule Accel.Tensor do
 
   def as_type(other, _type), do: not_a_tensor!("as_type/2", other)
 
+  @doc """
+  The same bytes read as another type of the same size (Nx's `bitcast/2`): no copy, the buffer is
+  shared (as `reshape/2` shares it).
+
+      iex> Accel.Tensor.from_list([1.0], type: :f32, backend: :cpu) |> Accel.Tensor.bitcast(:u32) |> Accel.Tensor.to_list()
+      [1065353216]
+  """
+  @spec bitcast(t(), type()) :: t()
+  def bitcast(%__MODULE__{} = t, type) do
+    check_type!(type)
+
+    if byte_width(type) != byte_width(t.type),
+      do:
+        raise(
+          ArgumentError,
+          "bitcast/2 needs a type of the same size: #{inspect(t.type)} and #{inspect(type)} differ"
+        )
+
+    wrap(NIF.tensor_reinterpret(t.ref, type), t.shape, type)
+  end
+
+  def bitcast(other, _type), do: not_a_tensor!("bitcast/2", other)
+
   ## Elementwise: one function per line of the operation registry (c_src/kernels/ops.h)
 
   @reductions [:min, :max]
@@ -368,7 +403,11 @@ defmodule Accel.Tensor do
 
   @doc """
   The index of the smallest element (`:s64`), overall (an index into the flattened tensor) or along
-  `axis:`. The first of equal elements wins, and a NaN wins over any number.
+  `axis:`. By default the first of equal elements wins, and the first NaN wins over any number.
+
+  Options: `axis:`; `tie_break:` `:low` (the first of equal elements, the default) or `:high` (the
+  last); `nan:` `:first` (the first NaN wins over any number, the default), `:last` (the last NaN
+  does) or `:ignored` (any number wins over NaN; the first element where all are NaN).
   """
   @spec argmin(t(), keyword()) :: t()
   def argmin(t, opts \\ []), do: Reduce.reduce(:argmin, t, opts)

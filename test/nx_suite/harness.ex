@@ -29,6 +29,13 @@ defmodule Accel.Test.NxSuite do
     {check, meta, [{op, op_meta, [left, right]} | compare_host_copies(rest)]}
   end
 
+  # `assert pattern = expr`: the pattern matches the host copy (a variable it repeats, as in
+  # `{x, x}`, compares two tensors)
+  def compare_host_copies({:assert, meta, [{:=, op_meta, [pattern, expr]} | rest]}),
+    do:
+      {:assert, meta,
+       [{:=, op_meta, [pattern, host_call(compare_host_copies(expr))]} | compare_host_copies(rest)]}
+
   def compare_host_copies({call, meta, args}),
     do: {compare_host_copies(call), meta, compare_host_copies(args)}
 
@@ -39,13 +46,26 @@ defmodule Accel.Test.NxSuite do
   defp host_call(ast), do: quote(do: Accel.Test.NxSuite.host(unquote(ast)))
 
   @doc "A term with each Accel tensor in it (in tuples, lists, maps and structs) copied to the host."
-  def host(%Nx.Tensor{data: %Accel.Nx.Backend{}} = t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+  def host(%Nx.Tensor{data: %Accel.Nx.Backend{}} = t), do: t |> Nx.backend_copy(Nx.BinaryBackend) |> nx_nan()
   def host(%Nx.Tensor{} = t), do: t
   def host(tuple) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> Enum.map(&host/1) |> List.to_tuple()
   def host([head | tail]), do: [host(head) | host(tail)]
-  def host(%_{} = struct), do: Enum.reduce(Map.from_struct(struct), struct, fn {k, v}, acc -> %{acc | k => host(v)} end)
+
+  def host(%_{} = struct),
+    do: Enum.reduce(Map.from_struct(struct), struct, fn {k, v}, acc -> %{acc | k => host(v)} end)
+
   def host(%{} = map), do: Map.new(map, fn {k, v} -> {host(k), host(v)} end)
   def host(other), do: other
+
+  # A NaN's sign and payload are not Nx values (Nx reads every NaN as :nan, and writes :nan as one
+  # quiet NaN): a host copy writes each NaN as Nx does, so that == compares values.
+  defp nx_nan(%Nx.Tensor{type: {kind, _}} = t) when kind in [:f, :bf] do
+    if Nx.to_number(Nx.any(Nx.is_nan(Nx.devectorize(t)))) == 1,
+      do: Nx.select(Nx.is_nan(t), Nx.tensor(:nan, type: t.type, backend: Nx.BinaryBackend), t),
+      else: t
+  end
+
+  defp nx_nan(t), do: t
 end
 
 defmodule Accel.Test.NxSuite.Counter do
@@ -56,10 +76,13 @@ defmodule Accel.Test.NxSuite.Counter do
   use GenServer
 
   @impl true
-  def init(_opts), do: {:ok, %{files: %{}, failures: [], matched: MapSet.new()}}
+  def init(_opts), do: {:ok, %{files: %{}, failures: [], matched: %{}}}
 
   @impl true
   def handle_cast({:test_finished, %ExUnit.Test{} = test}, state) do
+    if path = System.get_env("ACCEL_NX_SUITE_TRACE"),
+      do: File.write!(path, "end #{test.module} #{test.name}\n", [:append])
+
     file = test.tags |> Map.get(:file, "?") |> relative()
     outcome = outcome(test.state)
     counts = Map.get(state.files, file, %{})
@@ -68,7 +91,7 @@ defmodule Accel.Test.NxSuite.Counter do
     state =
       case outcome do
         :failed -> %{state | failures: [{file, to_string(test.name)} | state.failures]}
-        :excluded -> %{state | matched: MapSet.put(state.matched, to_string(test.name))}
+        :excluded -> %{state | matched: Map.update(state.matched, to_string(test.name), 1, &(&1 + 1))}
         _ -> state
       end
 
@@ -79,19 +102,28 @@ defmodule Accel.Test.NxSuite.Counter do
     config = Application.get_env(:accel, :nx_suite, %{})
 
     if path = config[:report] do
-      unmatched = for {name, _} <- config.exclusions, not MapSet.member?(state.matched, name), do: name
+      unmatched = for {name, _} <- config.exclusions, not Map.has_key?(state.matched, name), do: name
 
       report = %{
         run: config.run,
         files: state.files,
         failures: Enum.sort(state.failures),
         exclusions: config.exclusions,
+        # tests excluded per name (a name shared by tests of two modules excludes both)
+        matched: Map.take(state.matched, Map.keys(config.exclusions)),
         unmatched: unmatched
       }
 
       File.mkdir_p!(Path.dirname(path))
       File.write!(path, :erlang.term_to_binary(report))
     end
+
+    {:noreply, state}
+  end
+
+  def handle_cast({:test_started, test}, state) do
+    if path = System.get_env("ACCEL_NX_SUITE_TRACE"),
+      do: File.write!(path, "start #{test.module} #{test.name}\n", [:append])
 
     {:noreply, state}
   end

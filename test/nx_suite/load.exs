@@ -14,6 +14,9 @@ root = System.fetch_env!("ACCEL_NX_SUITE")
 support = Path.wildcard(Path.join([root, "test", "support", "*.ex"])) |> Enum.sort()
 files = support ++ (Path.wildcard(Path.join([root, "test", "**", "*_test.exs"])) |> Enum.sort())
 
+# Nx's tests read fixtures and guides relative to Nx's root (`mix test` has found this file by now)
+File.cd!(root)
+
 Nx.with_default_backend(Nx.BinaryBackend, fn ->
   for file <- files do
     file

@@ -4,7 +4,6 @@
 # makes Accel the global default backend (and Accel.Nx.Compiler the global defn compiler with
 # --compiler), leaves out the tests listed in exclusions.exs (each with its reason), and counts
 # every test per file into ACCEL_NX_SUITE_REPORT (report.exs turns the counts into a table).
-root = System.fetch_env!("ACCEL_NX_SUITE")
 device = System.get_env("ACCEL_NX_SUITE_DEVICE", "cpu") |> String.to_atom()
 mode = if System.get_env("ACCEL_NX_SUITE_COMPILER") in ["1", "true"], do: :compiler, else: :backend
 nx = Application.spec(:nx, :vsn) |> to_string()
@@ -12,8 +11,10 @@ nx = Application.spec(:nx, :vsn) |> to_string()
 Code.require_file("harness.ex", __DIR__)
 {exclusions, _} = Code.eval_file("exclusions.exs", __DIR__)
 
+# the binary backend's run is the baseline: nothing excluded
 excluded =
   for %{test: name, reason: reason} = e <- exclusions,
+      device != :binary,
       Accel.Test.NxSuite.applies?(e, nx: nx, device: device, mode: mode) do
     {name, reason}
   end
@@ -33,13 +34,17 @@ Application.put_env(:accel, :nx_suite, %{
   exclusions: Map.new(excluded)
 })
 
-# Nx's tests read fixtures and guides relative to Nx's root (bin/nx-suite gives test files as
-# absolute paths, so they load from anywhere)
-File.cd!(root)
+# device binary: Nx.BinaryBackend and Nx.Defn.Evaluator, the baseline Accel is held to (through
+# the same harness)
+if device == :binary do
+  Nx.global_default_backend(Nx.BinaryBackend)
+else
+  Nx.global_default_backend({Accel.Nx.Backend, device: device})
 
-Nx.global_default_backend({Accel.Nx.Backend, device: device})
+  if mode == :compiler,
+    do: Nx.Defn.global_default_options(compiler: Accel.Nx.Compiler, device: device)
+end
 
-if mode == :compiler,
-  do: Nx.Defn.global_default_options(compiler: Accel.Nx.Compiler, device: device)
-
-IO.puts("Nx #{nx}'s suite on Accel: device #{device}, #{mode}, #{map_size(Map.new(excluded))} tests excluded (test/nx_suite/exclusions.exs)")
+IO.puts(
+  "Nx #{nx}'s suite on Accel: device #{device}, #{mode}, #{map_size(Map.new(excluded))} tests excluded (test/nx_suite/exclusions.exs)"
+)

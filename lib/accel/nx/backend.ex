@@ -24,31 +24,35 @@ if Code.ensure_loaded?(Nx) do
 
     ## What runs on the device
 
-    Types `:f32`, `:f64`, `:s64`, `:s32` and `:u8` compute on the device through Accel's tensor
-    kernels (one registry, `c_src/kernels/ops.h`):
+    Every Nx type lives on the device, stored as itself: `f32`, `f64`, `s64`, `s32`, `u8`, `u64`
+    and `u32` compute in themselves, `s8`, `s16` and `u16` in `s32` and `f16` and `bf16` in `f32`
+    (converted on the device, each result converted back: integers wrap in their width, each float
+    result rounds once to its type, as Nx rounds it). Through Accel's tensor kernels (one registry,
+    `c_src/kernels/ops.h`):
 
       * elementwise: every unary operation in the registry (`exp`, `log`, `sin` ... `erfc`,
         `sign`, `abs`, `negate`, `floor`, `ceil`, `round`, `bitwise_not`), every binary operation
         and comparison, `logical_not`, `is_nan`, `is_infinity`, `select`, `clip`, with Nx's
-        broadcasting and the output type Nx computed (operands are converted to it first);
+        broadcasting and the output type Nx computed;
       * reductions `sum`, `reduce_max`, `reduce_min`, `all`, `any` over any axes (`keep_axes`
-        too), `argmax` and `argmin` (`tie_break: :low`);
+        too), `argmax` and `argmin` (either `tie_break`, NaN ranked as the installed Nx does);
       * `dot` of floats with any contracting and batch axes, through BLAS (OpenBLAS, CLBlast,
         cuBLAS);
       * creation: `constant`, `iota`, `eye`, `from_binary`;
-      * layout, for every type of 1, 4 or 8 bytes: `reshape`, `squeeze`, `transpose`,
-        `broadcast`, `reverse`, `slice` (with strides), `put_slice`, `pad` (non-negative),
-        `concatenate`, `stack`, `to_batched`, `as_type`, `bitcast`.
+      * layout, for every type and any rank up to 64: `reshape`, `squeeze`, `transpose`, `broadcast`,
+        `reverse`, `slice` (with strides), `put_slice`, `pad` (non-negative), `concatenate`,
+        `stack`, `to_batched`, `as_type`, `bitcast`.
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `product`, `cumulative_*`, `window_*`, `gather`, `take`,
     `take_along_axis`, `indexed_add`, `indexed_put`, `sort`, `argsort`, `top_k`, `conv`, `reduce`,
     `map`, `fft` and the linear-algebra decompositions, integer `dot`, `count_leading_zeros`,
-    `population_count`, `erf_inv`, complex parts, and every operation on `s8`, `s16`, `u16`,
-    `u32`, `u64`, `f16`, `bf16` and complex tensors (which layout operations still move on the
-    device where their width allows). Each fallback emits the telemetry event
-    `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name, device: {backend, index}}`
-    and logs at debug level: attach a handler to count them.
+    `population_count`, `erf_inv`, complex arithmetic and parts. Each fallback emits the telemetry
+    event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name, device: {backend,
+    index}}` and logs at debug level: attach a handler to count them.
+
+    Operands of other backends (the binary backend's constants) are uploaded to the Accel
+    operand's device; with none, the result goes where the default backend's options place it.
 
     ## Semantics
 
@@ -56,8 +60,9 @@ if Code.ensure_loaded?(Nx) do
     NaN and infinities propagate. Where Accel differs from `Nx.BinaryBackend`: an integer zero
     divisor (`quotient`, `remainder`) and a negative integer exponent raise `ArgumentError` (Nx's
     binary backend raises `ArithmeticError`), and a float beyond an integer type's range converts
-    to that type's nearest bound (the binary backend wraps). Float results agree with the binary
-    backend within a few ulp (device math libraries differ; `sum` accumulates `:f32` in `:f64`).
+    to that type's nearest bound (the binary backend wraps). Float results keep the promise in the
+    Nx guide: IEEE arithmetic, and `f32` functions computed in `f64` and rounded on devices with
+    doubles, as the binary backend computes them; `f32` dots accumulate in `f32` (BLAS).
 
     `Nx.backend_deallocate/1` frees device memory at once; using the tensor afterwards raises.
     `to_pointer`/`from_pointer` raise: Accel does not share its buffers with other libraries.
@@ -283,10 +288,10 @@ if Code.ensure_loaded?(Nx) do
 
     # Arithmetic in the output type Nx computed; comparisons in the operands' merged type.
     defp binary(family, op, %T{type: type} = out, %T{} = a, %T{} = b) do
-      if Storage.compute?([type, a.type, b.type]) and
-           admits?(op, if(family == :compare, do: a.type, else: type)) do
-        [x, y] = Storage.operands!(op, [a, b])
-        {x, y} = if family == :compare, do: {x, y}, else: {Storage.cast(x, type), Storage.cast(y, type)}
+      in_type = if family == :compare, do: Nx.Type.merge(a.type, b.type), else: type
+
+      if Storage.compute?([type, a.type, b.type]) and admits?(op, in_type) do
+        [x, y] = Storage.operands!(op, [a, b]) |> Enum.map(&Storage.cast(&1, in_type))
         Storage.wrap(Elementwise.binary(family, op, x, y), out, Storage.auto?([a, b]))
       else
         Fallback.run(op, [out, a, b])
@@ -302,7 +307,7 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    defp admits?(op, {kind, _}) when op in @float_only, do: kind == :f
+    defp admits?(op, {kind, _}) when op in @float_only, do: kind in [:f, :bf]
     defp admits?(op, {kind, _}) when op in @int_only, do: kind in [:s, :u]
     defp admits?(_op, _type), do: true
 
@@ -329,7 +334,7 @@ if Code.ensure_loaded?(Nx) do
     defp predicate(name, out, t, fun) do
       if Storage.compute?([t.type]) do
         [a] = Storage.operands!(name, [t])
-        Storage.wrap(fun.(a), out, Storage.auto?([t]))
+        Storage.wrap(fun.(Storage.cast(a, t.type)), out, Storage.auto?([t]))
       else
         Fallback.run(name, [out, t])
       end
@@ -338,7 +343,7 @@ if Code.ensure_loaded?(Nx) do
     def select(%T{type: type} = out, pred, on_true, on_false) do
       if Storage.compute?([type, pred.type, on_true.type, on_false.type]) do
         [p, x, y] = Storage.operands!(:select, [pred, on_true, on_false])
-        result = AT.select(p, Storage.cast(x, type), Storage.cast(y, type))
+        result = AT.select(Storage.cast(p, pred.type), Storage.cast(x, type), Storage.cast(y, type))
         Storage.wrap(result, out, Storage.auto?([pred, on_true, on_false]))
       else
         Fallback.run(:select, [out, pred, on_true, on_false])
@@ -347,7 +352,11 @@ if Code.ensure_loaded?(Nx) do
 
     def clip(%T{type: type} = out, t, low, high) do
       if Storage.compute?([type, t.type, low.type, high.type]) do
-        [a, lo, hi] = Storage.operands!(:clip, [t, low, high]) |> Enum.map(&Storage.cast(&1, type))
+        [a, lo, hi] = Storage.operands!(:clip, [t, low, high])
+        # Nx clips the values, then writes them in the merged type: u64 values above s64's range,
+        # clipped by s64 bounds, end at the upper bound (converted first, they would wrap)
+        a = if t.type == {:u, 64} and elem(type, 0) == :s, do: AT.min(a, 0x7FFFFFFFFFFFFFFF), else: a
+        [a, lo, hi] = Enum.map([a, lo, hi], &Storage.cast(&1, type))
         Storage.wrap(a |> AT.max(lo) |> AT.min(hi), out, Storage.auto?([t]))
       else
         Fallback.run(:clip, [out, t, low, high])
@@ -364,6 +373,18 @@ if Code.ensure_loaded?(Nx) do
     defdelegate argmax(out, t, opts), to: Accel.Nx.Reduce
     defdelegate argmin(out, t, opts), to: Accel.Nx.Reduce
     defdelegate dot(out, a, contract_a, batch_a, b, contract_b, batch_b), to: Accel.Nx.Reduce
+
+    ## Nx.block/4 (Nx 0.13): operations Nx composes from others unless a backend runs them itself
+
+    # logical_not is one kernel here; every other block runs its default, Nx's composition of
+    # operations (take and top_k of gathers and sorts, the linear algebra of its primitives),
+    # each of which runs as this backend's operation.
+    def block(%{__struct__: Nx.Block.LogicalNot}, out, [t], _fun), do: logical_not(out, t)
+    # a region Accel.Nx.Compiler fused
+    def block(%Accel.Nx.Compiler.Fused{accel: spec}, out, inputs, _fun),
+      do: Accel.Nx.Compiler.run(out, inputs, accel: spec)
+
+    def block(struct, _out, args, fun), do: apply(fun, [struct | args])
 
     ## Fallbacks: Nx.BinaryBackend computes, the result returns to the operands' device
 

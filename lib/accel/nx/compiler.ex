@@ -220,7 +220,13 @@ if Code.ensure_loaded?(Nx) do
     end
 
     # Compiled functions, kept for the VM's life (as Accel.Kernel's specialisations are).
+    # A function whose key is too large to hash (see bounded?/1) compiles on every call, as
+    # Nx.Defn.Evaluator does.
     defp cached(signature, compile) do
+      if bounded?(signature), do: persistent(signature, compile), else: compile.()
+    end
+
+    defp persistent(signature, compile) do
       key = {__MODULE__, signature}
 
       case :persistent_term.get(key, nil) do
@@ -233,6 +239,27 @@ if Code.ensure_loaded?(Nx) do
           compiled
       end
     end
+
+    # The key Nx gives a compiler is the function itself, and an anonymous function's captured
+    # values are part of it: hashing them walks them as a tree, which for a captured expression
+    # whose subterms are shared (Nx.Defn.Graph runs a stage as `fn _ -> expr end`) is exponential
+    # in its depth, and cannot be interrupted. A key of more terms than the budget (a binary
+    # counting one term per 4 KiB) is not cached.
+    @key_budget 10_000
+    defp bounded?(term), do: terms_left(term, @key_budget) >= 0
+
+    defp terms_left(_term, left) when left < 0, do: left
+    defp terms_left(tuple, left) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> terms_left(left - 1)
+    defp terms_left([head | tail], left), do: terms_left(tail, terms_left(head, left - 1))
+    defp terms_left(map, left) when is_map(map), do: map |> Map.to_list() |> terms_left(left - 1)
+    defp terms_left(binary, left) when is_binary(binary), do: left - 1 - div(byte_size(binary), 4096)
+
+    defp terms_left(fun, left) when is_function(fun) do
+      {:env, env} = Function.info(fun, :env)
+      terms_left(env, left - 1)
+    end
+
+    defp terms_left(_other, left), do: left - 1
 
     @doc false
     # Accel.Nx.Backend.accel_fused: a fused region's kernel over its inputs.

@@ -17,7 +17,7 @@ if Code.ensure_loaded?(Nx) do
 
     @doc "Runs `name` on Nx.BinaryBackend with `[out | args]` and returns its result on the operands' device."
     def run(name, [out | args]) do
-      {device, auto} = device_of(args)
+      {device, auto} = device_of(args, out)
       :telemetry.execute([:accel, :nx, :fallback], %{count: 1}, %{operation: name, device: device})
 
       Logger.debug(fn ->
@@ -36,13 +36,25 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # The device of the first Accel tensor among the arguments (the host's CPU backend if none).
-    defp device_of(args) do
+    # The device of the first Accel tensor among the arguments; for a creation operation (no
+    # tensor, the backend's options last), where those options place a new tensor.
+    defp device_of(args, out) do
       case Enum.find_value(args, &first_accel/1) do
-        nil -> {{:cpu, 0}, false}
+        nil -> created_on(List.last(args), out)
         found -> found
       end
     end
+
+    defp created_on(opts, %T{} = out) when is_list(opts) do
+      if Keyword.keyword?(opts) do
+        {backend, index, auto} = Storage.place(opts, Nx.byte_size(out))
+        {{backend, index}, auto}
+      else
+        {{:cpu, 0}, false}
+      end
+    end
+
+    defp created_on(_other, _out), do: {{:cpu, 0}, false}
 
     defp first_accel(%T{data: %Accel.Nx.Backend{tensor: a, auto: auto}}), do: {a.device, auto}
     defp first_accel(list) when is_list(list), do: Enum.find_value(list, &first_accel/1)

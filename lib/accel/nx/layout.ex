@@ -9,23 +9,28 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Tensor, as: AT
     alias Nx.Tensor, as: T
 
+    # One conversion on the device between any two real types (wrap/3 has nothing left to convert).
     def as_type(%T{type: type} = out, %T{type: from} = t) do
       if Storage.compute?([type, from]) do
         [a] = Storage.operands!(:as_type, [t])
-        Storage.wrap(Storage.cast(a, type), out, Storage.auto?([t]))
+        Storage.wrap(AT.as_type(a, Storage.storage_type(type)), out, Storage.auto?([t]))
       else
         Fallback.run(:as_type, [out, t])
       end
     end
 
-    # The same bytes: shared where both types are stored alike (u64 and s64, say), as reshape/2
-    # shares; otherwise (f32 and s32 are different Accel types) read and written back.
+    # The same bytes, shared (as reshape/2 shares them): the buffer read as the other type.
     def bitcast(%T{} = out, %T{} = t) do
       [a] = Storage.operands!(:bitcast, [t])
 
-      if Storage.storage_type(out.type) == Storage.storage_type(t.type),
-        do: Storage.wrap(a, out, Storage.auto?([t])),
-        else: Storage.upload_on(Nx.to_binary(t), out, a.device, Storage.auto?([t]))
+      case {Storage.storage_type(out.type), Storage.storage_type(t.type)} do
+        {stored, from} when stored != :bytes and from != :bytes ->
+          Storage.wrap(AT.bitcast(a, stored), out, Storage.auto?([t]))
+
+        # a type stored as its bytes (Nx 0.9+'s sub-byte and f8 types): read and written back
+        _bytes ->
+          Storage.upload_on(Nx.to_binary(t), out, a.device, Storage.auto?([t]))
+      end
     end
 
     def reshape(out, t), do: layout(:reshape, out, t, [], fn a -> AT.reshape(a, out.shape) end)

@@ -24,9 +24,10 @@ if Code.ensure_loaded?(Nx) do
       # Only sums have a value over an empty axis.
       empty = Enum.any?(axes, &(elem(shape, &1) == 0))
 
-      if Storage.compute?([t.type]) and accel_type(name, t.type) == Storage.storage_type(type) and
-           not (empty and name != :sum) do
+      # Sums of integers are s64 or u64 in Accel as in Nx; every other result converts to Nx's type.
+      if Storage.compute?([t.type, type]) and not (empty and name != :sum) do
         [a] = Storage.operands!(name, [t])
+        a = Storage.cast(a, t.type)
         a = if name in [:all, :any], do: AT.not_equal(a, 0), else: a
         result = a |> reduce_axes(@accel[name], axes) |> AT.reshape(out.shape)
         Storage.wrap(result, out, Storage.auto?([t]))
@@ -34,12 +35,6 @@ if Code.ensure_loaded?(Nx) do
         Fallback.run(name, [out, t, opts])
       end
     end
-
-    # The Accel type a reduction of an Nx type gives: integer sums :s64 (Nx's u64 and s64 both
-    # store as :s64), all/any :u8 (their u8 predicate), the rest the input's.
-    defp accel_type(:sum, {kind, _}) when kind in [:s, :u], do: :s64
-    defp accel_type(name, _type) when name in [:all, :any], do: :u8
-    defp accel_type(_name, type), do: Storage.compute_type(type)
 
     # Runs of neighbouring reduced (or kept) axes become one axis each.
     defp reduce_axes(%AT{shape: shape} = a, op, axes) do
@@ -64,21 +59,60 @@ if Code.ensure_loaded?(Nx) do
     def argmax(out, t, opts), do: arg_reduce(:argmax, out, t, opts)
     def argmin(out, t, opts), do: arg_reduce(:argmin, out, t, opts)
 
+    # How Nx ranks NaN in argmin and argmax changed in 0.8: since then any NaN wins, the last one
+    # of a row; before, a row's scan kept its first element when that was NaN and otherwise
+    # ignored NaN (Nx.BinaryBackend's comparisons are false with NaN). Read from the Nx that runs.
+    defp nan_wins? do
+      case :persistent_term.get({__MODULE__, :nan_wins}, nil) do
+        nil ->
+          wins = Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0")
+          :persistent_term.put({__MODULE__, :nan_wins}, wins)
+          wins
+
+        wins ->
+          wins
+      end
+    end
+
     defp arg_reduce(name, %T{type: type} = out, %T{shape: shape} = t, opts) do
       axis = opts[:axis]
       empty = if axis, do: elem(shape, axis) == 0, else: Nx.size(shape) == 0
 
-      if Storage.compute?([t.type, type]) and opts[:tie_break] in [nil, :low] and not empty do
+      if Storage.compute?([t.type, type]) and not empty do
         [a] = Storage.operands!(name, [t])
-        result = if axis, do: apply(AT, name, [a, [axis: axis]]), else: apply(AT, name, [a])
+        a = Storage.cast(a, t.type)
+        tie = opts[:tie_break] || :low
+        result = arg_pick(name, a, axis, tie, elem(t.type, 0) in [:f, :bf])
         Storage.wrap(result |> AT.reshape(out.shape) |> Storage.cast(type), out, Storage.auto?([t]))
       else
         Fallback.run(name, [out, t, opts])
       end
     end
 
+    defp pick(name, a, axis, nan, tie), do: apply(AT, name, [a, [axis: axis, nan: nan, tie_break: tie]])
+
+    defp arg_pick(name, a, axis, tie, floats?) do
+      if nan_wins?() or not floats? do
+        pick(name, a, axis, :last, tie)
+      else
+        # the first element NaN: its index, 0 (or with tie_break: :high the last NaN's, as the
+        # scan's equality matches NaN with NaN); otherwise the extreme of the numbers
+        first_nan = a |> first_along(axis) |> then(&AT.not_equal(&1, &1))
+        if_nan = if tie == :high, do: pick(name, a, axis, :last, :high), else: 0
+        AT.select(first_nan, if_nan, pick(name, a, axis, :ignored, tie))
+      end
+    end
+
+    # Each row's first element along `axis` (of the flattened tensor for nil), in the result's shape.
+    defp first_along(%AT{} = a, nil), do: Storage.view(a, {}, [], 0)
+
+    defp first_along(%AT{shape: shape} = a, axis) do
+      strides = Storage.strides(shape) |> List.delete_at(axis)
+      Storage.view(a, Tuple.delete_at(shape, axis), strides, 0)
+    end
+
     def dot(%T{type: type} = out, a, contract_a, batch_a, b, contract_b, batch_b) do
-      if elem(type, 0) == :f and Storage.compute?([type, a.type, b.type]) do
+      if elem(type, 0) in [:f, :bf] and Storage.compute?([type, a.type, b.type]) do
         [x, y] = Storage.operands!(:dot, [a, b]) |> Enum.map(&Storage.cast(&1, type))
         free_a = axes_except(a.shape, contract_a ++ batch_a)
         free_b = axes_except(b.shape, contract_b ++ batch_b)

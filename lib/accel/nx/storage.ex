@@ -5,37 +5,44 @@ if Code.ensure_loaded?(Nx) do
     # Nx type, where new tensors go (the backend's `device:` option), the operands of one operation
     # brought to one device, and strided views (transpose, broadcast, reverse, slice) as one copy.
     #
-    # Nx types Accel computes in (f32, f64, s64, s32, u8) are stored as Accel tensors of that type and
-    # of the Nx shape. Other types of 1, 4 or 8 bytes are stored in the Accel type of their width
-    # (s8 as u8, u32 as s32, u64 and c64 as s64): operations that only move elements work on them,
-    # every other falls back. Types of 2 or 16 bytes (s16, u16, f16, bf16, c128) are stored as their
+    # Every Nx type of the type registry (c_src/kernels/types.h, Accel.Tensor.Types) is stored as
+    # the Accel type of the same name. Types with kernels of their own (f32, f64, s64, s32, u8,
+    # u64, u32) compute in themselves; s8, s16 and u16 compute in s32, f16 and bf16 in f32: an
+    # operation converts its operands on the device, computes, and wrap/3 converts the result back
+    # to its type (integers wrap, f16 rounds to nearest even, bf16 as Nx writes it), so each
+    # operation rounds once, as Nx's does. Complex types move on the device and compute through the
+    # fallback. Types outside the registry (Nx 0.9+'s sub-byte and f8 types) are stored as their
     # bytes (a u8 vector) and every operation on them falls back.
 
     alias Accel.Tensor, as: AT
+    alias Accel.Tensor.Types
     alias Nx.Tensor, as: T
 
-    @compute %{{:f, 32} => :f32, {:f, 64} => :f64, {:s, 64} => :s64, {:s, 32} => :s32, {:u, 8} => :u8}
+    @registry Types.names()
 
     # Below this many bytes, `device: :auto` keeps a tensor on the host: a device launch costs more
     # than the host's work on it (see Accel.Nx.Backend's moduledoc).
     @auto_host_bytes 1_048_576
 
-    @doc "The Accel type an Nx type computes in, or nil."
-    def compute_type(type), do: Map.get(@compute, type)
+    @doc "The Accel type storing an Nx type (the registry's type of the same name), or :bytes."
+    def storage_type({kind, bits}) do
+      name = :"#{kind}#{bits}"
+      if name in @registry, do: name, else: :bytes
+    end
 
-    @doc "True when every type is one Accel computes in."
-    def compute?(types), do: Enum.all?(types, &Map.has_key?(@compute, &1))
-
-    @doc "The Accel type storing an Nx type, or :bytes (a u8 vector of the tensor's bytes)."
-    def storage_type({_, bits} = type) do
-      case {Map.get(@compute, type), bits} do
-        {t, _} when t != nil -> t
-        {_, 8} -> :u8
-        {_, 32} -> :s32
-        {_, 64} -> :s64
-        _ -> :bytes
+    @doc "The Accel type an Nx type computes in, or nil (complex and byte-stored types)."
+    def compute_type(type) do
+      case storage_type(type) do
+        :bytes -> nil
+        stored -> if Types.kind(stored) == :complex, do: nil, else: Types.computes_in(stored)
       end
     end
+
+    @doc "True when every type is one Accel computes in."
+    def compute?(types), do: Enum.all?(types, &(compute_type(&1) != nil))
+
+    @doc "True when the Nx type computes in itself (its Accel type has kernels of its own)."
+    def native?(type), do: compute_type(type) != nil and compute_type(type) == storage_type(type)
 
     @doc "True when the Nx type is stored element by element (not as bytes)."
     def elements?(type), do: storage_type(type) != :bytes
@@ -80,9 +87,20 @@ if Code.ensure_loaded?(Nx) do
 
     ## Between Nx and Accel
 
-    @doc "An Nx tensor (`out`'s shape, type and names) over an Accel tensor."
-    def wrap(%AT{} = a, %T{} = out, auto \\ false),
-      do: %{out | data: %Accel.Nx.Backend{tensor: a, auto: auto}}
+    @doc """
+    An Nx tensor (`out`'s shape, type and names) over an Accel tensor, converted first to `out`'s
+    storage type where it was computed in another (an s16 sum in s32, an f16 product in f32).
+    """
+    def wrap(%AT{} = a, %T{type: type} = out, auto \\ false) do
+      a =
+        case storage_type(type) do
+          :bytes -> a
+          stored when stored == a.type -> a
+          stored -> AT.as_type(a, stored)
+        end
+
+      %{out | data: %Accel.Nx.Backend{tensor: a, auto: auto}}
+    end
 
     @doc "A new tensor over `binary` (the Nx type's native-endian bytes) where the options place it."
     def upload(binary, %T{} = out, opts) do
@@ -133,7 +151,20 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    defp target_device([]), do: {:cpu, 0}
+    # No Accel operand (an operation Nx gave this backend for another argument, a slice's start
+    # index say): the device new tensors go to, by the default backend's options.
+    defp target_device([]) do
+      case Nx.default_backend() do
+        {Accel.Nx.Backend, opts} ->
+          case Keyword.get(opts, :device, :auto) do
+            {backend, index} -> {backend, max(index, 0)}
+            _auto -> {:cpu, 0}
+          end
+
+        _other ->
+          {:cpu, 0}
+      end
+    end
 
     defp target_device(accel) do
       case Enum.find(accel, &(not &1.auto)) do
@@ -147,10 +178,16 @@ if Code.ensure_loaded?(Nx) do
         "one with Nx.backend_transfer(tensor, {Accel.Nx.Backend, device: ...})"
     end
 
-    @doc "Whether any of these Nx tensors was placed by :auto (results inherit it)."
-    def auto?(tensors), do: Enum.any?(tensors, &match?(%T{data: %Accel.Nx.Backend{auto: true}}, &1))
+    @doc """
+    Whether the result of an operation on these Nx tensors may move to another operand's device:
+    when one of them was placed by :auto, or none is an Accel tensor (no one chose its device).
+    """
+    def auto?(tensors) do
+      Enum.any?(tensors, &match?(%T{data: %Accel.Nx.Backend{auto: true}}, &1)) or
+        not Enum.any?(tensors, &match?(%T{data: %Accel.Nx.Backend{}}, &1))
+    end
 
-    @doc "The Accel tensor as `type` (an Nx type Accel computes in); the same tensor if it is already."
+    @doc "The Accel tensor in the type `type` (an Nx type) computes in; the same tensor if it is already."
     def cast(%AT{} = a, type) do
       case compute_type(type) do
         t when t == a.type -> a

@@ -4,13 +4,18 @@ defmodule Accel.Tensor.Codec do
   # encoded (each element checked against its type), bytes decoded into numbers.
 
   import Bitwise
+  alias Accel.Tensor.Types
 
-  @types [:f32, :f64, :s64, :s32, :u8]
+  @types Types.names()
 
   def check_type!(type) when type in @types, do: :ok
 
   def check_type!(type),
-    do: raise(ArgumentError, "type must be one of :f32, :f64, :s64, :s32, :u8, got: #{inspect(type)}")
+    do:
+      raise(
+        ArgumentError,
+        "type must be one of #{Enum.map_join(@types, ", ", &inspect/1)}, got: #{inspect(type)}"
+      )
 
   # Every dimension is a non-negative integer below 2^63, so that every count and stride derived
   # from a shape fits the signed 64-bit arguments of the NIF, also for shapes with a zero in them.
@@ -29,9 +34,7 @@ defmodule Accel.Tensor.Codec do
 
   def count!(shape), do: raise(ArgumentError, "shape must be a tuple of dimensions, got: #{inspect(shape)}")
 
-  def byte_width(type) when type in [:f64, :s64], do: 8
-  def byte_width(type) when type in [:f32, :s32], do: 4
-  def byte_width(:u8), do: 1
+  def byte_width(type), do: Types.bytes(type)
 
   # Nested list -> {shape, flat elements}; every sublist at a depth must have the same length.
   def flatten!(list) do
@@ -109,10 +112,11 @@ defmodule Accel.Tensor.Codec do
   end
 
   # The element's bytes, or nil when it does not fit: a float beyond the type's range would become
-  # infinity (Elixir writes it so, silently), an integer beyond it would wrap.
+  # infinity (Elixir writes it so, silently), an integer beyond it would wrap. bf16 is the f32
+  # value's high half, as Nx writes it; complex tensors come from binaries only.
   @doc false
-  def encode_one(x, type) when type in [:f32, :f64] do
-    bits = if type == :f32, do: 32, else: 64
+  def encode_one(x, type) when type in [:f16, :f32, :f64] do
+    bits = Types.bytes(type) * 8
 
     case <<x::float-size(bits)-native>> do
       <<_::float-size(bits)-native>> = bytes -> bytes
@@ -122,20 +126,48 @@ defmodule Accel.Tensor.Codec do
     ArgumentError -> nil
   end
 
-  def encode_one(x, :s64) when is_integer(x) and x in -0x8000000000000000..0x7FFFFFFFFFFFFFFF,
-    do: <<x::signed-64-native>>
+  def encode_one(x, :bf16) do
+    case encode_one(x, :f32) do
+      nil -> nil
+      f32 -> bf16_of(f32)
+    end
+  end
 
-  def encode_one(x, :s32) when is_integer(x) and x in -0x80000000..0x7FFFFFFF, do: <<x::signed-32-native>>
-  def encode_one(x, :u8) when is_integer(x) and x in 0..255, do: <<x::unsigned-8>>
+  def encode_one(x, type) when is_integer(x) do
+    bits = Types.bytes(type) * 8
+
+    case Types.kind(type) do
+      :int -> if x in -(1 <<< (bits - 1))..((1 <<< (bits - 1)) - 1), do: <<x::signed-size(bits)-native>>
+      :uint -> if x in 0..((1 <<< bits) - 1), do: <<x::unsigned-size(bits)-native>>
+      _ -> nil
+    end
+  end
+
   def encode_one(_x, _type), do: nil
+
+  # bf16's bytes are the native f32's high half
+  if System.endianness() == :little do
+    defp bf16_of(<<_::binary-size(2), high::binary-size(2)>>), do: high
+    defp f32_of(bf16), do: <<0::16, bf16::binary>>
+  else
+    defp bf16_of(<<high::binary-size(2), _::binary-size(2)>>), do: high
+    defp f32_of(bf16), do: <<bf16::binary, 0::16>>
+  end
 
   # Non-finite floats read as :nan, :infinity and :neg_infinity (as in Nx): Elixir floats cannot hold them.
   @doc false
-  def decode(bin, :f64), do: for(<<c::binary-size(8) <- bin>>, do: float(c, 64))
-  def decode(bin, :f32), do: for(<<c::binary-size(4) <- bin>>, do: float(c, 32))
-  def decode(bin, :s64), do: for(<<x::signed-64-native <- bin>>, do: x)
-  def decode(bin, :s32), do: for(<<x::signed-32-native <- bin>>, do: x)
-  def decode(bin, :u8), do: for(<<x::unsigned-8 <- bin>>, do: x)
+  def decode(bin, :bf16), do: for(<<c::binary-size(2) <- bin>>, do: float(f32_of(c), 32))
+
+  def decode(bin, type) do
+    bits = Types.bytes(type) * 8
+
+    case Types.kind(type) do
+      :float -> for <<c::binary-size(div(bits, 8)) <- bin>>, do: float(c, bits)
+      :int -> for <<x::signed-size(bits)-native <- bin>>, do: x
+      :uint -> for <<x::unsigned-size(bits)-native <- bin>>, do: x
+      :complex -> raise ArgumentError, "a #{inspect(type)} tensor has no list form; read it with to_binary/1"
+    end
+  end
 
   defp float(chunk, bits) do
     case chunk do
@@ -144,7 +176,7 @@ defmodule Accel.Tensor.Codec do
 
       _ ->
         <<u::unsigned-size(bits)-native>> = chunk
-        exp_bits = if bits == 64, do: 11, else: 8
+        exp_bits = %{16 => 5, 32 => 8, 64 => 11}[bits]
         mantissa = u &&& (1 <<< (bits - 1 - exp_bits)) - 1
 
         cond do

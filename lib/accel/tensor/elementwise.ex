@@ -6,9 +6,7 @@ defmodule Accel.Tensor.Elementwise do
 
   alias Accel.NIF
   alias Accel.Tensor, as: T
-
-  # Integer types in promotion order: a wider one wins.
-  @ints [:u8, :s32, :s64]
+  alias Accel.Tensor.Types
 
   @doc false
   def unary(op, %T{} = t), do: T.new(t.shape, t.type, fn ref -> NIF.tensor_unary(op, t.ref, ref) end)
@@ -53,9 +51,10 @@ defmodule Accel.Tensor.Elementwise do
   def select(pred, _a, _b), do: T.not_a_tensor!("select/3", pred)
 
   @doc """
-  The type two operands combine in (Nx's rules): the same type stays; integers widen (u8 < s32 <
-  s64); an integer and a float give the float type; f32 and f64 give f64. A number takes the
-  tensor's type, except a float number with an integer tensor, which gives f32.
+  The type two operands combine in (Nx's rules): the same type stays; integers of one signedness
+  widen, a signed and an unsigned one give a signed type wider than the unsigned one's (at most
+  s64); an integer and a float give the float type; of two floats the wider (f16 and bf16: f32).
+  A number takes the tensor's type, except a float number with an integer tensor, which gives f32.
   """
   def promote(operands) do
     tensor_type =
@@ -67,7 +66,7 @@ defmodule Accel.Tensor.Elementwise do
       |> Enum.reduce(nil, &merge/2)
 
     cond do
-      tensor_type in [:f32, :f64] -> tensor_type
+      tensor_type != nil and Types.kind(tensor_type) == :float -> tensor_type
       Enum.any?(operands, &is_float/1) -> :f32
       tensor_type == nil -> :s64
       true -> tensor_type
@@ -76,13 +75,17 @@ defmodule Accel.Tensor.Elementwise do
 
   defp merge(type, nil), do: type
   defp merge(same, same), do: same
+  defp merge(a, b), do: merge_kinds({Types.kind(a), bits(a), a}, {Types.kind(b), bits(b), b})
 
-  defp merge(a, b) when a in @ints and b in @ints,
-    do: Enum.max_by([a, b], &Enum.find_index(@ints, fn t -> t == &1 end))
+  defp merge_kinds({kind, x, a}, {kind, y, b}) when kind != :float, do: if(x >= y, do: a, else: b)
+  defp merge_kinds({:int, x, a}, {:uint, y, _}), do: if(x > y, do: a, else: :"s#{Kernel.min(2 * y, 64)}")
+  defp merge_kinds({:uint, _, _} = u, {:int, _, _} = s), do: merge_kinds(s, u)
+  defp merge_kinds({:float, x, a}, {:float, y, b}) when x != y, do: if(x > y, do: a, else: b)
+  defp merge_kinds({:float, _, _}, {:float, _, _}), do: :f32
+  defp merge_kinds({:float, _, a}, _), do: a
+  defp merge_kinds(_, {:float, _, b}), do: b
 
-  defp merge(a, b) when a in @ints, do: b
-  defp merge(a, b) when b in @ints, do: a
-  defp merge(_, _), do: :f64
+  defp bits(type), do: Types.bytes(type) * 8
 
   @doc "The shape operands of these shapes broadcast to (Nx and NumPy: aligned at the end, 1 stretches)."
   def broadcast!(fun, operands) do

@@ -16,17 +16,36 @@ defmodule Accel.Tensor.Reduce do
     ]
   ]
 
+  # argmin/2 and argmax/2 also say which of equal values and where NaN wins
+  @arg_options @reduce_options ++
+                 [
+                   tie_break: [
+                     rule: {:in, [:low, :high]},
+                     default: :low,
+                     doc: "of equal values, the first (`:low`) or the last (`:high`)"
+                   ],
+                   nan: [
+                     rule: {:in, [:first, :last, :ignored]},
+                     default: :first,
+                     doc:
+                       "the first NaN wins over any number (`:first`), the last one does (`:last`), or any number wins over NaN (`:ignored`)"
+                   ]
+                 ]
+
   @doc false
   def reduce_options, do: @reduce_options
 
   def reduce(op, t, _opts) when not is_struct(t, T), do: T.not_a_tensor!("#{op}/2", t)
 
   def reduce(op, %T{} = t, opts) do
-    opts = Accel.Options.validate!(opts, @reduce_options, "Accel.Tensor.#{op}/2")
+    schema = if op in [:argmin, :argmax], do: @arg_options, else: @reduce_options
+    opts = Accel.Options.validate!(opts, schema, "Accel.Tensor.#{op}/2")
+    # the NIF's name of an argmin/argmax with its policy
+    nif_op = if op in [:argmin, :argmax], do: {op, opts[:nan], opts[:tie_break]}, else: op
 
     case {opts[:axis], opts[:axes]} do
       {axis, nil} ->
-        reduce_axis(op, t, axis)
+        reduce_axis(op, t, axis, nif_op)
 
       {nil, _axes} when op in [:argmin, :argmax] ->
         raise ArgumentError, "Accel.Tensor.#{op}/2 takes one axis: (an index along several has no meaning)"
@@ -38,9 +57,9 @@ defmodule Accel.Tensor.Reduce do
         if length(axes) != length(opts[:axes]),
           do: raise(ArgumentError, "axes must be distinct, got: #{inspect(opts[:axes])}")
 
-        first = if op == :sum and t.type not in [:f32, :f64], do: T.as_type(t, :s64), else: t
+        first = if op == :sum and t.type not in [:f32, :f64], do: T.as_type(t, sum_type(t.type)), else: t
 
-        Enum.reduce(axes, first, fn axis, acc -> swap_unless(acc, t, reduce_axis(op, acc, axis)) end)
+        Enum.reduce(axes, first, fn axis, acc -> swap_unless(acc, t, reduce_axis(op, acc, axis, op)) end)
         |> then(fn result -> if result == t, do: T.as_type(t, t.type), else: result end)
 
       {_, _} ->
@@ -48,7 +67,7 @@ defmodule Accel.Tensor.Reduce do
     end
   end
 
-  defp reduce_axis(op, %T{shape: shape} = t, axis) do
+  defp reduce_axis(op, %T{shape: shape} = t, axis, nif_op) do
     dims = Tuple.to_list(shape)
 
     {outer, len, inner, out_shape} =
@@ -64,7 +83,7 @@ defmodule Accel.Tensor.Reduce do
     type =
       cond do
         op in [:argmin, :argmax] -> :s64
-        op == :sum and t.type not in [:f32, :f64] -> :s64
+        op == :sum -> sum_type(t.type)
         true -> t.type
       end
 
@@ -79,7 +98,7 @@ defmodule Accel.Tensor.Reduce do
         raise ArgumentError, "#{op}/2 of an empty axis has no value (shape #{inspect(shape)})"
 
       true ->
-        T.new(out_shape, type, fn ref -> NIF.tensor_reduce(op, t.ref, outer, len, inner, ref) end)
+        T.new(out_shape, type, fn ref -> NIF.tensor_reduce(nif_op, t.ref, outer, len, inner, ref) end)
     end
   end
 
@@ -104,4 +123,13 @@ defmodule Accel.Tensor.Reduce do
 
   @doc false
   def axes_option?(axes), do: is_list(axes) and Enum.all?(axes, &is_integer/1)
+
+  # Integer sums as Nx makes them: s64 for signed types, u64 for unsigned ones (both wrap modulo 2^64).
+  defp sum_type(type) do
+    case Accel.Tensor.Types.kind(type) do
+      :float -> type
+      :uint -> :u64
+      _ -> :s64
+    end
+  end
 end

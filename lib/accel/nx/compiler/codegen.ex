@@ -16,7 +16,7 @@ defmodule Accel.Nx.Compiler.Codegen do
   # over the reduced elements for each output element; where there are few output elements the
   # reduced range is split into parts (partial results, reduced again by the backend).
 
-  use Accel.Kernel.Prelude, files: ["dialect.h", "ops.h", "tensor.h", "user.h"]
+  use Accel.Kernel.Prelude, files: ["dialect.h", "ops.h", "types.h", "tensor.h", "user.h"]
 
   @c_types %{s64: "accel_i64", s32: "accel_i32", u8: "accel_u8", f64: "double", f32: "float"}
   @type_codes %{s64: "ACCEL_S64_TYPE", s32: "ACCEL_S32_TYPE", u8: "ACCEL_U8_TYPE"}

@@ -13,11 +13,12 @@ if Code.ensure_loaded?(Nx) do
     # are its inputs, read in place through their broadcast strides. A reduction (sum, product,
     # reduce_max, reduce_min) of such a region ends it: the region's values are never stored.
     #
-    # The new node is an Nx `:optional` expression: the evaluator calls the backend's
-    # `accel_fused` with the region's inputs when they are Accel tensors, and otherwise evaluates
-    # the original operations (its fallback), so no input can give a different answer. The node
-    # keeps the id of the value it computes, so every other reference to that value (a `cond`
-    # branch, a `while`'s initial state) reads the fused result.
+    # The new node is an Nx `:optional` expression (Nx 0.7) or `:block` (Nx 0.13, where blocks
+    # replaced optional operations): the evaluator calls the backend's `accel_fused` (or `block`
+    # with an Accel.Nx.Compiler.Fused) with the region's inputs when they are Accel tensors, and
+    # otherwise evaluates the original operations (its fallback), so no input can give a different
+    # answer. The node keeps the id of the value it computes, so every other reference to that
+    # value (a `cond` branch, a `while`'s initial state) reads the fused result.
 
     alias Accel.Nx.Compiler.Codegen
     alias Accel.Nx.Storage
@@ -32,6 +33,8 @@ if Code.ensure_loaded?(Nx) do
     @int_only for %{types: :int, name: n} <- Registry.ops(), do: n
     @predicates [:logical_not, :is_nan, :is_infinity]
     @reductions [:sum, :product, :reduce_max, :reduce_min]
+    # the types generated kernels compute in (Codegen's); others run as the backend's operations
+    @fusable [:f32, :f64, :s64, :s32, :u8]
     # the most inputs a region takes (a kernel takes 32 buffers with its output and flag)
     @max_inputs 30
     # below this many output elements a reduction's range is split, so that the device has work
@@ -79,6 +82,11 @@ if Code.ensure_loaded?(Nx) do
         uses
       end
     end
+
+    # A constant's id is its value, type and devectorized shape: the same id may stand for its
+    # vectorized and its devectorized form, so constants (which have nothing to rewrite) are not
+    # memoised by id.
+    defp rewrite(%T{data: %Expr{op: :constant}} = t, st), do: {t, st}
 
     defp rewrite(%T{data: %Expr{id: id}} = t, st) do
       case st.memo do
@@ -152,11 +160,11 @@ if Code.ensure_loaded?(Nx) do
     # kernel's indexing.
     defp broadcast?(%{strides: strides}), do: 0 in strides
 
+    defp reducible?(%T{vectorized_axes: [_ | _]}, _operand, _opts), do: false
+
     defp reducible?(%T{type: type, shape: shape}, operand, opts) do
-      out = Storage.compute_type(type)
-      in_type = Storage.compute_type(operand.type)
-      # Nx's integer sums are s64 (u64 for unsigned ones, which Accel does not compute in)
-      out != nil and in_type != nil and elementwise?(operand) and Nx.size(operand.shape) > 0 and
+      # Nx's integer sums are s64, or u64 for unsigned ones, which generated kernels do not compute in
+      fusable?(type) and fusable?(operand.type) and elementwise?(operand) and Nx.size(operand.shape) > 0 and
         Nx.size(shape) > 0 and Keyword.keys(opts) -- [:axes, :keep_axes] == []
     end
 
@@ -249,23 +257,31 @@ if Code.ensure_loaded?(Nx) do
 
     ## Which nodes fuse
 
-    # Nx.logical_not is an optional operation (its fallback compares with 0): it fuses as itself.
+    # Nx.logical_not is an optional operation (Nx 0.7) or a block (0.13) whose default compares
+    # with 0: it fuses as itself.
     defp op_and_args(%T{
            data: %Expr{op: :optional, args: [%T{data: %Expr{op: :logical_not, args: [a]}}, _, _]}
          }),
          do: {:logical_not, [a]}
 
+    defp op_and_args(%T{data: %Expr{op: :block, args: [%{__struct__: Nx.Block.LogicalNot}, [a], _, _]}}),
+      do: {:logical_not, [a]}
+
     defp op_and_args(%T{data: %Expr{op: op, args: args}}), do: {op, args}
 
     defp elementwise?(%T{type: type, vectorized_axes: []} = t) do
       {op, args} = op_and_args(t)
-      out = Storage.compute_type(type)
       operand_types = for %T{type: t} <- args, do: t
 
-      fusable_op?(op, args) and out != nil and Storage.compute?(operand_types) and admits?(op, type, args)
+      fusable_op?(op, args) and fusable?(type) and Enum.all?(operand_types, &fusable?/1) and
+        admits?(op, type, args)
     end
 
     defp elementwise?(_vectorized), do: false
+
+    # A type generated kernels compute in, in itself (an s16 value would not wrap between two
+    # operations in the s32 its backend operations compute in).
+    defp fusable?(type), do: Storage.native?(type) and Storage.compute_type(type) in @fusable
 
     defp fusable_op?(op, _args) when op in @unary or op in @binary or op in @compare, do: true
     defp fusable_op?(op, _args) when op in @predicates, do: true
@@ -315,18 +331,29 @@ if Code.ensure_loaded?(Nx) do
           ])
       ]
 
-      call = %{t | data: %Expr{id: make_ref(), op: :accel_fused, args: inputs ++ [spec], context: context}}
-
-      fused = %{
-        t
-        | data: %Expr{id: id, op: :optional, args: [call, fallback, &fallback_function/1], context: context}
-      }
-
-      {fused, %{st | regions: [summary(t, region, kernel) | st.regions]}}
+      {fused_node(t, id, context, inputs, spec, fallback),
+       %{st | regions: [summary(t, region, kernel) | st.regions]}}
     end
 
-    # Nx's evaluator calls the callback only to differentiate, which happens before compilation.
-    defp fallback_function(_args), do: raise("Accel.Nx.Compiler: a fused region is not differentiated")
+    if Accel.Nx.Compiler.Fused.blocks?() do
+      defp fused_node(t, id, context, inputs, [accel: spec], fallback) do
+        fused = %Accel.Nx.Compiler.Fused{accel: spec, fallback: fallback}
+        default = Accel.Nx.Compiler.Fused.default_fun(length(inputs))
+        %{t | data: %Expr{id: id, op: :block, args: [fused, inputs, fallback, default], context: context}}
+      end
+    else
+      defp fused_node(t, id, context, inputs, spec, fallback) do
+        call = %{t | data: %Expr{id: make_ref(), op: :accel_fused, args: inputs ++ [spec], context: context}}
+
+        %{
+          t
+          | data: %Expr{id: id, op: :optional, args: [call, fallback, &fallback_function/1], context: context}
+        }
+      end
+
+      # Nx's evaluator calls the callback only to differentiate, which happens before compilation.
+      defp fallback_function(_args), do: raise("Accel.Nx.Compiler: a fused region is not differentiated")
+    end
 
     # The region's operations again, over parameters for its inputs: what the evaluator runs when
     # the inputs are not Accel tensors.

@@ -1,0 +1,212 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.TypesTest do
+    # Every Nx type computes on the device: the integer types of every width (with Nx's wrapping),
+    # f16 and bf16 (stored as themselves, computed in f32, rounded as Nx rounds), complex types
+    # moved on the device; each result equal to Nx.BinaryBackend's, and no operation here falls
+    # back to it (counted with the fallback telemetry event). On the CPU backend and on OpenCL.
+    use ExUnit.Case, async: true
+    import Bitwise
+
+    @devices [cpu: false, opencl: true]
+    @ints [{:s, 8}, {:s, 16}, {:u, 16}, {:u, 32}, {:u, 64}, {:s, 32}, {:u, 8}, {:s, 64}]
+    @halves [{:f, 16}, {:bf, 16}]
+
+    setup do
+      id = {__MODULE__, make_ref()}
+      :telemetry.attach(id, [:accel, :nx, :fallback], &__MODULE__.fallback/4, self())
+      on_exit(fn -> :telemetry.detach(id) end)
+    end
+
+    # Fallbacks of this test's process (async tests run beside it).
+    def fallback(_event, _measurements, meta, test), do: if(self() == test, do: send(test, {:fallback, meta}))
+
+    defp on(device, t), do: Nx.backend_copy(t, {Accel.Nx.Backend, device: device})
+    defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+
+    # `fun` on the binary backend and on the device: the same type, shape and bytes (or, for
+    # transcendental functions of f16 and bf16, within one unit of the type's last place).
+    defp same(device, inputs, fun, tolerance \\ :exact) do
+      expected = apply(fun, Enum.map(inputs, &host/1))
+      actual = apply(fun, Enum.map(inputs, &on(device, &1)))
+      assert %Accel.Nx.Backend{} = actual.data
+      actual = host(actual)
+      assert {actual.type, actual.shape} == {expected.type, expected.shape}
+
+      case tolerance do
+        :exact ->
+          # as values: a NaN's sign and payload are not Nx's (every NaN reads as :nan)
+          assert Nx.to_flat_list(actual) == Nx.to_flat_list(expected),
+                 "#{inspect(actual)} differs from #{inspect(expected)}"
+
+        ulp ->
+          diff = Nx.abs(Nx.subtract(Nx.as_type(actual, :f64), Nx.as_type(expected, :f64)))
+          bound = Nx.multiply(Nx.abs(Nx.as_type(expected, :f64)), ulp) |> Nx.add(1.0e-7)
+          ok = Nx.logical_or(Nx.equal(actual, expected), Nx.less_equal(diff, bound))
+
+          assert Nx.to_number(Nx.all(ok)) == 1,
+                 "#{inspect(actual)} is not within #{ulp} of #{inspect(expected)}"
+      end
+    end
+
+    # The type's extremes and values around them, so that every operation wraps somewhere.
+    defp edge_values({:u, bits}),
+      do: [0, 1, 2, 3, 7, (1 <<< bits) - 1, (1 <<< bits) - 2, 1 <<< (bits - 1), 100]
+
+    defp edge_values({:s, bits}),
+      do: [0, 1, -1, 3, -7, (1 <<< (bits - 1)) - 1, -(1 <<< (bits - 1)), -(1 <<< (bits - 1)) + 1, 100]
+
+    defp no_fallbacks do
+      receive do
+        {:fallback, meta} -> flunk("fell back to Nx.BinaryBackend: #{inspect(meta)}")
+      after
+        0 -> :ok
+      end
+    end
+
+    for {device, opencl} <- @devices do
+      describe "on #{device}" do
+        @describetag opencl: opencl
+        @device device
+
+        test "integers of every width wrap and divide as Nx's, with no fallback" do
+          for type <- @ints do
+            values = edge_values(type)
+            a = Nx.tensor(values, type: type)
+            b = Nx.tensor(Enum.reverse(values), type: type)
+            nonzero = Nx.tensor(Enum.map(values, &if(&1 == 0, do: 3, else: &1)), type: type)
+
+            for fun <-
+                  [:add, :subtract, :multiply, :min, :max, :bitwise_and, :bitwise_or, :bitwise_xor] ++
+                    [:equal, :not_equal, :less, :greater_equal, :logical_and, :logical_xor] do
+              same(@device, [a, b], &apply(Nx, fun, [&1, &2]))
+            end
+
+            for fun <- [:quotient, :remainder, :divide],
+                do: same(@device, [a, nonzero], &apply(Nx, fun, [&1, &2]))
+
+            for fun <- [:negate, :abs, :sign, :bitwise_not, :logical_not, :is_nan] do
+              same(@device, [a], &apply(Nx, fun, [&1]))
+            end
+
+            shifts = Nx.tensor(Enum.map(values, &rem(Kernel.abs(&1), 9)), type: type)
+            same(@device, [a, shifts], &Nx.left_shift/2)
+            same(@device, [a, shifts], &Nx.right_shift/2)
+            same(@device, [a, Nx.tensor(3, type: type)], &Nx.pow/2)
+
+            m = Nx.reshape(Nx.tensor(values ++ values ++ Enum.take(values, 3), type: type), {3, 7})
+
+            for fun <- [:sum, :reduce_max, :reduce_min, :all, :any] do
+              same(@device, [m], &apply(Nx, fun, [&1, [axes: [1]]]))
+              same(@device, [m], &apply(Nx, fun, [&1]))
+            end
+
+            for fun <- [:argmax, :argmin], tie <- [:low, :high] do
+              same(@device, [m], &apply(Nx, fun, [&1, [axis: 1, tie_break: tie]]))
+              same(@device, [m], &apply(Nx, fun, [&1, [tie_break: tie]]))
+            end
+
+            same(@device, [a, b, a], &Nx.select(Nx.greater(&1, &2), &2, &3))
+            same(@device, [a], &Nx.clip(&1, 1, 5))
+          end
+
+          no_fallbacks()
+        end
+
+        test "f16 and bf16 round as Nx rounds each operation's result, with no fallback" do
+          for type <- @halves do
+            a = Nx.tensor([0.1, -2.5, 3.0e3, 1.0e-3, 7.25, 0.0, -1.0e-5, 60_000.0, 1.5], type: type)
+            b = Nx.tensor([3.0, 0.3, -7.1, 1.0e4, 2.0, -0.0, 9.0e-3, 2.0, 1.0], type: type)
+
+            for fun <- [:add, :subtract, :multiply, :divide, :min, :max, :equal, :less, :greater] do
+              same(@device, [a, b], &apply(Nx, fun, [&1, &2]))
+            end
+
+            for fun <- [:negate, :abs, :sign, :floor, :ceil, :round, :is_nan, :is_infinity] do
+              same(@device, [a], &apply(Nx, fun, [&1]))
+            end
+
+            same(@device, [a], &Nx.sqrt(Nx.abs(&1)))
+
+            # transcendental functions compute in f32, then round: within one unit of the last place
+            ulp = if type == {:f, 16}, do: 1.0e-3, else: 8.0e-3
+
+            for fun <- [:exp, :tanh, :sin, :sigmoid, :erf] do
+              same(@device, [Nx.divide(a, 1000)], &apply(Nx, fun, [&1]), ulp)
+            end
+
+            same(@device, [Nx.reshape(Nx.concatenate([a, b]), {2, 9})], &Nx.reduce_max(&1, axes: [1]))
+            same(@device, [Nx.reshape(Nx.concatenate([a, b]), {2, 9})], &Nx.sum(&1, axes: [1]), ulp)
+            same(@device, [a, b], &Nx.dot(&1, &2), ulp)
+          end
+
+          no_fallbacks()
+        end
+
+        test "every real type converts to every other as Nx converts, on the device" do
+          types = @ints ++ @halves ++ [{:f, 32}, {:f, 64}]
+          ints = Nx.tensor([0, 1, -1, 100, -128, 127, 255, 65_504, -70_000], type: :s64)
+          floats = Nx.tensor([0.0, -0.5, 1.75, 100.25, 255.5, -128.9, 65_504.0, 1.0e-3, 3.0e4], type: :f64)
+
+          for from <- types, to <- types do
+            # Nx.BinaryBackend wraps a float beyond an integer type's range where Accel saturates
+            # (Accel.Nx.Backend's documented difference): the values here stay inside every range
+            # they are converted to, or are integers (which both wrap).
+            source = if elem(from, 0) in [:s, :u], do: Nx.as_type(ints, from), else: Nx.as_type(floats, from)
+
+            source =
+              if elem(from, 0) in [:f, :bf] and elem(to, 0) in [:s, :u],
+                do: Nx.abs(Nx.divide(source, 1000)),
+                else: source
+
+            same(@device, [source], &Nx.as_type(&1, to))
+          end
+
+          no_fallbacks()
+        end
+
+        test "creation honours the device for every type; bitcast shares the bytes" do
+          {backend, _} = device = {@device, 0}
+          place = {Accel.Nx.Backend, device: backend}
+
+          made = fn type ->
+            [Nx.iota({2, 3}, type: type, backend: place), Nx.eye(3, type: type, backend: place)] ++
+              [Nx.broadcast(Nx.tensor(1, type: type, backend: place), {4})]
+          end
+
+          for type <- @ints ++ @halves ++ [{:f, 32}, {:f, 64}], t <- made.(type) do
+            assert t.data.tensor.device == device, "#{inspect(type)} made on #{inspect(t.data.tensor.device)}"
+          end
+
+          bits = Nx.bitcast(Nx.tensor([1.0, -2.0], backend: place), :u32)
+          assert bits.data.tensor.device == device
+          assert Nx.to_flat_list(bits) == [0x3F800000, 0xC0000000]
+          no_fallbacks()
+
+          # complex iota and eye are computed by the binary backend, and land on the device too
+          for t <- made.({:c, 64}), do: assert(t.data.tensor.device == device)
+        end
+
+        test "operands of another backend are uploaded to the Accel operand's device" do
+          accel = Nx.iota({3}, type: :u32, backend: {Accel.Nx.Backend, device: @device})
+          binary = Nx.tensor([5, 6, 7], type: :u32, backend: Nx.BinaryBackend)
+
+          for result <- [
+                Nx.add(accel, binary),
+                Nx.add(binary, accel),
+                Nx.concatenate([binary, accel]),
+                Nx.stack([accel, binary])
+              ] do
+            assert %Accel.Nx.Backend{tensor: %{device: {@device, 0}}} = result.data
+          end
+
+          assert Nx.to_flat_list(Nx.add(binary, accel)) == [5, 7, 9]
+          key = Nx.Random.key(42) |> Nx.backend_transfer({Accel.Nx.Backend, device: @device})
+          {u, _} = Nx.Random.uniform(key, shape: {3})
+
+          assert Nx.to_flat_list(u) ==
+                   Nx.to_flat_list(elem(Nx.Random.uniform(Nx.Random.key(42), shape: {3}), 0))
+        end
+      end
+    end
+  end
+end
