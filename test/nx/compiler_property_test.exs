@@ -77,6 +77,11 @@ if Code.ensure_loaded?(Nx) do
             do: :ok,
             else: {:error, "fused #{show(fused)} but Nx.BinaryBackend #{show(binary)} for #{describe(c)}"}
 
+        # (the binary backend raises ArithmeticError where Erlang's :math overflows, sigmoid(-712.0)
+        # say, and IEEE gives 0.0: there the interval alone judges)
+        elem(type, 0) == :f and match?({:raised, %ArithmeticError{}}, binary) ->
+          within_promise(c, fused: fused)
+
         elem(type, 0) == :f ->
           within_promise(c, fused: fused, "Nx.BinaryBackend": binary)
 

@@ -152,6 +152,52 @@ defmodule Accel.Test.KernelPrograms do
   def inexact?(t) when is_tuple(t), do: t |> Tuple.to_list() |> Enum.any?(&inexact?/1)
   def inexact?(_), do: false
 
+  @doc """
+  The program as a plain Elixir function of x, y, f with each :math call but sqrt's result moved
+  `ulps` units in the last place: what a device library within that many ulps may compute, through
+  every operation after it (a trunc, a comparison) as Elixir would compute it.
+  """
+  def nudged(tree, p, ulps) do
+    body = tree |> ast() |> nudge_math(ulps)
+
+    quoted =
+      quote do
+        unquote(Macro.var(:p, nil)) = unquote(p)
+
+        fn unquote(Macro.var(:x, nil)), unquote(Macro.var(:y, nil)), unquote(Macro.var(:f, nil)) ->
+          unquote(body)
+        end
+      end
+
+    {{fun, _}, _warnings} =
+      ExUnit.CaptureIO.with_io(:stderr, fn ->
+        Code.eval_quoted(quoted, [], file: "random_kernel.ex", line: 1)
+      end)
+
+    fun
+  end
+
+  defp nudge_math(ast, ulps) do
+    Macro.postwalk(ast, fn
+      {{:., _, [:math, fun]}, _, _} = call when fun != :sqrt ->
+        quote(do: Accel.Test.KernelPrograms.nudge(unquote(call), unquote(ulps)))
+
+      node ->
+        node
+    end)
+  end
+
+  @doc "`x` moved `ulps` units in its last place (away from zero for positive `ulps`)."
+  def nudge(x, ulps) when is_float(x) do
+    <<bits::64>> = <<x::float>>
+    moved = bits + ulps
+
+    case <<moved::64>> do
+      <<y::float>> -> y
+      _not_finite -> x
+    end
+  end
+
   @doc "The kernel of the program (built as a caller's code would build it), with its capture p."
   def kernel(tree, p) do
     quoted =
