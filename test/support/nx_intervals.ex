@@ -25,7 +25,7 @@ defmodule Accel.Test.NxIntervals do
   """
   def enclose({type, {a, b}, y_shape, tree, reduction, xs, ys}) do
     xv = Enum.map(Enum.take(xs, a * b), &point(round_to(&1, type)))
-    yv = Enum.map(Enum.take(ys, Nx.size(y_shape)), &point(round_to(&1, type)))
+    yv = Enum.map(Enum.take(ys, y_shape |> Tuple.to_list() |> Enum.product()), &point(round_to(&1, type)))
 
     values =
       for i <- 0..(a - 1), j <- 0..(b - 1) do
