@@ -442,6 +442,79 @@ defmodule Accel.HostileTest do
       {"tensor list NIF: a shape too large for lists",
        fn -> nif.tensor_nested_list(<<>>, :u8, [1 <<< 30, 1 <<< 30]) end, ArgumentError,
        ~r/more than 2\^40 elements cannot be a list/},
+      # gather, scatter, windows and sorts (Accel.Nx.Backend's indexing, pooling and sort kernels)
+      {"tensor NIF: a gather reading past the tensor",
+       fn -> Accel.Job.call(&nif.tensor_gather(t.ref, t.ref, [2, 4], [0, 1], [1, 0], [2], [3], &1)) end,
+       ArgumentError, ~r/gather reaches element 6 of a tensor of 6/},
+      {"tensor NIF: a gather reading more index tuples than there are",
+       fn -> Accel.Job.call(&nif.tensor_gather(t.ref, t.ref, [7, 3], [0, 1], [1, 0], [2], [3], &1)) end,
+       ArgumentError, ~r/gather reads 7 index tuples of 1 from 6 indices/},
+      {"tensor NIF: a gather with indices that are not s64",
+       fn ->
+         f = T.iota({6}, type: :f32, backend: :cpu)
+         Accel.Job.call(&nif.tensor_gather(t.ref, f.ref, [2, 3], [0, 1], [1, 0], [2], [3], &1))
+       end, ArgumentError, ~r/indices must be :s64/},
+      {"tensor NIF: a gather of 7 indexed axes",
+       fn ->
+         Accel.Job.call(
+           &nif.tensor_gather(t.ref, t.ref, [1], [0], [0], List.duplicate(1, 7), List.duplicate(0, 7), &1)
+         )
+       end, ArgumentError, ~r/between 1 and 6 indexed axes, got 7/},
+      {"tensor NIF: a gather with one stride per dimension missing",
+       fn -> Accel.Job.call(&nif.tensor_gather(t.ref, t.ref, [2, 3], [0], [1, 0], [2], [3], &1)) end,
+       ArgumentError, ~r/gather needs one entry per dimension/},
+      {"tensor NIF: a gather index outside its axis",
+       fn ->
+         big = T.from_list([0, 5], backend: :cpu)
+         Accel.Job.call(&nif.tensor_gather(t.ref, big.ref, [2, 3], [0, 1], [1, 0], [2], [3], &1))
+       end, ArgumentError, ~r/an index is out of bounds/},
+      {"tensor NIF: a scatter of an unknown kind",
+       fn ->
+         Accel.Job.call(&nif.tensor_scatter(:mul, t.ref, t.ref, t.ref, [3], [1], [1], {1, 3}, [2], [3], &1))
+       end, ArgumentError, ~r/unknown scatter: :mul/},
+      {"tensor NIF: a scatter whose updates run past their tensor",
+       fn ->
+         Accel.Job.call(&nif.tensor_scatter(:put, t.ref, t.ref, t.ref, [3], [1], [1], {2, 4}, [2], [3], &1))
+       end, ArgumentError, ~r/the updates reaches element 6 of a tensor of 6/},
+      {"tensor NIF: a scatter with counts that are not a pair",
+       fn ->
+         Accel.Job.call(&nif.tensor_scatter(:add, t.ref, t.ref, t.ref, [3], [1], [1], {1}, [2], [3], &1))
+       end, ArgumentError, ~r/expected \{updates, step\}/},
+      {"tensor NIF: a window of size 0",
+       fn -> Accel.Job.call(&nif.tensor_window(:sum, t.ref, 0, [1, 6, 1, 0, 1, 0, 1], &1)) end, ArgumentError,
+       ~r/window sizes, strides and dilations must be positive/},
+      {"tensor NIF: a window geometry that is not seven per dimension",
+       fn -> Accel.Job.call(&nif.tensor_window(:max, t.ref, 0, [1, 6, 1, 2], &1)) end, ArgumentError,
+       ~r/seven numbers per dimension/},
+      {"tensor NIF: a window reaching 2^62 away",
+       fn -> Accel.Job.call(&nif.tensor_window(:sum, t.ref, 0, [1 <<< 40, 6, 1, 1, 1 <<< 40, 0, 1], &1)) end,
+       ArgumentError, ~r/a window reaches too far/},
+      {"tensor NIF: a window over more elements than the tensor's",
+       fn -> Accel.Job.call(&nif.tensor_window(:sum, t.ref, 0, [1, 7, 1, 7, 1, 0, 1], &1)) end, ArgumentError,
+       ~r/more elements than the tensor/},
+      {"tensor NIF: a window of 9 dimensions",
+       fn ->
+         Accel.Job.call(
+           &nif.tensor_window(:min, t.ref, 0, List.flatten(List.duplicate([1, 1, 1, 1, 1, 0, 1], 9)), &1)
+         )
+       end, ArgumentError, ~r/at most 8 dimensions here, got 9/},
+      {"tensor NIF: window identity bits past 64",
+       fn -> Accel.Job.call(&nif.tensor_window(:max, t.ref, @big, [1, 6, 1, 6, 1, 0, 1], &1)) end,
+       ArgumentError, ~r/expected the bits of a value/},
+      {"tensor NIF: a window scatter whose source has no element per window",
+       fn -> Accel.Job.call(&nif.tensor_window_scatter(:max, t.ref, t.ref, 0, [2, 6, 1, 3, 3, 0, 1], &1)) end,
+       ArgumentError, ~r/the source has 6 elements, one per window: 2 windows/},
+      {"tensor NIF: a sort whose rows do not make the tensor",
+       fn -> Accel.Job.call(&nif.tensor_sort(t.ref, 4, 2, :asc, :values, &1)) end, ArgumentError,
+       ~r/4 rows of 2 do not make a tensor of 6/},
+      {"tensor NIF: a sort in no direction",
+       fn -> Accel.Job.call(&nif.tensor_sort(t.ref, 2, 3, :sideways, :values, &1)) end, ArgumentError,
+       ~r/expected :asc or :desc/},
+      {"tensor NIF: a sort of a storage type",
+       fn ->
+         h = T.as_type(T.iota({4}, type: :f32, backend: :cpu), :f16)
+         Accel.Job.call(&nif.tensor_sort(h.ref, 1, 4, :asc, :indices, &1))
+       end, ArgumentError, ~r/sort/},
       # the test hook for device faults refuses before it touches a device
       {"fault NIF: an unknown backend", fn -> nif.simulate_device_fault(:tpu, 0, 1) end, ArgumentError,
        ~r/unknown backend: :tpu/},

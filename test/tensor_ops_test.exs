@@ -96,6 +96,15 @@ defmodule Accel.TensorOpsTest do
        when op in [:sin, :cos, :tan, :asin, :acos, :atan, :sinh, :cosh, :asinh, :acosh, :atanh, :erf, :erfc],
        do: nan(fn -> apply(:math, op, [x]) end)
 
+  defp ref(:erf_inv, :float, [x]) do
+    cond do
+      x == 1 -> :infinity
+      x == -1 -> :neg_infinity
+      x < -1 or x > 1 -> :nan
+      true -> x * erf_inv_p(-:math.log((1 - x) * (1 + x)))
+    end
+  end
+
   defp ref(:add, _, [x, y]), do: x + y
   defp ref(:subtract, _, [x, y]), do: x - y
   defp ref(:multiply, _, [x, y]), do: x * y
@@ -123,6 +132,39 @@ defmodule Accel.TensorOpsTest do
   defp ref(:logical_and, _, [x, y]), do: bool(x != 0 and y != 0)
   defp ref(:logical_or, _, [x, y]), do: bool(x != 0 or y != 0)
   defp ref(:logical_xor, _, [x, y]), do: bool(x != 0 != (y != 0))
+
+  # Giles' polynomials, as Nx (the complex package) writes them
+  defp erf_inv_p(w) when w < 5 do
+    [
+      2.81022636e-08,
+      3.43273939e-07,
+      -3.5233877e-06,
+      -4.39150654e-06,
+      0.00021858087,
+      -0.00125372503,
+      -0.00417768164,
+      0.246640727,
+      1.50140941
+    ]
+    |> horner(w - 2.5)
+  end
+
+  defp erf_inv_p(w) do
+    [
+      -0.000200214257,
+      0.000100950558,
+      0.00134934322,
+      -0.00367342844,
+      0.00573950773,
+      -0.0076224613,
+      0.00943887047,
+      1.00167406,
+      2.83297682
+    ]
+    |> horner(:math.sqrt(w) - 3)
+  end
+
+  defp horner([c | cs], x), do: Enum.reduce(cs, c, &(&2 * x + &1))
 
   # Operand pairs for a binary operation: every pair, minus those Accel raises for (zero divisors,
   # negative integer exponents and shift amounts), which the native tests and the error test below

@@ -13,6 +13,13 @@ class ArgumentError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// An index read from a tensor (gather, scatter) outside its axis. The message is fixed: the caller,
+// which knows the axes by their names, finds the first such index and says which.
+class IndexOutOfBounds : public ArgumentError {
+ public:
+  IndexOutOfBounds() : ArgumentError("an index is out of bounds") {}
+};
+
 // A failure the caller did not cause and may act on: out of memory, a backend that is unavailable.
 class Error : public std::runtime_error {
  public:

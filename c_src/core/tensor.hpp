@@ -160,6 +160,58 @@ Tensor tensor_put_view(const Tensor& base, const std::vector<uint64_t>& shape, c
                        uint64_t offset);
 // The parts (tensors with their shapes, of one type and place) joined along `axis`.
 Tensor tensor_concatenate(const std::vector<Operand>& parts, size_t axis);
+// Indexed axes of a tensor: each index read is checked against its axis's size and steps by its
+// stride in elements.
+struct IndexAxes {
+  std::vector<uint64_t> sizes;
+  std::vector<uint64_t> strides;
+};
+// The result's element at coordinates c of `shape` is t's at sum(c[d] * in_strides[d]) plus, for
+// each indexed axis k, indices[b * K + k] * axes.strides[k], where b = sum(c[d] * batch_strides[d])
+// and K the number of axes (at most 6): Nx's take, take_along_axis and gather. indices are :s64;
+// IndexOutOfBounds when one lies outside its axis.
+struct GatherPlan {
+  std::vector<uint64_t> shape, in_strides, batch_strides;
+  IndexAxes axes;
+};
+Tensor tensor_gather(const Tensor& t, const Tensor& indices, const GatherPlan& plan);
+// A copy of target in which, for each update b < updates in order, the elements at
+// sum(indices[b * K + k] * axes.strides[k]) + sum(c[d] * out_strides[d]) for each coordinate c of
+// slice_shape are replaced by (Put) or added to (Add) updates[b * update_step + sum(c[d] *
+// update_strides[d])]: Nx's indexed_put and indexed_add. IndexOutOfBounds as gather's.
+enum class ScatterOp : int { Put = ACCEL_SCATTER_PUT, Add = ACCEL_SCATTER_ADD };
+struct ScatterPlan {
+  std::vector<uint64_t> slice_shape, out_strides, update_strides;
+  uint64_t updates = 0, update_step = 0;
+  IndexAxes axes;
+};
+Tensor tensor_scatter(ScatterOp op, const Tensor& target, const Tensor& indices, const Tensor& updates,
+                      const ScatterPlan& plan);
+// Output element c (of the dims' `out` sizes) combines t's elements at positions c[d] * stride +
+// k[d] * dilation - pad_low, for each window coordinate k < window, that lie inside [0, in) on
+// every dimension (t read through in_stride): sum, product, max or min (these two from
+// identity_bits, the bits in t's type of the value Nx pads with). Nx's window_* and, with windows the size of the reduced axes, product.
+enum class WindowOp : int { Sum = ACCEL_WINDOW_SUM, Product = ACCEL_WINDOW_PRODUCT, Max = ACCEL_WINDOW_MAX, Min = ACCEL_WINDOW_MIN };
+struct WindowDim {
+  uint64_t out = 1, in = 1, in_stride = 1, window = 1, stride = 1, pad_low = 0, dilation = 1;
+};
+Tensor tensor_window(WindowOp op, const Tensor& t, uint64_t identity_bits, const std::vector<WindowDim>& dims);
+// Nx's window_scatter_max/min (pooling's gradient): a tensor of t's shape, init_bits (bits in t's
+// type) plus at each element the source elements (one per window, in window order) of the windows
+// whose last greatest (Max) or least (Min) element it is, padding read as init. At most 8
+// dimensions, no dilation.
+Tensor tensor_window_scatter(WindowOp op, const Tensor& t, const Tensor& source, uint64_t init_bits,
+                             const std::vector<WindowDim>& dims);
+// t as `rows` rows of `len`, each sorted stably in Nx's order (ascending with NaN last, or
+// descending with NaN first), and with `indices` each element's position in its row (:s64).
+struct SortResult {
+  Tensor values, indices;
+};
+// How merge passes run: Auto picks Sequential on CPU devices (one item merges a pair of runs) and
+// Search elsewhere (one item places one element by binary search: the parallelism GPUs need).
+enum class SortMerge { Auto, Sequential, Search };
+SortResult tensor_sort(const Tensor& t, uint64_t rows, uint64_t len, bool descending, bool indices,
+                       SortMerge merge = SortMerge::Auto);
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);
 Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n);
 Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options);

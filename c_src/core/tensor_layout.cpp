@@ -21,6 +21,9 @@ Kernel by_size(Kernel one_byte, DType type) {
 static_assert(static_cast<int>(Kernel::accel_copy_16) == static_cast<int>(Kernel::accel_copy_1) + 4);
 static_assert(static_cast<int>(Kernel::accel_transpose_16) == static_cast<int>(Kernel::accel_transpose_1) + 4);
 
+// Innermost dimensions at least this long are copied as runs (see copy_region).
+constexpr uint64_t kCopyRun = 8;
+
 // Copies the region `shape` from `in` (strides `from`, offset from_at) into `out` (strides `to`,
 // offset to_at), of any rank: dimensions of 1 are dropped and neighbours both layouts step through
 // as one are merged (a transpose of a contiguous tensor keeps a few); a region still of more than
@@ -29,9 +32,23 @@ void copy_region(const Tensor& in, const Tensor& out, std::vector<uint64_t> shap
                  uint64_t from_at, std::vector<uint64_t> to, uint64_t to_at) {
   if (shape_count(shape) == 0) return;
   merge_dimensions(shape, {&from, &to});
+  // A long innermost dimension is a run each work item copies in a loop: its coordinates are found
+  // once per run, not once per element (a strided view of many dimensions divides per dimension).
+  uint64_t run = 0, run_from = 0, run_to = 0;
+  if (!shape.empty() && shape.back() >= kCopyRun) {
+    run = shape.back();
+    run_from = from.back();
+    run_to = to.back();
+    shape.pop_back();
+    from.pop_back();
+    to.pop_back();
+  }
   const size_t lead = shape.size() > ACCEL_MAX_RANK ? shape.size() - ACCEL_MAX_RANK : 0;
   accel_params p = params_for(shape_count(std::vector<uint64_t>(shape.begin() + static_cast<std::ptrdiff_t>(lead), shape.end())));
   p.rank = shape.size() - lead;
+  p.count[0] = run;
+  p.count[1] = run_from;
+  p.count[2] = run_to;
   std::copy(shape.begin() + static_cast<std::ptrdiff_t>(lead), shape.end(), p.shape);
   std::copy(from.begin() + static_cast<std::ptrdiff_t>(lead), from.end(), p.stride[0]);
   std::copy(to.begin() + static_cast<std::ptrdiff_t>(lead), to.end(), p.stride[1]);
@@ -44,7 +61,7 @@ void copy_region(const Tensor& in, const Tensor& out, std::vector<uint64_t> shap
       p.size[0] += index[d] * from[d];  // wraps modulo 2^64 as the kernel's strides do
       p.size[1] += index[d] * to[d];
     }
-    launch(in, by_size(Kernel::accel_copy_1, in.type), p, {in.buffer.get(), out.buffer.get()});
+    launch(in, by_size(Kernel::accel_copy_1, in.type), p, {in.buffer.get(), out.buffer.get()}, run ? run : 1);
     size_t d = lead;
     while (d > 0 && ++index[d - 1] == shape[d - 1]) index[--d] = 0;
     if (d == 0) return;

@@ -40,7 +40,8 @@
   X(rsqrt, FLOAT, "`1 / :math.sqrt(x)`")                                                         \
   X(cbrt, FLOAT, "the cube root of `x`")                                                         \
   X(erf, FLOAT, "`:math.erf(x)`")                                                                \
-  X(erfc, FLOAT, "`:math.erfc(x)`")
+  X(erfc, FLOAT, "`:math.erfc(x)`")                                                              \
+  X(erf_inv, FLOAT, "the inverse of `:math.erf/1` (Giles' approximation, as Nx computes it); NaN outside -1..1")
 
 #define ACCEL_BINARY_OPS(X)                                                                     \
   X(add, ALL, "`a + b`; integers wrap modulo 2^bits")                                           \

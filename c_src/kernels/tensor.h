@@ -33,6 +33,18 @@
 #define ACCEL_NAN_FIRST 0
 #define ACCEL_NAN_LAST 1
 #define ACCEL_NAN_IGNORED 2
+/* window reductions (accel_window_*) and scatters (accel_scatter_*), by operation code */
+#define ACCEL_WINDOW_SUM 0
+#define ACCEL_WINDOW_PRODUCT 1
+#define ACCEL_WINDOW_MAX 2
+#define ACCEL_WINDOW_MIN 3
+#define ACCEL_WINDOW_OPS 4
+#define ACCEL_SCATTER_PUT 0
+#define ACCEL_SCATTER_ADD 1
+#define ACCEL_SCATTER_OPS 2
+/* sorts (accel_sort_*): op / 2 is the pass's kind (block, pair merge, element merge), op & 1 set
+ * for descending */
+#define ACCEL_SORT_OPS 6
 
 /* ---- integers ---- */
 ACCEL_FN accel_i64 accel_int_negate(accel_i64 x) { return (accel_i64)((accel_u64)0 - (accel_u64)x); }
@@ -171,6 +183,45 @@ ACCEL_FN float accel_f32_atanh(float x) { return ACCEL_F32_VIA_F64(atanh, x); }
 ACCEL_FN float accel_f32_cbrt(float x) { return ACCEL_F32_VIA_F64(cbrt, x); }
 ACCEL_FN float accel_f32_erf(float x) { return ACCEL_F32_VIA_F64(erf, x); }
 ACCEL_FN float accel_f32_erfc(float x) { return ACCEL_F32_VIA_F64(erfc, x); }
+/* Giles' approximation ("Approximating the erfinv function", 2010), in R: what Nx computes (in
+ * Elixir floats, then rounded to the type). NaN outside [-1, 1] and for NaN. */
+#define ACCEL_ERF_INV(R, LOG, SQRT, z)                                                             \
+  {                                                                                                \
+    if (z == (R)1) return (R)1 / (R)0;                                                             \
+    if (z == (R)-1) return (R)-1 / (R)0;                                                           \
+    const R w = -LOG(((R)1 - z) * ((R)1 + z));                                                     \
+    R p;                                                                                           \
+    if (w < (R)5) {                                                                                \
+      const R v = w - (R)2.5;                                                                      \
+      p = (R)2.81022636e-08;                                                                       \
+      p = p * v + (R)3.43273939e-07;                                                               \
+      p = p * v + (R)-3.5233877e-06;                                                               \
+      p = p * v + (R)-4.39150654e-06;                                                              \
+      p = p * v + (R)0.00021858087;                                                                \
+      p = p * v + (R)-0.00125372503;                                                               \
+      p = p * v + (R)-0.00417768164;                                                               \
+      p = p * v + (R)0.246640727;                                                                  \
+      p = p * v + (R)1.50140941;                                                                   \
+    } else {                                                                                       \
+      const R v = SQRT(w) - (R)3;                                                                  \
+      p = (R)-0.000200214257;                                                                      \
+      p = p * v + (R)0.000100950558;                                                               \
+      p = p * v + (R)0.00134934322;                                                                \
+      p = p * v + (R)-0.00367342844;                                                               \
+      p = p * v + (R)0.00573950773;                                                                \
+      p = p * v + (R)-0.0076224613;                                                                \
+      p = p * v + (R)0.00943887047;                                                                \
+      p = p * v + (R)1.00167406;                                                                   \
+      p = p * v + (R)2.83297682;                                                                   \
+    }                                                                                              \
+    return p * z;                                                                                  \
+  }
+#if ACCEL_HAS_F64
+ACCEL_FN double accel_erf_inv_f64(double z) ACCEL_ERF_INV(double, log, sqrt, z)
+ACCEL_FN float accel_f32_erf_inv(float x) { return (float)accel_erf_inv_f64((double)x); }
+#else
+ACCEL_FN float accel_f32_erf_inv(float z) ACCEL_ERF_INV(float, ACCEL_F32(log), ACCEL_F32(sqrt), z)
+#endif
 ACCEL_FN float accel_f32_add(float a, float b) { return a + b; }
 ACCEL_FN float accel_f32_subtract(float a, float b) { return a - b; }
 ACCEL_FN float accel_f32_multiply(float a, float b) { return a * b; }
@@ -208,6 +259,7 @@ ACCEL_FN double accel_f64_atanh(double x) { return atanh(x); }
 ACCEL_FN double accel_f64_cbrt(double x) { return cbrt(x); }
 ACCEL_FN double accel_f64_erf(double x) { return erf(x); }
 ACCEL_FN double accel_f64_erfc(double x) { return erfc(x); }
+ACCEL_FN double accel_f64_erf_inv(double x) { return accel_erf_inv_f64(x); }
 ACCEL_FN double accel_f64_rsqrt(double x) { return 1.0 / sqrt(x); }
 ACCEL_FN double accel_f64_add(double a, double b) { return a + b; }
 ACCEL_FN double accel_f64_subtract(double a, double b) { return a - b; }

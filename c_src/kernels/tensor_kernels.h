@@ -303,6 +303,289 @@ ACCEL_KERNEL(accel_convert) {
   }
 }
 
+/* Window reductions and scatters, one element type's (instantiated below per compute type). W is
+ * the type sums and products accumulate in (64-bit modular integers, doubles for f32 where the
+ * device has them: as Nx.BinaryBackend accumulates in Elixir numbers), K the function family.
+ *
+ * Window (in, out, geometry): work item i is output element i; geometry (b2, s64) holds the rank
+ * r (at most ACCEL_MAX_RANK), then per dimension d (7 each): output size, input size, input stride, window size, window
+ * stride, low padding, window dilation. The window's elements in the padding are skipped (they are
+ * the operation's identity, as Nx pads); max and min start from the identity given as bits[0]. */
+#define ACCEL_WINDOW_GEOMETRY 7
+#define ACCEL_INDEXED_KERNELS_OF(S, T, W, K)                                                          \
+  /* Item i is a run of count[0] outputs along the last dimension (its whole length): the */       \
+  /* coordinates are found once per run. */                                                         \
+  ACCEL_KERNEL(accel_window_##S) {                                                                    \
+    ACCEL_GLOBAL const accel_i64* g = (ACCEL_GLOBAL const accel_i64*)b2;                             \
+    const int rank = (int)g[0];                                                                       \
+    ACCEL_GLOBAL const T* in = (ACCEL_GLOBAL const T*)b0;                                             \
+    const int op = ACCEL_OP;                                                                          \
+    /* per dimension: the window's first position, size, dilation, input size and stride */         \
+    accel_i64 first[ACCEL_MAX_RANK], k[ACCEL_MAX_RANK], size[ACCEL_MAX_RANK], dil[ACCEL_MAX_RANK];   \
+    accel_i64 limit[ACCEL_MAX_RANK], step[ACCEL_MAX_RANK];                                           \
+    accel_u64 rest = i;                                                                               \
+    int empty = 0;                                                                                    \
+    for (int d = rank - 1; d >= 0; --d) {                                                            \
+      ACCEL_GLOBAL const accel_i64* gd = g + 1 + d * ACCEL_WINDOW_GEOMETRY;                          \
+      const accel_i64 o = d == rank - 1 ? 0 : (accel_i64)(rest % (accel_u64)gd[0]);                  \
+      if (d != rank - 1) rest /= (accel_u64)gd[0];                                                    \
+      first[d] = o * gd[4] - gd[5];                                                                   \
+      size[d] = gd[3];                                                                                \
+      dil[d] = gd[6];                                                                                 \
+      limit[d] = gd[1];                                                                               \
+      step[d] = gd[2];                                                                                \
+      k[d] = 0;                                                                                       \
+      if (gd[1] == 0) empty = 1;                                                                      \
+    }                                                                                                 \
+    const accel_u64 run = p->count[0];                                                                \
+    const accel_i64 stride = g[1 + (rank - 1) * ACCEL_WINDOW_GEOMETRY + 4];                          \
+    for (accel_u64 r = 0; r < run; ++r, first[rank - 1] += stride) {                                  \
+      W acc = op == ACCEL_WINDOW_PRODUCT ? (W)1 : (W)0;                                               \
+      T pick = ACCEL_SCALAR_##K(T, p->bits[0]);                                                       \
+      for (int more = !empty; more;) {                                                                \
+        accel_u64 at = 0;                                                                             \
+        int inside = 1;                                                                               \
+        for (int d = 0; d < rank; ++d) {                                                              \
+          const accel_i64 pos = first[d] + k[d] * dil[d];                                             \
+          if (pos < 0 || pos >= limit[d]) inside = 0;                                                 \
+          at += (accel_u64)pos * (accel_u64)step[d];                                                  \
+        }                                                                                             \
+        if (inside) {                                                                                 \
+          const T x = in[at];                                                                         \
+          if (op == ACCEL_WINDOW_SUM) acc += (W)x;                                                    \
+          else if (op == ACCEL_WINDOW_PRODUCT) acc *= (W)x;                                           \
+          else pick = ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
+        }                                                                                             \
+        int d = rank - 1;                                                                             \
+        while (d >= 0 && ++k[d] == size[d]) k[d--] = 0;                                               \
+        more = d >= 0;                                                                                \
+      }                                                                                               \
+      ((ACCEL_GLOBAL T*)b1)[i * run + r] = op <= ACCEL_WINDOW_PRODUCT ? (T)acc : pick;                \
+    }                                                                                                 \
+  }                                                                                                   \
+  /* Window scatter (in, source, geometry as a window's, out): out has in's shape; work item i is */ \
+  /* out element i, init (bits[0]) plus, in window order, the source element of each window whose */ \
+  /* selection is i: the window's last greatest (op ACCEL_WINDOW_MAX) or least (ACCEL_WINDOW_MIN) */ \
+  /* element, padding read as init (Nx's select_and_scatter). */                                    \
+  ACCEL_KERNEL(accel_window_scatter_##S) {                                                           \
+    ACCEL_GLOBAL const accel_i64* g = (ACCEL_GLOBAL const accel_i64*)b2;                            \
+    ACCEL_GLOBAL const T* in = (ACCEL_GLOBAL const T*)b0;                                            \
+    ACCEL_GLOBAL const T* source = (ACCEL_GLOBAL const T*)b1;                                        \
+    const int rank = (int)g[0];                                                                      \
+    const T init = ACCEL_SCALAR_##K(T, p->bits[0]);                                                  \
+    /* this element's padded coordinates q, and the range of windows [lo, hi] holding it, as one */ \
+    /* mixed-radix count over the dimensions (at most ACCEL_MAX_RANK) */                              \
+    accel_i64 q[ACCEL_MAX_RANK], lo[ACCEL_MAX_RANK], hi[ACCEL_MAX_RANK], w[ACCEL_MAX_RANK];          \
+    accel_u64 rest = i;                                                                              \
+    int any = 1;                                                                                     \
+    for (int d = rank - 1; d >= 0; --d) {                                                            \
+      ACCEL_GLOBAL const accel_i64* gd = g + 1 + d * ACCEL_WINDOW_GEOMETRY;                         \
+      q[d] = (accel_i64)(rest % (accel_u64)gd[1]) + gd[5];                                           \
+      rest /= (accel_u64)gd[1];                                                                      \
+      const accel_i64 first = q[d] - gd[3] + 1;                                                      \
+      lo[d] = first <= 0 ? 0 : (first + gd[4] - 1) / gd[4];                                          \
+      hi[d] = q[d] / gd[4];                                                                          \
+      if (hi[d] > gd[0] - 1) hi[d] = gd[0] - 1;                                                      \
+      if (lo[d] > hi[d]) any = 0;                                                                    \
+      w[d] = lo[d];                                                                                  \
+    }                                                                                                \
+    T acc = init; /* each sum rounded to T, as Nx adds the sources (one Nx.add each) */                \
+    while (any) {                                                                                    \
+      /* the selection of window w: its elements in row-major order */                             \
+      accel_u64 count = 1, source_at = 0;                                                            \
+      for (int d = 0; d < rank; ++d) {                                                               \
+        count *= (accel_u64)g[1 + d * ACCEL_WINDOW_GEOMETRY + 3];                                     \
+        source_at = source_at * (accel_u64)g[1 + d * ACCEL_WINDOW_GEOMETRY] + (accel_u64)w[d];      \
+      }                                                                                              \
+      T best = init;                                                                                 \
+      int chosen = 0;                                                                                \
+      for (accel_u64 e = 0; e < count; ++e) {                                                        \
+        accel_u64 erest = e, at = 0;                                                                 \
+        int inside = 1, here = 1;                                                                    \
+        for (int d = rank - 1; d >= 0; --d) {                                                        \
+          ACCEL_GLOBAL const accel_i64* gd = g + 1 + d * ACCEL_WINDOW_GEOMETRY;                     \
+          const accel_i64 k = (accel_i64)(erest % (accel_u64)gd[3]);                                 \
+          erest /= (accel_u64)gd[3];                                                                 \
+          const accel_i64 pos = w[d] * gd[4] + k; /* padded */                                       \
+          if (pos != q[d]) here = 0;                                                                 \
+          if (pos < gd[5] || pos - gd[5] >= gd[1]) inside = 0;                                       \
+          else at += (accel_u64)(pos - gd[5]) * (accel_u64)gd[2];                                    \
+        }                                                                                            \
+        const T x = inside ? in[at] : init;                                                          \
+        if (e == 0 || (ACCEL_OP == ACCEL_WINDOW_MAX ? x >= best : x <= best)) {                     \
+          best = x;                                                                                  \
+          chosen = here;                                                                             \
+        }                                                                                            \
+      }                                                                                              \
+      if (chosen) acc = (T)(acc + source[source_at]);                                                \
+      int d = rank - 1;                                                                              \
+      for (; d >= 0; --d) {                                                                          \
+        if (w[d] < hi[d]) {                                                                          \
+          ++w[d];                                                                                    \
+          break;                                                                                     \
+        }                                                                                            \
+        w[d] = lo[d];                                                                                \
+      }                                                                                              \
+      if (d < 0) any = 0;                                                                            \
+    }                                                                                                \
+    ((ACCEL_GLOBAL T*)b3)[i] = acc;                                                                  \
+  }                                                                                                  \
+  /* Scatter (out in place, indices, updates, flag): work item i is element i of the slice each */  \
+  /* update writes (shape, rank; stride[0] in out, stride[1] in an update). Updates b < count[0], */ \
+  /* count[1] elements apart, are applied in order: out[offset(b) + slice(i)] is replaced (put) or */ \
+  /* added to (add); offset(b) is the sum over the layout[0] indexed axes k of indices[b * layout[0] */ \
+  /* + k] * stride[2][k], each index below size[k]. An update whose index lies outside is skipped */  \
+  /* and raises the flag. */                                                                         \
+  ACCEL_KERNEL(accel_scatter_##S) {                                                                   \
+    ACCEL_GLOBAL T* out = (ACCEL_GLOBAL T*)b0;                                                        \
+    ACCEL_GLOBAL const accel_i64* indices = (ACCEL_GLOBAL const accel_i64*)b1;                       \
+    ACCEL_GLOBAL const T* updates = (ACCEL_GLOBAL const T*)b2;                                        \
+    const accel_u64 slice = accel_strided_index(p, 0, i), from = accel_strided_index(p, 1, i);       \
+    const accel_u64 axes = p->layout[0];                                                              \
+    for (accel_u64 b = 0; b < p->count[0]; ++b) {                                                     \
+      accel_u64 at = slice;                                                                           \
+      int inside = 1;                                                                                 \
+      for (accel_u64 k = 0; k < axes; ++k) {                                                          \
+        const accel_i64 index = indices[b * axes + k];                                                \
+        if (index < 0 || (accel_u64)index >= p->size[k]) inside = 0;                                  \
+        at += (accel_u64)index * p->stride[2][k];                                                     \
+      }                                                                                               \
+      if (!inside) {                                                                                  \
+        ACCEL_SET_FLAG((ACCEL_GLOBAL int*)b3, 1);                                                     \
+        continue;                                                                                     \
+      }                                                                                               \
+      const T u = updates[b * p->count[1] + from];                                                    \
+      if (ACCEL_OP == ACCEL_SCATTER_PUT) out[at] = u;                                                 \
+      else out[at] = (T)((W)out[at] + (W)u);                                                          \
+    }                                                                                                 \
+  }
+/* Stable sorts of rows (values b0 -> b2, with count[1] set their indices b1 -> b3 as well, or with
+ * count[2] set too, each element's position as its index), size[0] the row length. The order is
+ * Nx's: ascending with NaN last, or descending (op odd) with NaN first; equal elements keep their
+ * order. Operations, by op / 2: 0, item i sorts block i of a row (size[1] elements) by insertion; 1,
+ * item i merges pair i of sorted runs of size[1] in a row (for CPUs: one sequential pass); 2, item i
+ * places element i by binary search in the other run of its pair (for GPUs). */
+#define ACCEL_SORT_KERNELS_OF(S, T, K)                                                                \
+  ACCEL_FN int accel_before_##S(T a, T b, int desc) {                                                  \
+    const int a_nan = ACCEL_IS_NAN_##K(a), b_nan = ACCEL_IS_NAN_##K(b);                                \
+    if (desc) return a_nan ? !b_nan : !b_nan && a > b;                                                 \
+    return a_nan ? 0 : b_nan || a < b;                                                                 \
+  }                                                                                                    \
+  ACCEL_KERNEL(accel_sort_##S) {                                                                       \
+    ACCEL_GLOBAL const T* in = (ACCEL_GLOBAL const T*)b0;                                              \
+    ACCEL_GLOBAL T* out = (ACCEL_GLOBAL T*)b2;                                                         \
+    ACCEL_GLOBAL const accel_i64* in_index = (ACCEL_GLOBAL const accel_i64*)b1;                        \
+    ACCEL_GLOBAL accel_i64* out_index = (ACCEL_GLOBAL accel_i64*)b3;                                   \
+    const int desc = ACCEL_OP & 1, mode = ACCEL_OP >> 1;                                               \
+    const int carry = p->count[1] != 0, implicit = p->count[2] != 0;                                   \
+    const accel_u64 len = p->size[0], width = p->size[1];                                              \
+    if (mode == 0) {                                                                                   \
+      const accel_u64 blocks = (len + width - 1) / width;                                              \
+      const accel_u64 row = i / blocks * len, start = i % blocks * width;                             \
+      const accel_u64 end = start + width < len ? start + width : len;                                 \
+      for (accel_u64 j = start; j < end; ++j) {                                                        \
+        const T x = in[row + j];                                                                       \
+        const accel_i64 xi = carry ? (implicit ? (accel_i64)j : in_index[row + j]) : 0;                \
+        accel_u64 k = j;                                                                               \
+        while (k > start && accel_before_##S(x, out[row + k - 1], desc)) {                             \
+          out[row + k] = out[row + k - 1];                                                             \
+          if (carry) out_index[row + k] = out_index[row + k - 1];                                      \
+          --k;                                                                                         \
+        }                                                                                              \
+        out[row + k] = x;                                                                              \
+        if (carry) out_index[row + k] = xi;                                                            \
+      }                                                                                                \
+    } else if (mode == 1) {                                                                            \
+      const accel_u64 pairs = (len + 2 * width - 1) / (2 * width);                                     \
+      const accel_u64 row = i / pairs * len, a = i % pairs * 2 * width;                               \
+      const accel_u64 a_end = a + width < len ? a + width : len;                                       \
+      const accel_u64 b_end = a_end + width < len ? a_end + width : len;                               \
+      accel_u64 x = a, y = a_end, k = a;                                                               \
+      while (k < b_end) {                                                                              \
+        /* the right run's element first only when strictly before: stability */                     \
+        const int right = x == a_end || (y < b_end && accel_before_##S(in[row + y], in[row + x], desc)); \
+        const accel_u64 from = right ? y++ : x++;                                                      \
+        out[row + k] = in[row + from];                                                                 \
+        if (carry) out_index[row + k] = in_index[row + from];                                          \
+        ++k;                                                                                           \
+      }                                                                                                \
+    } else {                                                                                           \
+      const accel_u64 row = i / len * len, j = i % len, run = j / width;                              \
+      const accel_u64 start = run * width, other = (run ^ 1) * width;                                 \
+      accel_u64 to = j;                                                                                \
+      if (other < len) {                                                                               \
+        const accel_u64 other_end = other + width < len ? other + width : len;                         \
+        const T x = in[row + j];                                                                       \
+        /* how many of the other run come first: strictly before x when x is on the left, */          \
+        /* not after it when on the right */                                                           \
+        accel_u64 lo = other, hi = other_end;                                                          \
+        while (lo < hi) {                                                                              \
+          const accel_u64 mid = lo + (hi - lo) / 2;                                                    \
+          const int first = (run & 1) == 0 ? accel_before_##S(in[row + mid], x, desc)                  \
+                                           : !accel_before_##S(x, in[row + mid], desc);                \
+          if (first) lo = mid + 1;                                                                     \
+          else hi = mid;                                                                               \
+        }                                                                                              \
+        to = (start < other ? start : other) + (j - start) + (lo - other);                            \
+      }                                                                                                \
+      out[row + to] = in[row + j];                                                                     \
+      if (carry) out_index[row + to] = in_index[row + j];                                              \
+    }                                                                                                  \
+  }
+ACCEL_SORT_KERNELS_OF(f32, float, F32)
+ACCEL_SORT_KERNELS_OF(s64, accel_i64, INT)
+ACCEL_SORT_KERNELS_OF(s32, accel_i32, INT)
+ACCEL_SORT_KERNELS_OF(u8, accel_u8, INT)
+ACCEL_SORT_KERNELS_OF(u64, accel_u64, UINT)
+ACCEL_SORT_KERNELS_OF(u32, accel_u32, INT)
+#if ACCEL_HAS_F64
+ACCEL_SORT_KERNELS_OF(f64, double, F64)
+#endif
+
+ACCEL_INDEXED_KERNELS_OF(f32, float, accel_wide_float, F32)
+ACCEL_INDEXED_KERNELS_OF(s64, accel_i64, accel_u64, INT)
+ACCEL_INDEXED_KERNELS_OF(s32, accel_i32, accel_u64, INT)
+ACCEL_INDEXED_KERNELS_OF(u8, accel_u8, accel_u64, INT)
+ACCEL_INDEXED_KERNELS_OF(u64, accel_u64, accel_u64, UINT)
+ACCEL_INDEXED_KERNELS_OF(u32, accel_u32, accel_u64, INT)
+#if ACCEL_HAS_F64
+ACCEL_INDEXED_KERNELS_OF(f64, double, double, F64)
+#endif
+
+/* Gather, by element size (in, indices, out, flag): work item i is output element i, at
+ * coordinates c of p->shape (rank dimensions). It reads in[sum(c_d * stride[0][d]) + sum over the
+ * layout[0] indexed axes k of indices[b * layout[0] + k] * stride[2][k]], where b = sum(c_d *
+ * stride[1][d]) is its index tuple: take, take_along_axis and gather in one. An index outside
+ * [0, size[k]) raises the flag and reads index 0 instead. With count[0] set, item i is a run of
+ * count[0] elements along a last dimension the shape leaves out, one index tuple for the run, read
+ * count[1] apart (an embedding's row). */
+#define ACCEL_GATHER_KERNEL(BYTES, U)                                                              \
+  ACCEL_KERNEL(accel_gather_##BYTES) {                                                             \
+    accel_u64 at = 0, b = 0, rest = i;                                                             \
+    for (int d = (int)p->rank - 1; d >= 0; --d) {                                                  \
+      const accel_u64 c = rest % p->shape[d];                                                      \
+      rest /= p->shape[d];                                                                         \
+      at += c * p->stride[0][d];                                                                   \
+      b += c * p->stride[1][d];                                                                    \
+    }                                                                                              \
+    ACCEL_GLOBAL const accel_i64* indices = (ACCEL_GLOBAL const accel_i64*)b1 + b * p->layout[0]; \
+    for (accel_u64 k = 0; k < p->layout[0]; ++k) {                                                 \
+      const accel_i64 index = indices[k];                                                          \
+      if (index < 0 || (accel_u64)index >= p->size[k]) ACCEL_SET_FLAG((ACCEL_GLOBAL int*)b3, 1);   \
+      else at += (accel_u64)index * p->stride[2][k];                                               \
+    }                                                                                              \
+    ACCEL_GLOBAL const U* in = (ACCEL_GLOBAL const U*)b0;                                          \
+    ACCEL_GLOBAL U* out = (ACCEL_GLOBAL U*)b2;                                                     \
+    const accel_u64 run = p->count[0], step = p->count[1];                                         \
+    if (run == 0) out[i] = in[at];                                                                 \
+    else if (step == 1) for (accel_u64 j = 0; j < run; ++j) out[i * run + j] = in[at + j];         \
+    else for (accel_u64 j = 0; j < run; ++j) out[i * run + j] = in[at + j * step];                 \
+  }
+ACCEL_GATHER_KERNEL(1, accel_u8)
+ACCEL_GATHER_KERNEL(2, accel_u16)
+ACCEL_GATHER_KERNEL(4, accel_i32)
+ACCEL_GATHER_KERNEL(8, accel_i64)
+
 /* Transpose by element size, in tiles of size[2] x size[3] (at most 32 x 32) so that the reads and
  * the writes of neighbouring work items stay within a few cache lines; items cover whole tiles. */
 #define ACCEL_TRANSPOSE_KERNEL(BYTES, U)                                                           \
@@ -316,6 +599,7 @@ ACCEL_KERNEL(accel_convert) {
 typedef struct accel_b16 {
   accel_u64 lo, hi;
 } accel_b16;
+ACCEL_GATHER_KERNEL(16, accel_b16)
 ACCEL_TRANSPOSE_KERNEL(1, accel_u8)
 ACCEL_TRANSPOSE_KERNEL(2, accel_u16)
 ACCEL_TRANSPOSE_KERNEL(4, accel_i32)
@@ -324,11 +608,23 @@ ACCEL_TRANSPOSE_KERNEL(16, accel_b16)
 
 /* A region of p->shape copied between two strided layouts, by element size: element i of the
  * region is source[size[0] + sum(c_d * stride[0][d])] and target[size[1] + sum(c_d * stride[1][d])],
- * c its coordinates. slice (a strided source) and concatenate (an offset target) are copies. */
+ * c its coordinates. slice (a strided source) and concatenate (an offset target) are copies. With
+ * count[0] set, item i is a run of count[0] elements along an innermost dimension the shape leaves
+ * out, count[1] apart in the source and count[2] in the target. */
 #define ACCEL_COPY_KERNEL(BYTES, U)                                                                \
   ACCEL_KERNEL(accel_copy_##BYTES) {                                                               \
-    ((ACCEL_GLOBAL U*)b1)[p->size[1] + accel_strided_index(p, 1, i)] =                             \
-        ((ACCEL_GLOBAL const U*)b0)[p->size[0] + accel_strided_index(p, 0, i)];                    \
+    const accel_u64 from = p->size[0] + accel_strided_index(p, 0, i);                              \
+    const accel_u64 to = p->size[1] + accel_strided_index(p, 1, i);                                \
+    ACCEL_GLOBAL const U* in = (ACCEL_GLOBAL const U*)b0;                                          \
+    ACCEL_GLOBAL U* out = (ACCEL_GLOBAL U*)b1;                                                     \
+    const accel_u64 run = p->count[0], step_in = p->count[1], step_out = p->count[2];              \
+    if (run == 0) {                                                                                \
+      out[to] = in[from];                                                                          \
+    } else if (step_in == 1 && step_out == 1) {                                                    \
+      for (accel_u64 j = 0; j < run; ++j) out[to + j] = in[from + j];                              \
+    } else {                                                                                       \
+      for (accel_u64 j = 0; j < run; ++j) out[to + j * step_out] = in[from + j * step_in];         \
+    }                                                                                              \
   }
 ACCEL_COPY_KERNEL(1, accel_u8)
 ACCEL_COPY_KERNEL(2, accel_u16)

@@ -197,6 +197,92 @@ ERL_NIF_TERM matmul_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
                                                decode_count(env, argv[4], "n")));
 }
 
+// Indexed axes: (sizes, strides), two lists of one length.
+IndexAxes decode_index_axes(ErlNifEnv* env, ERL_NIF_TERM sizes, ERL_NIF_TERM strides) {
+  return IndexAxes{decode_shape(env, sizes), decode_shape(env, strides)};
+}
+
+// (t, indices, shape, in_strides, batch_strides, axis_sizes, axis_strides)
+ERL_NIF_TERM gather_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  GatherPlan plan{decode_shape(env, argv[2]), decode_shape(env, argv[3]), decode_shape(env, argv[4]),
+                  decode_index_axes(env, argv[5], argv[6])};
+  return make_tensor(env, accel::tensor_gather(get_tensor(env, argv[0]), get_tensor(env, argv[1]), plan));
+}
+
+// (:put | :add, target, indices, updates, slice_shape, out_strides, update_strides, {updates, step},
+//  axis_sizes, axis_strides)
+ERL_NIF_TERM scatter_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::string name = atom_text(env, argv[0]);
+  const ScatterOp op = name == "put" ? ScatterOp::Put
+                       : name == "add" ? ScatterOp::Add
+                                       : throw ArgumentError("unknown scatter: " + describe_term(env, argv[0]));
+  const ERL_NIF_TERM* pair = nullptr;
+  int arity = 0;
+  if (!enif_get_tuple(env, argv[7], &arity, &pair) || arity != 2)
+    throw ArgumentError("expected {updates, step}, got: " + describe_term(env, argv[7]));
+  ScatterPlan plan;
+  plan.slice_shape = decode_shape(env, argv[4]);
+  plan.out_strides = decode_shape(env, argv[5]);
+  plan.update_strides = decode_shape(env, argv[6]);
+  plan.updates = decode_count(env, pair[0], "updates");
+  plan.update_step = decode_count(env, pair[1], "step");
+  plan.axes = decode_index_axes(env, argv[8], argv[9]);
+  return make_tensor(env, accel::tensor_scatter(op, get_tensor(env, argv[1]), get_tensor(env, argv[2]),
+                                                get_tensor(env, argv[3]), plan));
+}
+
+WindowOp decode_window_op(ErlNifEnv* env, ERL_NIF_TERM term) {
+  const std::string name = atom_text(env, term);
+  return name == "sum"       ? WindowOp::Sum
+         : name == "product" ? WindowOp::Product
+         : name == "max"     ? WindowOp::Max
+         : name == "min"     ? WindowOp::Min
+                             : throw ArgumentError("unknown window reduction: " + describe_term(env, term));
+}
+
+uint64_t decode_bits(ErlNifEnv* env, ERL_NIF_TERM term) {
+  ErlNifUInt64 bits = 0;
+  if (!enif_get_uint64(env, term, &bits)) throw ArgumentError("expected the bits of a value, got: " + describe_term(env, term));
+  return bits;
+}
+
+// [out, in, in_stride, window, stride, pad_low, dilation, ...]: seven per dimension
+std::vector<WindowDim> decode_window(ErlNifEnv* env, ERL_NIF_TERM term) {
+  const std::vector<uint64_t> flat = decode_shape(env, term);
+  if (flat.size() % 7 != 0) throw ArgumentError("a window needs seven numbers per dimension");
+  std::vector<WindowDim> dims(flat.size() / 7);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const uint64_t* v = &flat[d * 7];
+    dims[d] = WindowDim{v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+  }
+  return dims;
+}
+
+// (op, t, identity_bits, window)
+ERL_NIF_TERM window_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return make_tensor(env, accel::tensor_window(decode_window_op(env, argv[0]), get_tensor(env, argv[1]),
+                                               decode_bits(env, argv[2]), decode_window(env, argv[3])));
+}
+
+// (:max | :min, t, source, init_bits, window)
+ERL_NIF_TERM window_scatter_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return make_tensor(env, accel::tensor_window_scatter(decode_window_op(env, argv[0]), get_tensor(env, argv[1]),
+                                                       get_tensor(env, argv[2]), decode_bits(env, argv[3]),
+                                                       decode_window(env, argv[4])));
+}
+
+// (t, rows, len, :asc | :desc, :values | :indices): the sorted values, or their positions
+ERL_NIF_TERM sort_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::string direction = atom_text(env, argv[3]), what = atom_text(env, argv[4]);
+  if (direction != "asc" && direction != "desc")
+    throw ArgumentError("expected :asc or :desc, got: " + describe_term(env, argv[3]));
+  if (what != "values" && what != "indices")
+    throw ArgumentError("expected :values or :indices, got: " + describe_term(env, argv[4]));
+  SortResult r = accel::tensor_sort(get_tensor(env, argv[0]), decode_count(env, argv[1], "rows"),
+                                    decode_count(env, argv[2], "len"), direction == "desc", what == "indices");
+  return make_tensor(env, what == "indices" ? std::move(r.indices) : std::move(r.values));
+}
+
 // (t, p, mu, iterations)
 ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Tensor t = get_tensor(env, argv[0]);
@@ -286,6 +372,28 @@ ERL_NIF_TERM tensor_unary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 
 ERL_NIF_TERM tensor_reduce(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<reduce_run, 1, false>(env, argc, argv);
+}
+
+// Indexing and windows may read far more than their output (a window reduction) or write far more
+// than they read (a scatter into a large tensor): dirty on the CPU, by the tensor's place elsewhere.
+ERL_NIF_TERM tensor_gather(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<gather_run, 0, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_scatter(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<scatter_run, 1, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_window(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<window_run, 1, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_window_scatter(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<window_scatter_run, 1, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_sort(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<sort_run, 0, true>(env, argc, argv);
 }
 
 ERL_NIF_TERM tensor_transpose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

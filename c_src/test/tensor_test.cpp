@@ -4,6 +4,7 @@
 // own. A backend that is not usable on this machine is skipped with its reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -555,6 +556,84 @@ TEST_P(TensorTest, ViewsAndBroadcastsOfAnyRank) {
     }
     ASSERT_EQ(sum[i], static_cast<int64_t>(ai * 100 + bi)) << "element " << i;
   }
+}
+
+TEST_P(TensorTest, SortsAreStableInNxsOrderWithEitherMerge) {
+  // rows of 1000 with many repeats, NaN and infinities: std::stable_sort in Nx's order is the oracle
+  const uint64_t rows = 3, len = 1000;
+  std::vector<float> values(rows * len);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919 + 13) % 97) - 40.0f;
+  for (size_t i = 5; i < values.size(); i += 37) values[i] = NAN;
+  for (size_t i = 9; i < values.size(); i += 53) values[i] = -INFINITY;
+  const Tensor t = from(values, DType::F32);
+  for (bool desc : {false, true}) {
+    auto before = [desc](float a, float b) {
+      if (desc) return std::isnan(a) ? !std::isnan(b) : !std::isnan(b) && a > b;
+      return std::isnan(a) ? false : std::isnan(b) || a < b;
+    };
+    std::vector<int64_t> want_index(values.size());
+    for (uint64_t r = 0; r < rows; ++r) {
+      std::vector<int64_t> row(len);
+      for (uint64_t j = 0; j < len; ++j) row[j] = static_cast<int64_t>(j);
+      std::stable_sort(row.begin(), row.end(), [&](int64_t a, int64_t b) { return before(values[r * len + a], values[r * len + b]); });
+      std::copy(row.begin(), row.end(), want_index.begin() + static_cast<std::ptrdiff_t>(r * len));
+    }
+    for (accel::SortMerge merge : {accel::SortMerge::Sequential, accel::SortMerge::Search}) {
+      const accel::SortResult got = accel::tensor_sort(t, rows, len, desc, true, merge);
+      EXPECT_EQ(read<int64_t>(got.indices), want_index) << "desc " << desc << " merge " << static_cast<int>(merge);
+      const std::vector<float> sorted = read<float>(got.values);
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        const float want = values[i / len * len + static_cast<size_t>(want_index[i])];
+        ASSERT_TRUE(std::isnan(want) ? std::isnan(sorted[i]) : sorted[i] == want) << i;
+      }
+    }
+  }
+}
+
+TEST_P(TensorTest, GatherScatterAndWindowsAddressOnlyWhatTheyOwn) {
+  // a 4 x 5 table; take rows [3, 0, 3] (one index tuple per output row, the row a run)
+  std::vector<int32_t> table(20);
+  for (int32_t i = 0; i < 20; ++i) table[static_cast<size_t>(i)] = i;
+  const Tensor t = from(table, DType::S32);
+  const Tensor rows = from(std::vector<int64_t>{3, 0, 3}, DType::S64);
+  accel::GatherPlan take{{3, 5}, {0, 1}, {1, 0}, {{4}, {5}}};
+  EXPECT_EQ(read<int32_t>(accel::tensor_gather(t, rows, take)),
+            (std::vector<int32_t>{15, 16, 17, 18, 19, 0, 1, 2, 3, 4, 15, 16, 17, 18, 19}));
+  // an index outside its axis is reported, and nothing outside the table is read
+  const Tensor bad = from(std::vector<int64_t>{1, 4}, DType::S64);
+  accel::GatherPlan two{{2, 5}, {0, 1}, {1, 0}, {{4}, {5}}};
+  EXPECT_THROW(accel::tensor_gather(t, bad, two), accel::IndexOutOfBounds);
+  // a plan that would read past the table, or more index tuples than there are, is refused
+  accel::GatherPlan far{{3, 6}, {0, 1}, {1, 0}, {{4}, {5}}};
+  EXPECT_NE(argument_error([&] { accel::tensor_gather(t, rows, far); }), "");
+  accel::GatherPlan many{{4, 5}, {0, 1}, {1, 0}, {{4}, {5}}};
+  EXPECT_NE(argument_error([&] { accel::tensor_gather(t, rows, many); }), "");
+
+  // indexed_add of rows [1, 1] (the same row twice: both apply) with two rows of ones
+  accel::ScatterPlan add;
+  add.slice_shape = {5};
+  add.out_strides = {1};
+  add.update_strides = {1};
+  add.updates = 2;
+  add.update_step = 5;
+  add.axes = {{4}, {5}};
+  const Tensor ones = from(std::vector<int32_t>(10, 1), DType::S32);
+  const std::vector<int32_t> added = read<int32_t>(accel::tensor_scatter(accel::ScatterOp::Add, t, from(std::vector<int64_t>{1, 1}, DType::S64), ones, add));
+  EXPECT_EQ(std::vector<int32_t>(added.begin() + 5, added.begin() + 10), (std::vector<int32_t>{7, 8, 9, 10, 11}));
+  EXPECT_EQ(added[0], 0);
+  EXPECT_THROW(accel::tensor_scatter(accel::ScatterOp::Put, t, bad, ones, add), accel::IndexOutOfBounds);
+  add.update_step = 6;  // the second update would read past the updates
+  EXPECT_NE(argument_error([&] { accel::tensor_scatter(accel::ScatterOp::Put, t, rows, ones, add); }), "");
+
+  // a 2 x 2 max-pool of the table (4 x 5, stride 2: 2 x 2 windows), and a window sum padded by one
+  std::vector<accel::WindowDim> pool{{2, 4, 5, 2, 2, 0, 1}, {2, 5, 1, 2, 2, 0, 1}};
+  EXPECT_EQ(read<int32_t>(accel::tensor_window(accel::WindowOp::Max, t, 0x80000000u, pool)), (std::vector<int32_t>{6, 8, 16, 18}));
+  std::vector<accel::WindowDim> padded{{1, 4, 5, 3, 1, 1, 1}, {1, 5, 1, 3, 1, 1, 1}};
+  EXPECT_EQ(read<int32_t>(accel::tensor_window(accel::WindowOp::Sum, t, 0, padded)), (std::vector<int32_t>{0 + 1 + 5 + 6}));
+  std::vector<accel::WindowDim> zero{{2, 4, 5, 0, 2, 0, 1}};
+  EXPECT_NE(argument_error([&] { accel::tensor_window(accel::WindowOp::Sum, t, 0, zero); }), "");
+  std::vector<accel::WindowDim> outside{{2, 5, 5, 2, 2, 0, 1}, {2, 5, 1, 2, 2, 0, 1}};
+  EXPECT_NE(argument_error([&] { accel::tensor_window(accel::WindowOp::Sum, t, 0, outside); }), "");
 }
 
 TEST(TensorTypes, F64OnADeviceWithoutDoublesIsRefusedWithTheReason) {

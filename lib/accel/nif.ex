@@ -71,6 +71,28 @@ defmodule Accel.NIF do
   def tensor_reduce(_op, _tensor, _outer, _len, _inner, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_transpose(_tensor, _rows, _cols, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_matmul(_a, _b, _m, _k, _n, _ref), do: :erlang.nif_error(:not_loaded)
+
+  def tensor_gather(_t, _indices, _shape, _in_strides, _batch_strides, _axis_sizes, _axis_strides, _ref),
+    do: :erlang.nif_error(:not_loaded)
+
+  def tensor_scatter(
+        _op,
+        _target,
+        _indices,
+        _updates,
+        _slice,
+        _out_strides,
+        _update_strides,
+        _counts,
+        _sizes,
+        _strides,
+        _ref
+      ),
+      do: :erlang.nif_error(:not_loaded)
+
+  def tensor_window(_op, _t, _identity_bits, _geometry, _ref), do: :erlang.nif_error(:not_loaded)
+  def tensor_sort(_t, _rows, _len, _direction, _what, _ref), do: :erlang.nif_error(:not_loaded)
+  def tensor_window_scatter(_op, _t, _source, _init_bits, _geometry, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_logistic_map(_tensor, _p, _mu, _iterations, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_transfer(_tensor, _backend, _device, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_memory(_backend, _device), do: :erlang.nif_error(:not_loaded)

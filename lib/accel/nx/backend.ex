@@ -17,6 +17,10 @@ if Code.ensure_loaded?(Nx) do
         device), an `Accel.Device`, `{backend, index}`, or `:auto` (the default): tensors under
         1 MiB on the CPU backend, where a device launch would cost more than the work, larger ones
         on the device `Accel`'s `backend: :auto` picks (a GPU when there is one).
+      * `:fallback` - `:host` (the default) runs an operation without a device kernel on
+        `Nx.BinaryBackend`; `:raise` raises an `ArgumentError` naming it instead, so that a program
+        can prove it stays on the device. Read from the default backend's options, or from
+        `config :accel, nx_fallback: :raise` for every backend.
 
     Operations run on their operands' device. Operands on two devices chosen explicitly raise an
     `ArgumentError` naming both; tensors placed by `:auto` move to the other operand's device, and
@@ -41,15 +45,19 @@ if Code.ensure_loaded?(Nx) do
       * creation: `constant`, `iota`, `eye`, `from_binary`;
       * layout, for every type and any rank up to 64: `reshape`, `squeeze`, `transpose`, `broadcast`,
         `reverse`, `slice` (with strides), `put_slice`, `pad` (non-negative), `concatenate`,
-        `stack`, `to_batched`, `as_type`, `bitcast`.
+        `stack`, `to_batched`, `as_type`, `bitcast`;
+      * indexing: `gather`, `take`, `take_along_axis` (every type), `indexed_add`, `indexed_put`;
+      * windows: `window_sum`, `window_product`, `window_max`, `window_min`,
+        `window_scatter_max`, `window_scatter_min`, and `product`;
+      * `conv` (im2col and BLAS), `sort`, `argsort`, `erf_inv`.
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
-    result uploaded to their device): `product`, `cumulative_*`, `window_*`, `gather`, `take`,
-    `take_along_axis`, `indexed_add`, `indexed_put`, `sort`, `argsort`, `top_k`, `conv`, `reduce`,
-    `map`, `fft` and the linear-algebra decompositions, integer `dot`, `count_leading_zeros`,
-    `population_count`, `erf_inv`, complex arithmetic and parts. Each fallback emits the telemetry
-    event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name, device: {backend,
-    index}}` and logs at debug level: attach a handler to count them.
+    result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
+    element), `fft` and the linear-algebra decompositions, integer `dot`, negative `pad`,
+    `count_leading_zeros`, `population_count`, complex arithmetic and parts. Each fallback emits
+    the telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
+    device: {backend, index}}` and logs at debug level: attach a handler to count them, or make
+    fallbacks raise (below).
 
     Operands of other backends (the binary backend's constants) are uploaded to the Accel
     operand's device; with none, the result goes where the default backend's options place it.
@@ -282,7 +290,7 @@ if Code.ensure_loaded?(Nx) do
       def unquote(op)(out, t), do: unary(unquote(op), out, t)
     end
 
-    for op <- [:erf_inv, :count_leading_zeros, :population_count, :real, :imag, :conjugate] do
+    for op <- [:count_leading_zeros, :population_count, :real, :imag, :conjugate] do
       def unquote(op)(out, t), do: Fallback.run(unquote(op), [out, t])
     end
 
@@ -374,12 +382,37 @@ if Code.ensure_loaded?(Nx) do
     defdelegate argmin(out, t, opts), to: Accel.Nx.Reduce
     defdelegate dot(out, a, contract_a, batch_a, b, contract_b, batch_b), to: Accel.Nx.Reduce
 
+    ## Indexing and windows
+
+    defdelegate gather(out, t, indices, opts), to: Accel.Nx.Indexing
+    defdelegate take(out, t, indices, axis), to: Accel.Nx.Indexing
+    defdelegate take_along_axis(out, t, indices, axis), to: Accel.Nx.Indexing
+    defdelegate indexed_add(out, target, indices, updates, opts), to: Accel.Nx.Indexing
+    defdelegate indexed_put(out, target, indices, updates, opts), to: Accel.Nx.Indexing
+    defdelegate window_sum(out, t, window, opts), to: Accel.Nx.Window
+    defdelegate window_product(out, t, window, opts), to: Accel.Nx.Window
+    defdelegate window_max(out, t, window, opts), to: Accel.Nx.Window
+    defdelegate window_min(out, t, window, opts), to: Accel.Nx.Window
+    defdelegate window_scatter_max(out, t, source, init, window, opts), to: Accel.Nx.Window
+    defdelegate window_scatter_min(out, t, source, init, window, opts), to: Accel.Nx.Window
+    defdelegate product(out, t, opts), to: Accel.Nx.Window
+    defdelegate conv(out, t, kernel, opts), to: Accel.Nx.Conv
+    defdelegate sort(out, t, opts), to: Accel.Nx.Sort
+    defdelegate argsort(out, t, opts), to: Accel.Nx.Sort
+
     ## Nx.block/4 (Nx 0.13): operations Nx composes from others unless a backend runs them itself
 
-    # logical_not is one kernel here; every other block runs its default, Nx's composition of
-    # operations (take and top_k of gathers and sorts, the linear algebra of its primitives),
-    # each of which runs as this backend's operation.
+    # logical_not, take and take_along_axis are kernels here; every other block runs its default,
+    # Nx's composition of operations (top_k of a sort, the cumulative operations of a scan, the
+    # linear algebra of its primitives), each of which runs as this backend's operation.
     def block(%{__struct__: Nx.Block.LogicalNot}, out, [t], _fun), do: logical_not(out, t)
+    # take and take_along_axis: the gather kernel's plans for them (Nx composes them of gathers)
+    def block(%{__struct__: Nx.Block.Take, axis: axis}, out, [t, indices], _fun),
+      do: Accel.Nx.Indexing.take(out, t, indices, axis)
+
+    def block(%{__struct__: Nx.Block.TakeAlongAxis, axis: axis}, out, [t, indices], _fun),
+      do: Accel.Nx.Indexing.take_along_axis(out, t, indices, axis)
+
     # a region Accel.Nx.Compiler fused
     def block(%Accel.Nx.Compiler.Fused{accel: spec}, out, inputs, _fun),
       do: Accel.Nx.Compiler.run(out, inputs, accel: spec)
@@ -389,28 +422,13 @@ if Code.ensure_loaded?(Nx) do
     ## Fallbacks: Nx.BinaryBackend computes, the result returns to the operands' device
 
     fallbacks = [
-      product: 3,
       cumulative_sum: 3,
       cumulative_product: 3,
       cumulative_min: 3,
       cumulative_max: 3,
-      window_sum: 4,
-      window_product: 4,
-      window_max: 4,
-      window_min: 4,
       window_reduce: 6,
-      window_scatter_max: 6,
-      window_scatter_min: 6,
       reduce: 5,
-      gather: 4,
-      take: 4,
-      take_along_axis: 4,
-      indexed_add: 5,
-      indexed_put: 5,
-      sort: 3,
-      argsort: 3,
       top_k: 3,
-      conv: 4,
       map: 4,
       all_close: 4,
       fft: 3,

@@ -18,6 +18,13 @@ if Code.ensure_loaded?(Nx) do
     @doc "Runs `name` on Nx.BinaryBackend with `[out | args]` and returns its result on the operands' device."
     def run(name, [out | args]) do
       {device, auto} = device_of(args, out)
+
+      if forbidden?() do
+        raise ArgumentError,
+              "Accel.Nx.Backend has no #{elem(device, 0)}:#{elem(device, 1)} kernel for #{name} on these operands " <>
+                "(#{describe(args)}), and fallback: :raise forbids computing it on Nx.BinaryBackend"
+      end
+
       :telemetry.execute([:accel, :nx, :fallback], %{count: 1}, %{operation: name, device: device})
 
       Logger.debug(fn ->
@@ -34,6 +41,27 @@ if Code.ensure_loaded?(Nx) do
       after
         Nx.default_backend(previous)
       end
+    end
+
+    # fallback: :raise in the default backend's options, or config :accel, nx_fallback: :raise.
+    defp forbidden? do
+      case Nx.default_backend() do
+        {Accel.Nx.Backend, opts} when is_list(opts) ->
+          Keyword.get(opts, :fallback, Application.get_env(:accel, :nx_fallback, :host)) == :raise
+
+        _other ->
+          Application.get_env(:accel, :nx_fallback, :host) == :raise
+      end
+    end
+
+    defp describe(args) do
+      args
+      |> List.flatten()
+      |> Enum.flat_map(fn
+        %T{shape: shape, type: {k, b}} -> ["#{k}#{b}#{inspect(shape)}"]
+        _ -> []
+      end)
+      |> Enum.join(", ")
     end
 
     # The device of the first Accel tensor among the arguments; for a creation operation (no

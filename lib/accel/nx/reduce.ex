@@ -116,8 +116,8 @@ if Code.ensure_loaded?(Nx) do
         [x, y] = Storage.operands!(:dot, [a, b]) |> Enum.map(&Storage.cast(&1, type))
         free_a = axes_except(a.shape, contract_a ++ batch_a)
         free_b = axes_except(b.shape, contract_b ++ batch_b)
-        x = permute(x, batch_a ++ free_a ++ contract_a)
-        y = permute(y, batch_b ++ contract_b ++ free_b)
+        x = Storage.permute(x, batch_a ++ free_a ++ contract_a)
+        y = Storage.permute(y, batch_b ++ contract_b ++ free_b)
 
         [nb, m, k, n] = [
           size(a.shape, batch_a),
@@ -133,10 +133,12 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    defp batched_matmul(%AT{shape: {1, m, k}} = x, %AT{shape: {1, k, n}} = y),
+    @doc false
+    # {nb, m, k} by {nb, k, n}: one BLAS product per batch entry (also Accel.Nx.Conv's, per group).
+    def batched_matmul(%AT{shape: {1, m, k}} = x, %AT{shape: {1, k, n}} = y),
       do: AT.matmul(AT.reshape(x, {m, k}), AT.reshape(y, {k, n}))
 
-    defp batched_matmul(%AT{shape: {nb, m, k}} = x, %AT{shape: {nb, k, n}} = y) do
+    def batched_matmul(%AT{shape: {nb, m, k}} = x, %AT{shape: {nb, k, n}} = y) do
       parts =
         for i <- 0..(nb - 1)//1 do
           xi = Storage.view(x, {m, k}, [k, 1], i * m * k)
@@ -152,16 +154,5 @@ if Code.ensure_loaded?(Nx) do
 
     defp axes_except(shape, axes), do: Enum.to_list(0..(tuple_size(shape) - 1)//1) -- axes
     defp size(shape, axes), do: Enum.reduce(axes, 1, &(elem(shape, &1) * &2))
-
-    # The tensor with its axes in `order`: itself when that is the order they are in.
-    defp permute(%AT{shape: shape} = a, order) do
-      if order == Enum.sort(order) do
-        a
-      else
-        strides = Storage.strides(shape)
-        new_shape = order |> Enum.map(&elem(shape, &1)) |> List.to_tuple()
-        Storage.view(a, new_shape, Enum.map(order, &Enum.at(strides, &1)), 0)
-      end
-    end
   end
 end

@@ -49,17 +49,30 @@ if Code.ensure_loaded?(Nx) do
 
     ## Options and placement
 
-    @doc "The backend's options, checked: `device:` as Accel's `:device` takes it."
+    @doc """
+    The backend's options, checked: `device:` as Accel's `:device` takes it, and `fallback:`
+    (`:host`, the default, or `:raise`), kept only when given.
+    """
     def init(opts) do
       unless Keyword.keyword?(opts),
         do: raise(ArgumentError, "Accel.Nx.Backend expects a keyword list of options, got: #{inspect(opts)}")
 
       Enum.each(opts, fn
-        {:device, _} -> :ok
-        {key, _} -> raise ArgumentError, "Accel.Nx.Backend: unknown option #{inspect(key)}; it takes :device"
+        {:device, _} ->
+          :ok
+
+        {:fallback, f} when f in [:host, :raise] ->
+          :ok
+
+        {:fallback, other} ->
+          raise ArgumentError, "Accel.Nx.Backend: fallback: must be :host or :raise, got: #{inspect(other)}"
+
+        {key, _} ->
+          raise ArgumentError,
+                "Accel.Nx.Backend: unknown option #{inspect(key)}; it takes :device and :fallback"
       end)
 
-      [device: device!(Keyword.get(opts, :device, :auto))]
+      [device: device!(Keyword.get(opts, :device, :auto))] ++ Keyword.take(opts, [:fallback])
     end
 
     defp device!(:auto), do: :auto
@@ -229,6 +242,22 @@ if Code.ensure_loaded?(Nx) do
           ref
         )
       end)
+    end
+
+    @doc "The tensor with its axes in `order` (one strided copy), or itself when they are in order."
+    def permute(%AT{shape: shape} = a, order) do
+      if order == Enum.sort(order) do
+        a
+      else
+        strides = strides(shape)
+
+        view(
+          a,
+          order |> Enum.map(&elem(shape, &1)) |> List.to_tuple(),
+          Enum.map(order, &Enum.at(strides, &1)),
+          0
+        )
+      end
     end
 
     @doc "The element offset of the coordinates `starts` under `strides`."

@@ -1,0 +1,188 @@
+# The operations models use beyond elementwise work (Accel.Nx.Backend's indexing, window, conv
+# and sort kernels), one operation each, against XLA's CPU compiler (jax.jit of the same
+# operation, EXLA's engine; bench/nx_ops_xla.py in the virtual environment `bin/setup --bench`
+# makes) on the shapes of a small CNN and a transformer's embedding:
+#   * conv: 32 x 64 x 32 x 32 by a 64 x 64 x 3 x 3 kernel, padding :same; max_pool: 2 x 2 windows,
+#     stride 2, of that input; pool_grad: window_scatter_max of a 32 x 64 x 16 x 16 source;
+#   * take: 512 rows of a 30,000 x 768 table; indexed_add: 512 rows of updates into it (the
+#     embedding's gradient);
+#   * sort and argsort (stable) of 2^20 f32; cumulative_sum of 2^20 (Nx's own composition on
+#     Accel); erf_inv of 2^20 (what Nx.Random.normal draws through); product over the rows of
+#     4096 x 1024.
+# Each round times every row once per device (Accel eagerly, with `fallback: :raise`: nothing here
+# leaves the device) and runs the XLA process once (the fastest of 3 calls per operation, after
+# its compiling call); medians over rounds. Results are checked against XLA's (the sum of each
+# result). Writes bench/results/nx_ops.md.
+#
+#   mix run bench/nx_ops.exs [--runs 5]
+defmodule NxOpsBench do
+  @threads System.schedulers_online()
+
+  def main(args) do
+    {:ok, _} = Application.ensure_all_started(:nx)
+    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer])
+    runs = opts[:runs] || 5
+    devices = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+    python = Path.expand("../_build/bench-venv/bin/python", __DIR__)
+    python = if File.exists?(python), do: python
+
+    rounds =
+      for round <- 1..runs do
+        IO.puts("round #{round} of #{runs}")
+        accel = Map.new(devices, &{&1, time_device(&1)})
+        xla = if python, do: xla(python), else: %{}
+        %{accel: accel, xla: xla}
+      end
+
+    check(rounds, devices)
+    report(rounds, devices, python)
+  end
+
+  defp iota(shape, backend), do: Nx.iota(shape, type: :f64, backend: backend)
+
+  # the inputs, by the formulas bench/nx_ops_xla.py uses (computed in f64, rounded to f32)
+  defp inputs(backend) do
+    f32 = &Nx.as_type(&1, :f32)
+
+    %{
+      x: iota({32, 64, 32, 32}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.(),
+      k: iota({64, 64, 3, 3}, backend) |> Nx.multiply(1.0e-2) |> Nx.cos() |> Nx.multiply(0.05) |> f32.(),
+      source: iota({32, 64, 16, 16}, backend) |> Nx.multiply(1.0e-3) |> Nx.cos() |> f32.(),
+      table: iota({30_000, 768}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.(),
+      rows: Nx.iota({512}, backend: backend) |> Nx.multiply(37) |> Nx.remainder(30_000),
+      updates: iota({512, 768}, backend) |> Nx.multiply(1.0e-3) |> Nx.cos() |> f32.(),
+      zeros: Nx.broadcast(Nx.tensor(0.0, type: :f32, backend: backend), {30_000, 768}),
+      v: iota({1_048_576}, backend) |> Nx.multiply(0.7) |> Nx.sin() |> Nx.multiply(1000) |> f32.(),
+      u: iota({1_048_576}, backend) |> Nx.multiply(0.7) |> Nx.sin() |> Nx.multiply(0.999) |> f32.(),
+      m:
+        iota({4096, 1024}, backend)
+        |> Nx.multiply(1.0e-3)
+        |> Nx.sin()
+        |> Nx.multiply(1.0e-3)
+        |> Nx.add(1)
+        |> f32.()
+    }
+  end
+
+  @ops [
+    :conv,
+    :max_pool,
+    :pool_grad,
+    :take,
+    :indexed_add,
+    :sort,
+    :argsort,
+    :cumulative_sum,
+    :erf_inv,
+    :product
+  ]
+
+  defp op(:conv, i), do: Nx.conv(i.x, i.k, padding: :same)
+  defp op(:max_pool, i), do: Nx.window_max(i.x, {1, 1, 2, 2}, strides: [1, 1, 2, 2])
+  defp op(:pool_grad, i), do: Nx.window_scatter_max(i.x, i.source, 0.0, {1, 1, 2, 2}, strides: [1, 1, 2, 2])
+  defp op(:take, i), do: Nx.take(i.table, i.rows, axis: 0)
+  defp op(:indexed_add, i), do: Nx.indexed_add(i.zeros, Nx.new_axis(i.rows, 1), i.updates, axes: [0])
+  defp op(:sort, i), do: Nx.sort(i.v)
+  defp op(:argsort, i), do: Nx.argsort(i.v, stable: true)
+  defp op(:cumulative_sum, i), do: Nx.cumulative_sum(i.v)
+  defp op(:erf_inv, i), do: Nx.erf_inv(i.u)
+  defp op(:product, i), do: Nx.product(i.m, axes: [1])
+
+  defp time_device(device) do
+    backend = {Accel.Nx.Backend, device: device, fallback: :raise}
+
+    Nx.with_default_backend(backend, fn ->
+      i = inputs(backend)
+
+      Map.new(@ops, fn name ->
+        # a first call (kernel builds), then one timed; the sum of the magnitudes of the result is the check
+        first = op(name, i)
+        check = first |> Nx.as_type(:f64) |> Nx.abs() |> Nx.sum() |> Nx.to_number()
+        Nx.backend_deallocate(first)
+        {us, out} = :timer.tc(fn -> op(name, i) |> sync() end)
+        Nx.backend_deallocate(out)
+        {name, {us / 1.0e6, check}}
+      end)
+    end)
+  end
+
+  # device work is queued: reading one element waits for it
+  defp sync(t), do: tap(t, fn t -> t |> Nx.reshape({:auto}) |> Nx.slice([0], [1]) |> Nx.to_binary() end)
+
+  defp xla(python) do
+    case System.cmd(python, [Path.join(__DIR__, "nx_ops_xla.py"), "3", "#{@threads}"], stderr_to_stdout: true) do
+      {out, 0} ->
+        line = out |> String.split("\n", trim: true) |> List.last()
+
+        parse = fn key ->
+          for [_, k, v] <- Regex.scan(~r/"(\w+)": ([0-9.eE+-]+)/, object(line, key)),
+              into: %{},
+              do: {String.to_atom(k), String.to_float(v)}
+        end
+
+        [_, version] = Regex.run(~r/"jax": "([^"]+)"/, line)
+        %{times: parse.("xla"), check: parse.("check"), version: version}
+
+      {out, _} ->
+        IO.puts("XLA failed: #{out}")
+        %{}
+    end
+  end
+
+  defp object(line, key), do: Regex.run(~r/"#{key}": (\{[^}]*\})/, line) |> List.last()
+
+  # each device's result against XLA's: the sums of their magnitudes agree to 1e-4
+  defp check(rounds, devices) do
+    xla = hd(rounds).xla
+
+    for device <- devices, name <- @ops, xla[:check] do
+      {_, got} = hd(rounds).accel[device][name]
+      want = xla.check[name]
+
+      unless abs(got - want) <= 1.0e-4 * max(abs(want), 1.0),
+        do: raise("#{name} on #{device}: sum #{got}, XLA's #{want}")
+    end
+  end
+
+  defp median(values), do: values |> Enum.sort() |> Enum.at(div(length(values), 2))
+
+  defp report(rounds, devices, python) do
+    ms = fn s -> :erlang.float_to_binary(s * 1000, decimals: 2) end
+    xla_time = fn name -> if python, do: median(Enum.map(rounds, & &1.xla.times[name])) end
+
+    rows =
+      for name <- @ops do
+        times = for d <- devices, do: median(Enum.map(rounds, &elem(&1.accel[d][name], 0)))
+        xla = xla_time.(name)
+
+        cells =
+          Enum.map(times, fn t ->
+            ratio = if xla, do: " (#{:erlang.float_to_binary(xla / t, decimals: 2)}x)", else: ""
+            ms.(t) <> ratio
+          end)
+
+        "| #{name} | " <> Enum.join(cells, " | ") <> " | " <> if(xla, do: ms.(xla), else: "-") <> " |"
+      end
+
+    version = if python, do: hd(rounds).xla.version, else: "not installed (bin/setup --bench)"
+
+    text = """
+    # Accel.Nx.Backend's indexing, window, conv and sort kernels against XLA
+
+    Made by `mix run bench/nx_ops.exs` (#{length(rounds)} rounds, medians). Each operation eagerly on
+    Accel.Nx.Backend (`fallback: :raise`: none left the device) and through `jax.jit` (jax
+    #{version}, XLA's CPU compiler, #{@threads} threads), in milliseconds; in parentheses XLA's time
+    over Accel's (above 1: Accel is faster). Results checked against XLA's (the sums of their magnitudes within 1e-4).
+    Machine: #{System.schedulers_online()} cores. See the script's header for the shapes.
+
+    | operation | #{Enum.map_join(devices, " | ", &"Accel #{&1}")} | XLA (CPU) |
+    |---|#{Enum.map_join(devices, "", fn _ -> "---:|" end)}---:|
+    #{Enum.join(rows, "\n")}
+    """
+
+    File.write!(Path.join(__DIR__, "results/nx_ops.md"), text)
+    IO.puts(text)
+  end
+end
+
+NxOpsBench.main(System.argv())

@@ -1,0 +1,74 @@
+"""The operations of bench/nx_ops.exs through XLA's CPU compiler (jax.jit, EXLA's engine), timed in
+this process: one line of JSON, {"xla": {op: seconds}, "check": {op: sum of the magnitudes of the result}}, the
+fastest of `repeats` calls of each compiled function after a first (compiling) call. The inputs are
+the same formulas bench/nx_ops.exs builds, so the checksums compare.
+
+    python bench/nx_ops_xla.py REPEATS THREADS
+"""
+import json
+import os
+import sys
+import time
+
+
+def main():
+    repeats, threads = int(sys.argv[1]), int(sys.argv[2])
+    # XLA's CPU backend: as many threads as Accel's pool (the machine's cores)
+    os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={threads}")
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    jax.config.update("jax_enable_x64", True)  # s64 indices, as Nx's
+
+    def iota(shape, dtype=np.float64):
+        return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape).astype(dtype)
+
+    x = jnp.asarray(np.sin(iota((32, 64, 32, 32)) * 1.0e-3).astype(np.float32))
+    k = jnp.asarray((np.cos(iota((64, 64, 3, 3)) * 1.0e-2) * 0.05).astype(np.float32))
+    source = jnp.asarray(np.cos(iota((32, 64, 16, 16)) * 1.0e-3).astype(np.float32))
+    table = jnp.asarray(np.sin(iota((30000, 768)) * 1.0e-3).astype(np.float32))
+    rows = jnp.asarray((np.arange(512, dtype=np.int64) * 37) % 30000)
+    updates = jnp.asarray(np.cos(iota((512, 768)) * 1.0e-3).astype(np.float32))
+    zeros = jnp.zeros((30000, 768), jnp.float32)
+    v = jnp.asarray((np.sin(iota((1 << 20,)) * 0.7) * 1000).astype(np.float32))
+    u = jnp.asarray((np.sin(iota((1 << 20,)) * 0.7) * 0.999).astype(np.float32))
+    m = jnp.asarray((1.0 + np.sin(iota((4096, 1024)) * 1.0e-3) * 1.0e-3).astype(np.float32))
+
+    def pool(x):
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+    def pool_grad(x, s):
+        # the gradient of max-pooling: XLA's select-and-scatter, as Nx's window_scatter_max
+        return jax.vjp(pool, x)[1](s)[0]
+
+    ops = {
+        "conv": (lambda x, k: jax.lax.conv_general_dilated(x, k, (1, 1), "SAME"), (x, k)),
+        "max_pool": (pool, (x,)),
+        "pool_grad": (pool_grad, (x, source)),
+        "take": (lambda t, i: jnp.take(t, i, axis=0), (table, rows)),
+        "indexed_add": (lambda z, i, u: z.at[i].add(u), (zeros, rows, updates)),
+        "sort": (jnp.sort, (v,)),
+        "argsort": (lambda v: jnp.argsort(v, stable=True), (v,)),
+        "cumulative_sum": (jnp.cumsum, (v,)),
+        "erf_inv": (jax.scipy.special.erfinv, (u,)),
+        "product": (lambda m: jnp.prod(m, axis=1), (m,)),
+    }
+
+    times, check = {}, {}
+    for name, (fn, args) in ops.items():
+        f = jax.jit(fn)
+        out = f(*args).block_until_ready()
+        check[name] = float(np.abs(np.asarray(out, dtype=np.float64)).sum())
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            f(*args).block_until_ready()
+            best = min(best, time.perf_counter() - start)
+        times[name] = best
+
+    print(json.dumps({"xla": times, "check": check, "jax": jax.__version__}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Conv do
+    @moduledoc false
+    # Accel.Nx.Backend's conv: im2col and one matrix product per group, through the device's BLAS.
+    #
+    # The input, padded (and dilated) as the options say, is read once through a strided view of
+    # shape {groups, channels per group, kernel positions..., batch, output positions...}: each
+    # element is the input element that kernel position meets at that output position, so the
+    # view is the patch matrix {groups, channels * kernel size, batch * output size} without a
+    # loop over kernel positions. The kernel, {groups, filters per group, channels * kernel size},
+    # multiplies it: {filters, batch, output positions}, then one more view gives Nx's layout
+    # (and the output permutation). Feature groups split the channels (and the filters); batch
+    # groups split the batch (and the filters), each group its own product.
+
+    alias Accel.Nx.{Fallback, Reduce, Storage}
+    alias Accel.Tensor, as: AT
+    alias Nx.Tensor, as: T
+
+    def conv(%T{type: type} = out, %T{} = t, %T{} = k, opts) do
+      if elem(type, 0) in [:f, :bf] and Storage.compute?([type, t.type, k.type]) do
+        run(out, t, k, opts)
+      else
+        Fallback.run(:conv, [out, t, k, opts])
+      end
+    end
+
+    defp run(%T{type: type} = out, t, k, opts) do
+      [a, w] = Storage.operands!(:conv, [t, k]) |> Enum.map(&Storage.cast(&1, type))
+      a = permute(a, opts[:input_permutation])
+      w = permute(w, opts[:kernel_permutation])
+      {n, c} = {elem(a.shape, 0), elem(a.shape, 1)}
+      {o, spatial} = {elem(w.shape, 0), w.shape |> Tuple.to_list() |> Enum.drop(2)}
+      rank = tuple_size(a.shape)
+      groups = opts[:feature_group_size] || 1
+      batch_groups = opts[:batch_group_size] || 1
+      strides = opts[:strides] || List.duplicate(1, rank - 2)
+      kernel_dilation = opts[:kernel_dilation] || List.duplicate(1, rank - 2)
+      input_dilation = opts[:input_dilation] || List.duplicate(1, rank - 2)
+      padding = opts[:padding] || List.duplicate({0, 0}, rank - 2)
+
+      # the output's spatial sizes, from Nx's output shape (in the standard layout)
+      out_standard = standard_shape(out.shape, opts[:output_permutation])
+      out_spatial = out_standard |> Tuple.to_list() |> Enum.drop(2)
+
+      {padded, crop} = pad(a, type, padding, input_dilation)
+      p_strides = Storage.strides(padded.shape)
+      [n_stride, c_stride | s_strides] = p_strides
+      per_batch_group = div(n, batch_groups)
+      per_group = div(c, groups)
+
+      # {groups, batch groups, channels per group, kernel..., batch per group, output...}
+      shape = [groups, batch_groups, per_group] ++ spatial ++ [per_batch_group] ++ out_spatial
+
+      view_strides =
+        [per_group * c_stride, per_batch_group * n_stride, c_stride] ++
+          Enum.zip_with(s_strides, kernel_dilation, &(&1 * &2)) ++
+          [n_stride] ++ Enum.zip_with(s_strides, strides, &(&1 * &2))
+
+      offset = Storage.offset(crop, s_strides)
+      kernel_size = Enum.product(spatial)
+      out_size = Enum.product(out_spatial)
+      patches = Storage.view(padded, List.to_tuple(shape), view_strides, offset)
+
+      # one product per (feature group, batch group): filters of that group by its patches
+      filters = div(o, groups * batch_groups)
+      rows = per_group * kernel_size
+      cols = per_batch_group * out_size
+      w = AT.reshape(w, {groups * batch_groups, filters, rows})
+      # the kernel's filters are grouped feature-group-major, the patches likewise
+      products = Reduce.batched_matmul(w, AT.reshape(patches, {groups * batch_groups, rows, cols}))
+
+      # {filters (group-major), batch per group, output...} -> Nx's {batch, filters, output...}
+      result =
+        Storage.view(
+          products,
+          List.to_tuple([per_batch_group, o | out_spatial]),
+          [out_size, cols | Storage.strides(List.to_tuple(out_spatial))],
+          0
+        )
+
+      result = unpermute(result, opts[:output_permutation])
+      Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([t, k]))
+    end
+
+    # The padded, interior-dilated input (zeros), and where the crop of negative padding starts.
+    defp pad(a, type, padding, input_dilation) do
+      if Enum.all?(padding, &(&1 == {0, 0})) and Enum.all?(input_dilation, &(&1 == 1)) do
+        {a, List.duplicate(0, length(padding))}
+      else
+        config =
+          [{0, 0, 0}, {0, 0, 0}] ++
+            Enum.zip_with(padding, input_dilation, fn {lo, hi}, d -> {max(lo, 0), max(hi, 0), d - 1} end)
+
+        t = Storage.wrap(a, %T{shape: a.shape, type: type, names: List.duplicate(nil, tuple_size(a.shape))})
+
+        %T{data: %Accel.Nx.Backend{tensor: padded}} =
+          Nx.pad(t, Nx.tensor(0, type: type, backend: Nx.BinaryBackend), config)
+
+        {Storage.cast(padded, type), Enum.map(padding, fn {lo, _} -> max(-lo, 0) end)}
+      end
+    end
+
+    defp permute(a, nil), do: a
+    defp permute(a, perm), do: Storage.permute(a, perm)
+
+    # Nx's output permutation names where each standard axis goes: the result's axis i is the
+    # standard axis at the position of i in it.
+    defp unpermute(a, nil), do: a
+    defp unpermute(a, perm), do: permute(a, inverse(perm))
+
+    defp standard_shape(shape, nil), do: shape
+    defp standard_shape(shape, perm), do: perm |> Enum.map(&elem(shape, &1)) |> List.to_tuple()
+
+    defp inverse(perm), do: perm |> Enum.with_index() |> Enum.sort() |> Enum.map(&elem(&1, 1))
+  end
+end

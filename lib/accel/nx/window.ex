@@ -1,0 +1,172 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Window do
+    @moduledoc false
+    # Accel.Nx.Backend's window reductions (window_sum, window_product, window_max, window_min:
+    # pooling) and product, one window kernel: each output element combines the elements of its
+    # window, strided, dilated and padded as Nx's options say (a product is a window the size of
+    # the reduced axes). Elements in the padding are skipped, which is what padding with the
+    # operation's identity (Nx's 0, 1, the type's least and greatest value) gives. Sums and
+    # products accumulate as Nx.BinaryBackend does: integers wrap in their type, f32 in f64 where
+    # the device has doubles.
+
+    alias Accel.Nx.{Fallback, Storage}
+    alias Accel.Tensor, as: AT
+    alias Nx.Tensor, as: T
+
+    def window_sum(out, t, window, opts), do: window(:sum, :window_sum, out, t, window, opts)
+    def window_product(out, t, window, opts), do: window(:product, :window_product, out, t, window, opts)
+    def window_max(out, t, window, opts), do: window(:max, :window_max, out, t, window, opts)
+    def window_min(out, t, window, opts), do: window(:min, :window_min, out, t, window, opts)
+
+    defp window(op, name, %T{shape: out_shape} = out, %T{shape: shape} = t, window, opts) do
+      rank = tuple_size(shape)
+      padding = opts[:padding] || List.duplicate({0, 0}, rank)
+      strides = opts[:strides] || List.duplicate(1, rank)
+      dilations = opts[:window_dilations] || List.duplicate(1, rank)
+
+      if rank <= 8 and Enum.all?(padding, fn {lo, _hi} -> lo >= 0 end) do
+        geometry =
+          for d <- 0..(rank - 1)//1 do
+            {lo, _hi} = Enum.at(padding, d)
+
+            [
+              elem(out_shape, d),
+              elem(shape, d),
+              elem(window, d),
+              Enum.at(strides, d),
+              lo,
+              Enum.at(dilations, d)
+            ]
+          end
+
+        run(op, name, out, t, geometry, [window, opts])
+      else
+        Fallback.run(name, [out, t, window, opts])
+      end
+    end
+
+    def window_scatter_max(out, t, source, init, window, opts),
+      do: scatter(:max, :window_scatter_max, out, t, source, init, window, opts)
+
+    def window_scatter_min(out, t, source, init, window, opts),
+      do: scatter(:min, :window_scatter_min, out, t, source, init, window, opts)
+
+    # Each element of t gathers the source values of the windows that select it (ArgumentError
+    # from the kernel's checks past 8 dimensions: then the binary backend).
+    defp scatter(op, name, %T{type: type} = out, %T{shape: shape} = t, source, init, window, opts) do
+      rank = tuple_size(shape)
+      padding = opts[:padding] || List.duplicate({0, 0}, rank)
+      strides = opts[:strides] || List.duplicate(1, rank)
+
+      if Storage.compute?([type, t.type, source.type, init.type]) and rank <= 8 and
+           Enum.all?(padding, fn {lo, _} -> lo >= 0 end) do
+        [a, s] = Storage.operands!(name, [t, source]) |> Enum.map(&Storage.cast(&1, type))
+
+        flat =
+          for {d, st} <- Enum.with_index(Storage.strides(shape)) |> Enum.map(fn {st, d} -> {d, st} end),
+              reduce: [] do
+            acc ->
+              {lo, _hi} = Enum.at(padding, d)
+              acc ++ [elem(source.shape, d), elem(shape, d), st, elem(window, d), Enum.at(strides, d), lo, 1]
+          end
+
+        bits = scalar_bits(init, a.type)
+
+        result =
+          AT.new(shape, a.type, fn ref ->
+            Accel.NIF.tensor_window_scatter(op, a.ref, s.ref, bits, flat, ref)
+          end)
+
+        Storage.wrap(result, out, Storage.auto?([t, source]))
+      else
+        Fallback.run(name, [out, t, source, init, window, opts])
+      end
+    end
+
+    # A scalar tensor's value as the bits of the Accel type `accel` (a compute type).
+    defp scalar_bits(%T{} = scalar, accel) do
+      [_, kind, size] = Regex.run(~r/^([a-z]+)(\d+)$/, Atom.to_string(accel))
+      size = String.to_integer(size)
+
+      bin =
+        scalar
+        |> Nx.backend_copy(Nx.BinaryBackend)
+        |> Nx.as_type({String.to_atom(kind), size})
+        |> Nx.to_binary()
+
+      <<bits::unsigned-size(size)-native>> = bin
+      bits
+    end
+
+    # Neighbouring axes that are all reduced or all kept merge (the tensor is contiguous), so any
+    # rank becomes at most 8 dimensions but for the rare tensor that alternates more often.
+    def product(%T{} = out, %T{shape: shape} = t, opts) do
+      rank = tuple_size(shape)
+      axes = opts[:axes] || Enum.to_list(0..(rank - 1)//1)
+
+      geometry =
+        shape
+        |> Tuple.to_list()
+        |> Enum.with_index()
+        |> Enum.chunk_by(fn {_, d} -> d in axes end)
+        |> Enum.map(fn [{_, d} | _] = run ->
+          n = run |> Enum.map(&elem(&1, 0)) |> Enum.product()
+          if d in axes, do: [1, n, max(n, 1), 1, 0, 1], else: [n, n, 1, 1, 0, 1]
+        end)
+
+      if length(geometry) <= 8,
+        do: run(:product, :product, out, t, geometry, [opts]),
+        else: Fallback.run(:product, [out, t, opts])
+    end
+
+    # geometry: per dimension [out, in, window, stride, low padding, dilation] (the kernel's also
+    # carries each dimension's input stride); the result, of the out sizes, is then out's shape.
+    defp run(op, name, %T{type: type} = out, t, geometry, rest) do
+      if Storage.compute?([type, t.type]) do
+        [a] = Storage.operands!(name, [t])
+        a = Storage.cast(a, type)
+        # t is contiguous: its strides over the geometry's input sizes (a product's merged axes)
+        strides = geometry |> Enum.map(&Enum.at(&1, 1)) |> List.to_tuple() |> Storage.strides()
+
+        flat =
+          geometry
+          |> Enum.zip(strides)
+          |> Enum.flat_map(fn {[o, i, w, s, lo, dil], st} -> [o, i, st, w, s, lo, dil] end)
+
+        result =
+          AT.new(geometry |> Enum.map(&hd/1) |> List.to_tuple(), a.type, fn ref ->
+            Accel.NIF.tensor_window(op, a.ref, identity_bits(op, type, a.type), flat, ref)
+          end)
+
+        Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([t]))
+      else
+        Fallback.run(name, [out, t | rest])
+      end
+    end
+
+    # What max and min start from, as the bits of the type they compute in: Nx pads with the
+    # type's least (max) or greatest (min) value, infinities for floats.
+    defp identity_bits(op, _type, _accel) when op in [:sum, :product], do: 0
+
+    defp identity_bits(op, {kind, bits}, accel) do
+      max? = op == :max
+
+      case kind do
+        k when k in [:f, :bf] ->
+          case {accel, max?} do
+            {:f32, true} -> 0xFF800000
+            {:f32, false} -> 0x7F800000
+            {:f64, true} -> 0xFFF0000000000000
+            {:f64, false} -> 0x7FF0000000000000
+          end
+
+        :s ->
+          value = if max?, do: -Bitwise.bsl(1, bits - 1), else: Bitwise.bsl(1, bits - 1) - 1
+          Bitwise.band(value, 0xFFFFFFFFFFFFFFFF)
+
+        :u ->
+          if max?, do: 0, else: Bitwise.bsl(1, bits) - 1
+      end
+    end
+  end
+end

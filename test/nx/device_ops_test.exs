@@ -1,0 +1,288 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.DeviceOpsTest do
+    # The operations models use beyond elementwise work, on the device: indexing (gather, take,
+    # take_along_axis, indexed_add, indexed_put), windows (window_* and their scatters, product),
+    # conv, sort and argsort, erf_inv. Each against Nx.BinaryBackend on shapes and options that
+    # exercise its plan, at the edges (indices out of range, NaN in sorts, windows larger than
+    # their input), and at 10^6 elements against closed forms where the binary backend
+    # would take minutes; with `fallback: :raise`, so that nothing here leaves the device, and the
+    # fallback telemetry event counted to zero. On the CPU backend and on OpenCL.
+    use ExUnit.Case, async: true
+
+    @devices [cpu: false, opencl: true]
+
+    setup do
+      id = {__MODULE__, make_ref()}
+      :telemetry.attach(id, [:accel, :nx, :fallback], &__MODULE__.fallback/4, self())
+      on_exit(fn -> :telemetry.detach(id) end)
+    end
+
+    def fallback(_event, _measurements, meta, test), do: if(self() == test, do: send(test, {:fallback, meta}))
+
+    defp on(device, t), do: Nx.backend_copy(t, {Accel.Nx.Backend, device: device})
+    defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+
+    # `fun` on the binary backend and, with fallback: :raise, on the device: the same type, shape
+    # and values (floats within `tolerance`, relative, where the device's BLAS sums in another order).
+    defp same(device, inputs, fun, tolerance \\ 0) do
+      expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> apply(fun, Enum.map(inputs, &host/1)) end)
+
+      actual =
+        Nx.with_default_backend({Accel.Nx.Backend, device: device, fallback: :raise}, fn ->
+          apply(fun, Enum.map(inputs, &on(device, &1)))
+        end)
+
+      assert %Accel.Nx.Backend{} = actual.data
+      actual = host(actual)
+      assert {actual.type, actual.shape} == {expected.type, expected.shape}
+
+      if tolerance == 0 do
+        assert Nx.to_flat_list(actual) == Nx.to_flat_list(expected),
+               "#{inspect(actual)} differs from #{inspect(expected)}"
+      else
+        diff = Nx.subtract(actual, expected) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number()
+        scale = expected |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number() |> max(1.0)
+        assert diff <= tolerance * scale, "differs by #{diff} (scale #{scale})"
+      end
+    end
+
+    defp no_fallbacks do
+      receive do
+        {:fallback, meta} -> flunk("fell back to Nx.BinaryBackend: #{inspect(meta)}")
+      after
+        0 -> :ok
+      end
+    end
+
+    # deterministic values with repeats, and for floats a few NaN and infinities when asked
+    defp values(shape, type, specials \\ false) do
+      n = Tuple.product(shape)
+      data = for i <- 0..(n - 1)//1, do: rem(i * 7919 + 13, 97) - 40
+      t = Nx.tensor(data, type: :s64, backend: Nx.BinaryBackend) |> Nx.reshape(shape)
+
+      t = if elem(type, 0) == :u, do: Nx.abs(t), else: t
+      t = Nx.as_type(t, type)
+
+      if specials and elem(type, 0) == :f and n > 12 do
+        i = Nx.iota(shape, backend: Nx.BinaryBackend)
+        nan = Nx.Constants.nan(type, backend: Nx.BinaryBackend)
+        inf = Nx.Constants.infinity(type, backend: Nx.BinaryBackend)
+        t = Nx.select(Nx.equal(Nx.remainder(i, 11), 3), nan, t)
+        t = Nx.select(Nx.equal(Nx.remainder(i, 13), 5), inf, t)
+        Nx.select(Nx.equal(Nx.remainder(i, 17), 7), Nx.negate(inf), t) |> host()
+      else
+        t
+      end
+    end
+
+    defp floats(shape),
+      do: Nx.iota(shape, type: :f32, backend: Nx.BinaryBackend) |> Nx.multiply(0.37) |> Nx.sin()
+
+    for {device, opencl} <- @devices do
+      describe "on #{device}" do
+        @describetag opencl: opencl
+        @device device
+
+        test "gather, take and take_along_axis read what Nx reads, for every element size" do
+          for type <- [{:f, 32}, {:s, 64}, {:u, 8}, {:f, 16}, {:s, 16}, {:c, 64}] do
+            t = values({4, 5, 6}, if(type == {:c, 64}, do: {:f, 32}, else: type)) |> Nx.as_type(type)
+            same(@device, [t, Nx.tensor([[1, 2], [3, 0], [0, 4]])], &Nx.gather(&1, &2, axes: [0, 2]))
+            same(@device, [t, Nx.tensor([[[1, 2, 3]], [[3, 0, 5]]])], &Nx.gather/2)
+            same(@device, [t, Nx.tensor([[4, 0], [2, 2]], type: :u8)], &Nx.take(&1, &2, axis: 1))
+            same(@device, [t, Nx.tensor(3)], &Nx.take(&1, &2, axis: 2))
+            idx = Nx.remainder(Nx.iota({4, 5, 9}), 6)
+            same(@device, [t, idx], &Nx.take_along_axis(&1, &2, axis: 2))
+          end
+
+          no_fallbacks()
+        end
+
+        test "an index outside its axis raises Nx's error, naming the first one" do
+          t = on(@device, values({4, 5}, {:f, 32}))
+          Nx.default_backend({Accel.Nx.Backend, device: @device, fallback: :raise})
+
+          assert_raise ArgumentError, "index 7 is out of bounds for axis 1 in shape {4, 5}", fn ->
+            Nx.take(t, Nx.tensor([0, 7, 9]), axis: 1)
+          end
+
+          assert_raise ArgumentError, "index -1 is out of bounds for axis 0 in shape {4, 5}", fn ->
+            Nx.take_along_axis(t, Nx.tensor([[0, 1, 2, 3, 0], [1, 2, -1, 0, 9]]), axis: 0)
+          end
+
+          assert_raise ArgumentError, ~r/index 4 is out of bounds for axis 0/, fn ->
+            Nx.gather(t, Nx.tensor([[1, 1], [4, 0]]))
+          end
+
+          assert_raise ArgumentError, ~r/index 5 is out of bounds for axis 1/, fn ->
+            Nx.indexed_add(t, Nx.tensor([[1, 1], [0, 5]]), Nx.tensor([1.0, 2.0]))
+          end
+
+          no_fallbacks()
+        end
+
+        test "indexed_add and indexed_put apply updates in order, duplicates included" do
+          for type <- [{:f, 32}, {:s, 32}, {:u, 8}, {:f, 64}, {:s, 8}] do
+            t = values({4, 5, 6}, type)
+            idx = Nx.tensor([[0, 1, 2], [3, 4, 5], [0, 1, 2], [2, 2, 2]])
+            upd = values({4}, type)
+            same(@device, [t, idx, upd], &Nx.indexed_add/3)
+            same(@device, [t, idx, upd], &Nx.indexed_put/3)
+            rows = Nx.tensor([[1], [3], [1]])
+            slices = values({3, 5, 6}, type)
+            same(@device, [t, rows, slices], &Nx.indexed_add(&1, &2, &3, axes: [0]))
+            same(@device, [t, rows, slices], &Nx.indexed_put(&1, &2, &3, axes: [0]))
+          end
+
+          # the result type is the merge of the target's and the updates'
+          same(@device, [values({3, 3}, {:s, 32}), Nx.tensor([[0, 0]]), Nx.tensor([0.5])], &Nx.indexed_add/3)
+          no_fallbacks()
+        end
+
+        test "window reductions and product, with strides, padding and dilations" do
+          for type <- [{:f, 32}, {:s, 64}, {:u, 8}, {:f, 16}] do
+            x = values({2, 3, 8, 7}, type)
+            same(@device, [x], &Nx.window_max(&1, {1, 1, 2, 2}, strides: [1, 1, 2, 2]))
+            same(@device, [x], &Nx.window_sum(&1, {1, 1, 3, 3}, padding: :same))
+
+            same(
+              @device,
+              [x],
+              &Nx.window_min(&1, {1, 2, 2, 3},
+                padding: [{0, 0}, {1, 0}, {0, 2}, {1, 1}],
+                window_dilations: [1, 2, 2, 1]
+              )
+            )
+
+            same(@device, [x], &Nx.window_product(&1, {2, 1, 1, 2}, strides: [1, 1, 3, 2]))
+            same(@device, [x], &Nx.product(&1, axes: [1, 3]))
+            same(@device, [x], &Nx.product(&1, axes: [0], keep_axes: true))
+          end
+
+          # NaN and infinities through max and min; a window larger than its input (all padding
+          # at the edges); a scalar's product
+          x = values({30}, {:f, 32}, true)
+          same(@device, [x], &Nx.window_max(&1, {4}, strides: [3]))
+          same(@device, [x], &Nx.window_min(&1, {40}, padding: [{39, 39}]))
+          same(@device, [Nx.tensor(5)], &Nx.product/1)
+          no_fallbacks()
+        end
+
+        test "window_scatter_max and window_scatter_min (pooling's gradient)" do
+          x = values({2, 2, 8, 6}, {:f, 32})
+
+          same(
+            @device,
+            [x, floats({2, 2, 4, 3})],
+            &Nx.window_scatter_max(&1, &2, 0.0, {1, 1, 2, 2}, strides: [1, 1, 2, 2])
+          )
+
+          same(
+            @device,
+            [x, floats({2, 2, 7, 4})],
+            &Nx.window_scatter_min(&1, &2, 0.5, {1, 1, 2, 3}, strides: [1, 1, 1, 1])
+          )
+
+          same(
+            @device,
+            [x, floats({2, 2, 4, 3})],
+            &Nx.window_scatter_max(&1, &2, 0.0, {1, 1, 2, 2}, strides: [1, 1, 2, 2], padding: :same)
+          )
+
+          no_fallbacks()
+        end
+
+        test "conv with strides, padding, dilations, groups and permutations" do
+          cases = [
+            {{2, 3, 7, 6}, {4, 3, 3, 2}, []},
+            {{2, 3, 7, 6}, {4, 3, 3, 2}, [strides: [2, 1], padding: :same]},
+            {{2, 3, 7, 6}, {4, 3, 3, 2}, [padding: [{2, -1}, {0, 3}], kernel_dilation: [2, 1]]},
+            {{2, 3, 7, 6}, {4, 3, 3, 2}, [input_dilation: [2, 1], padding: [{1, 1}, {0, 1}]]},
+            {{2, 4, 7, 6}, {6, 2, 3, 2}, [feature_group_size: 2]},
+            {{4, 3, 7, 6}, {6, 3, 3, 2}, [batch_group_size: 2]},
+            {{2, 7, 6, 3}, {3, 2, 3, 4},
+             [
+               input_permutation: [0, 3, 1, 2],
+               kernel_permutation: [3, 2, 0, 1],
+               output_permutation: [0, 3, 1, 2]
+             ]},
+            {{1, 2, 9}, {3, 2, 4}, [strides: [3]]},
+            {{2, 2, 4, 4, 3}, {3, 2, 2, 2, 2}, [padding: :same]}
+          ]
+
+          for {ts, ks, opts} <- cases do
+            same(@device, [floats(ts), Nx.cos(floats(ks))], &Nx.conv(&1, &2, opts), 1.0e-5)
+          end
+
+          same(@device, [floats({1, 2, 5, 5}) |> Nx.as_type(:f64), floats({2, 2, 3, 3})], &Nx.conv/2, 1.0e-12)
+          no_fallbacks()
+        end
+
+        test "sort and argsort: stable, NaN as Nx orders it, along any axis" do
+          for {shape, type, opts} <- [
+                {{100}, {:s, 64}, []},
+                {{7, 300}, {:f, 32}, [axis: 1]},
+                {{300, 7}, {:f, 32}, [axis: 0, direction: :desc]},
+                {{3, 5, 64}, {:u, 8}, [axis: 2]},
+                {{33}, {:f, 64}, [direction: :desc]},
+                {{4097}, {:u, 32}, []},
+                {{1}, {:s, 32}, []}
+              ] do
+            t = values(shape, type, true)
+            same(@device, [t], &Nx.sort(&1, opts))
+            same(@device, [t], &Nx.argsort(&1, opts))
+            same(@device, [t], &Nx.argsort(&1, [stable: true] ++ opts))
+          end
+
+          same(@device, [values({40}, {:f, 32})], &elem(Nx.top_k(&1, k: 5), 0))
+          same(@device, [values({40}, {:f, 32})], &elem(Nx.top_k(&1, k: 5), 1))
+          no_fallbacks()
+        end
+
+        test "erf_inv as Nx computes it" do
+          x = Nx.tensor([-1.0, -0.999, -0.5, -1.0e-3, 0.0, 0.25, 0.9, 0.99999, 1.0])
+          same(@device, [x], &Nx.erf_inv/1)
+          # f64: the device's log within an ulp or two of Erlang's (the Nx guide's promise)
+          same(@device, [Nx.as_type(x[1..7], :f64)], &Nx.erf_inv/1, 1.0e-15)
+          no_fallbacks()
+        end
+
+        test "at 10^6 elements, against closed forms" do
+          Nx.default_backend({Accel.Nx.Backend, device: @device, fallback: :raise})
+          n = 1_048_576
+          # a permutation of 0..n-1 (7919 is prime, so i -> i * 7919 mod n is one)
+          perm = Nx.iota({n}, type: :s64) |> Nx.multiply(7919) |> Nx.remainder(n)
+          assert Nx.sort(perm) |> Nx.equal(Nx.iota({n})) |> Nx.all() |> Nx.to_number() == 1
+          # argsort of a permutation is its inverse: perm[argsort(perm)] == iota
+          assert perm |> Nx.take(Nx.argsort(perm)) |> Nx.equal(Nx.iota({n})) |> Nx.all() |> Nx.to_number() ==
+                   1
+
+          # descending, with NaN first: every NaN, then n - 1 down to 0
+          f = Nx.select(Nx.equal(Nx.remainder(perm, 1000), 0), Nx.Constants.nan(:f32), Nx.as_type(perm, :f32))
+          desc = Nx.sort(f, direction: :desc)
+          nans = div(n, 1000) + 1
+          assert desc[0..(nans - 1)] |> Nx.is_nan() |> Nx.all() |> Nx.to_number() == 1
+          assert desc[nans] |> Nx.to_number() == n - 1
+
+          # an embedding: rows of a table whose element (r, c) is r * 64 + c
+          table = Nx.iota({30_000, 64}, type: :f32)
+          rows = Nx.iota({8192}) |> Nx.multiply(37) |> Nx.remainder(30_000)
+          got = Nx.take(table, rows, axis: 0)
+          want = rows |> Nx.multiply(64) |> Nx.new_axis(1) |> Nx.add(Nx.iota({1, 64})) |> Nx.as_type(:f32)
+          assert got |> Nx.equal(want) |> Nx.all() |> Nx.to_number() == 1
+          # its gradient's scatter: indexed_add of ones counts each row's uses
+          counts = Nx.indexed_add(Nx.broadcast(0, {30_000}), Nx.new_axis(rows, 1), Nx.broadcast(1, {8192}))
+          assert Nx.sum(counts) |> Nx.to_number() == 8192
+          assert counts[37] |> Nx.to_number() == Enum.count(0..8191, &(rem(&1 * 37, 30_000) == 37))
+
+          # a window sum of ones counts the window's elements inside the input
+          ones = Nx.broadcast(1.0, {16, 256, 256})
+          sums = Nx.window_sum(ones, {1, 3, 3}, padding: :same)
+          assert Nx.to_number(sums[[0, 0, 0]]) == 4.0 and Nx.to_number(sums[[3, 100, 0]]) == 6.0
+          assert Nx.to_number(sums[[15, 128, 77]]) == 9.0
+          assert Nx.sum(sums) |> Nx.to_number() == 16 * (254 * 254 * 9 + 4 * 254 * 6 + 4 * 4)
+          no_fallbacks()
+        end
+      end
+    end
+  end
+end
