@@ -515,6 +515,18 @@ defmodule Accel.HostileTest do
          h = T.as_type(T.iota({4}, type: :f32, backend: :cpu), :f16)
          Accel.Job.call(&nif.tensor_sort(h.ref, 1, 4, :asc, :indices, &1))
        end, ArgumentError, ~r/sort/},
+      {"tensor NIF: a scan whose shape does not make the tensor",
+       fn -> Accel.Job.call(&nif.tensor_scan(:sum, t.ref, 2, 2, 2, false, &1)) end, ArgumentError,
+       ~r/2 x 2 x 2 is not a tensor of 6/},
+      {"tensor NIF: a scan told to reverse with no boolean",
+       fn -> Accel.Job.call(&nif.tensor_scan(:max, t.ref, 1, 6, 1, :maybe, &1)) end, ArgumentError,
+       ~r/expected a boolean, got: :maybe/},
+      {"tensor NIF: a window scatter of no dimension",
+       fn -> Accel.Job.call(&nif.tensor_window_scatter(:max, t.ref, t.ref, 0, [], &1)) end, ArgumentError,
+       ~r/at least one dimension/},
+      {"tensor NIF: a product over an empty axis",
+       fn -> Accel.Job.call(&nif.tensor_reduce(:product, T.iota({0}, backend: :cpu).ref, 1, 0, 1, &1)) end,
+       ArgumentError, ~r/a product over an empty axis is 1/},
       # the test hook for device faults refuses before it touches a device
       {"fault NIF: an unknown backend", fn -> nif.simulate_device_fault(:tpu, 0, 1) end, ArgumentError,
        ~r/unknown backend: :tpu/},

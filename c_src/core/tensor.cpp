@@ -297,16 +297,19 @@ Tensor tensor_reinterpret(const Tensor& t, DType to) {
 // (Kahan-compensated f32 on a device without doubles) and is rounded once, at the end. So every
 // backend agrees to about 1e-7 relative on f32 sums of 10^8 elements.
 Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner) {
-  check_computes(t.type, op == ReduceOp::Sum ? "sum" : op == ReduceOp::Min ? "min" : "max");
-  check_reduction(t, outer, len, inner, op == ReduceOp::Sum ? nullptr : op == ReduceOp::Min ? "min" : "max");
-  const bool sum = op == ReduceOp::Sum;
+  const char* name = op == ReduceOp::Sum ? "sum" : op == ReduceOp::Product ? "product" : op == ReduceOp::Min ? "min" : "max";
+  check_computes(t.type, name);
+  const bool sum = op == ReduceOp::Sum || op == ReduceOp::Product;  // the sum kernels' family
+  check_reduction(t, outer, len, inner, sum ? nullptr : name);
   const DType result = sum ? sum_type(t.type) : t.type;
   Tensor out = allocate_like(*t.backend, t.device, result, outer * inner);
   if (out.count == 0) return out;
-  if (len == 0) {  // sums of empty axes
+  if (len == 0 && op == ReduceOp::Sum) {  // sums of empty axes
     t.backend->zero(*out.buffer);
     return out;
   }
+  if (len == 0)  // Accel.Tensor makes a product of an empty axis (ones) without a kernel
+    throw ArgumentError("a product over an empty axis is 1 everywhere; no kernel computes it");
   const DType partial = !sum ? t.type : t.type == DType::F32 && !t.backend->supports(DType::F64, t.device) ? DType::F32
                                        : is_float(t.type)                                                ? DType::F64
                                                                                                          : result;
@@ -320,7 +323,9 @@ Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len,
     std::shared_ptr<DeviceBuffer> dst =
         last && partial == result ? out.buffer
                                   : t.backend->allocate(t.device, checked_bytes(product(out.count, pass.groups, "partials"), partial));
-    accel_params p = params_for(out.count * pass.groups, sum ? 0 : static_cast<int>(op));
+    accel_params p = params_for(out.count * pass.groups, op == ReduceOp::Product ? ACCEL_REDUCE_PRODUCT_OP
+                                                         : sum                   ? 0
+                                                                                 : static_cast<int>(op));
     const uint64_t sizes[] = {outer, l, inner, pass.groups, pass.block};
     std::copy(std::begin(sizes), std::end(sizes), p.size);
     launch(t, kernel, p, {src.get(), dst.get()}, static_cast<size_t>((l + pass.groups - 1) / pass.groups));

@@ -67,7 +67,8 @@ struct OpInfo {
 const OpInfo& op_info(OpFamily family, int code);
 int op_count(OpFamily family);
 
-enum class ReduceOp : int { Sum = ACCEL_REDUCE_SUM, Min = ACCEL_REDUCE_MIN, Max = ACCEL_REDUCE_MAX };
+// Product is a sum kernel's second operation (its code there is 1); Min and Max are pick codes.
+enum class ReduceOp : int { Sum = ACCEL_REDUCE_SUM, Min = ACCEL_REDUCE_MIN, Max = ACCEL_REDUCE_MAX, Product = 3 };
 
 // Memory on one device of one backend. Subclasses own host memory (CPU), a cl_mem or a CUDA
 // pointer, and release it in their destructor, which never throws and never waits for the device.
@@ -133,7 +134,9 @@ Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b);
 // pred (:u8, a tensor) chooses a (non-zero) or b (zero), elementwise; a and b share a type.
 Tensor tensor_select(const Operand& pred, const Operand& a, const Operand& b);
 Tensor tensor_unary(UnaryOp op, const Tensor& t);
-// Reduces axis `len` of a tensor laid out as [outer][len][inner]: outer * inner results.
+// Reduces axis `len` of a tensor laid out as [outer][len][inner]: outer * inner results. Sums and
+// products of integers are s64 or u64 (sum_type), as Nx's; products of an empty axis are refused
+// (the caller knows they are 1).
 Tensor tensor_reduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner);
 // How argmin/argmax rank NaN (ACCEL_NAN_* in kernels/tensor.h) and which of equal values they pick.
 enum class NanRank : int { First = ACCEL_NAN_FIRST, Last = ACCEL_NAN_LAST, Ignored = ACCEL_NAN_IGNORED };
@@ -202,6 +205,10 @@ Tensor tensor_window(WindowOp op, const Tensor& t, uint64_t identity_bits, const
 // dimensions, no dilation.
 Tensor tensor_window_scatter(WindowOp op, const Tensor& t, const Tensor& source, uint64_t init_bits,
                              const std::vector<WindowDim>& dims);
+// Along the middle axis of t as [outer][len][inner], each element the sum, product, max or min of
+// those before it and itself (from the end when `reverse`): Nx's cumulative_* operations. Sums and
+// products accumulate as window sums do (f32 in f64 where the device has doubles).
+Tensor tensor_scan(WindowOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner, bool reverse);
 // t as `rows` rows of `len`, each sorted stably in Nx's order (ascending with NaN last, or
 // descending with NaN first), and with `indices` each element's position in its row (:s64).
 struct SortResult {

@@ -217,6 +217,7 @@ Tensor tensor_window_scatter(WindowOp op, const Tensor& t, const Tensor& source,
   check_same_place(t, source);
   check_same_type(t, source);
   if (op != WindowOp::Max && op != WindowOp::Min) throw ArgumentError("a window scatter selects the max or the min");
+  if (dims.empty()) throw ArgumentError("a window scatter needs at least one dimension");
   uint64_t window = 1, in = 1;
   for (const WindowDim& d : dims) {
     if (d.dilation != 1) throw ArgumentError("a window scatter's windows are not dilated");
@@ -229,11 +230,40 @@ Tensor tensor_window_scatter(WindowOp op, const Tensor& t, const Tensor& source,
   Tensor out = allocate_like(*t.backend, t.device, t.type, in);
   if (out.count == 0) return out;
   const Tensor g = tensor_from_bytes(*t.backend, t.device, DType::S64, geometry.data(), geometry.size() * sizeof(int64_t));
-  accel_params p = params_for(out.count, static_cast<int>(op));
+  // first each window's selection (one pass over the windows), then each element's sum of the
+  // sources that selected it
+  const uint64_t windows = out_count(dims);
+  // (no window: every element is init)
+  const std::shared_ptr<DeviceBuffer> selected = t.backend->allocate(t.device, checked_bytes(std::max<uint64_t>(windows, 1), DType::S64));
+  const uint64_t run = dims.back().out;
+  if (windows != 0) {
+    accel_params p = params_for(windows / run, op == WindowOp::Max ? ACCEL_WINDOW_SELECT_MAX : ACCEL_WINDOW_SELECT_MIN);
+    p.count[0] = run;
+    p.bits[0] = init_bits;
+    launch(t, typed_kernel(Kernel::accel_window_f32, t.type), p, {t.buffer.get(), nullptr, g.buffer.get(), selected.get()},
+           static_cast<size_t>(std::min<uint64_t>(product(window, run, "the work per item"), SIZE_MAX)));
+  }
+  accel_params p = params_for(out.count);
   p.bits[0] = init_bits;
   launch(t, typed_kernel(Kernel::accel_window_scatter_f32, t.type), p,
-         {t.buffer.get(), source.count != 0 ? source.buffer.get() : g.buffer.get(), g.buffer.get(), out.buffer.get()},
-         static_cast<size_t>(std::min<uint64_t>(window, SIZE_MAX)));
+         {selected.get(), source.count != 0 ? source.buffer.get() : g.buffer.get(), g.buffer.get(), out.buffer.get()});
+  return out;
+}
+
+Tensor tensor_scan(WindowOp op, const Tensor& t, uint64_t outer, uint64_t len, uint64_t inner, bool reverse) {
+  check_computes(t.type, "a cumulative operation");
+  if (op != WindowOp::Sum && op != WindowOp::Product && op != WindowOp::Max && op != WindowOp::Min)
+    throw ArgumentError("a cumulative operation sums, multiplies or picks the max or the min");
+  if (product(product(outer, len, "the shape"), inner, "the shape") != t.count)
+    throw ArgumentError(std::to_string(outer) + " x " + std::to_string(len) + " x " + std::to_string(inner) +
+                        " is not a tensor of " + std::to_string(t.count));
+  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
+  if (out.count == 0) return out;
+  accel_params p = params_for(outer * inner, static_cast<int>(op));
+  p.size[0] = len;
+  p.size[1] = inner;
+  p.size[2] = reverse ? 1 : 0;
+  launch(t, typed_kernel(Kernel::accel_scan_f32, t.type), p, {t.buffer.get(), out.buffer.get()}, static_cast<size_t>(len));
   return out;
 }
 

@@ -29,6 +29,8 @@
 #define ACCEL_REDUCE_MIN 1
 #define ACCEL_REDUCE_MAX 2
 #define ACCEL_PICK_OPS 3
+/* the sum kernels' second operation (accel_sum_*) */
+#define ACCEL_REDUCE_PRODUCT_OP 1
 /* argmin/argmax: how NaN ranks (accel_params.count[0] of an argpick) */
 #define ACCEL_NAN_FIRST 0
 #define ACCEL_NAN_LAST 1
@@ -38,7 +40,9 @@
 #define ACCEL_WINDOW_PRODUCT 1
 #define ACCEL_WINDOW_MAX 2
 #define ACCEL_WINDOW_MIN 3
-#define ACCEL_WINDOW_OPS 4
+#define ACCEL_WINDOW_SELECT_MAX 4
+#define ACCEL_WINDOW_SELECT_MIN 5
+#define ACCEL_WINDOW_OPS 6
 #define ACCEL_SCATTER_PUT 0
 #define ACCEL_SCATTER_ADD 1
 #define ACCEL_SCATTER_OPS 2

@@ -51,12 +51,25 @@
   const accel_u64 step = block ? 1 : groups;                                                      \
   ACCEL_GLOBAL const T* row = (ACCEL_GLOBAL const T*)b0 + i / (groups * inner) * len * inner + i % inner
 
-/* Sums in ACC, four chains at a time (latency), written as OUT. */
+/* Sums (op ACCEL_REDUCE_SUM) or products (op ACCEL_REDUCE_PRODUCT_OP) in ACC, four chains at a
+ * time (latency), written as OUT. */
 #define ACCEL_SUM_KERNEL(NAME, T, ACC, OUT)                                                         \
   ACCEL_KERNEL(NAME) {                                                                              \
     ACCEL_REDUCTION_ITEM(T);                                                                        \
-    ACC a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                             \
+    const int times = ACCEL_OP == ACCEL_REDUCE_PRODUCT_OP;                                          \
+    ACC a0 = times ? 1 : 0, a1 = a0, a2 = a0, a3 = a0;                                              \
     accel_u64 j = first;                                                                            \
+    if (times) {                                                                                    \
+      for (; j + 3 * step < end; j += 4 * step) {                                                   \
+        a0 *= (ACC)row[j * inner];                                                                  \
+        a1 *= (ACC)row[(j + step) * inner];                                                         \
+        a2 *= (ACC)row[(j + 2 * step) * inner];                                                     \
+        a3 *= (ACC)row[(j + 3 * step) * inner];                                                     \
+      }                                                                                             \
+      for (; j < end; j += step) a0 *= (ACC)row[j * inner];                                         \
+      ((ACCEL_GLOBAL OUT*)b1)[i] = (OUT)((a0 * a1) * (a2 * a3));                                    \
+      return;                                                                                       \
+    }                                                                                               \
     for (; j + 3 * step < end; j += 4 * step) {                                                     \
       a0 += (ACC)row[j * inner];                                                                    \
       a1 += (ACC)row[(j + step) * inner];                                                           \
@@ -156,9 +169,15 @@ ACCEL_SUM_KERNEL(accel_sum_f32, float, double, double)
 ACCEL_TYPED_KERNELS_OF(f64, double, F64)
 ACCEL_SUM_KERNEL(accel_sum_f64, double, double, double)
 #else
-/* Devices without doubles: compensated (Kahan) sums in float, partials in float. */
+/* Devices without doubles: compensated (Kahan) sums in float, partials in float; products in float. */
 ACCEL_KERNEL(accel_sum_f32) {
   ACCEL_REDUCTION_ITEM(float);
+  if (ACCEL_OP == ACCEL_REDUCE_PRODUCT_OP) {
+    float prod = 1.0f;
+    for (accel_u64 j = first; j < end; j += step) prod *= row[j * inner];
+    ((ACCEL_GLOBAL float*)b1)[i] = prod;
+    return;
+  }
   float sum = 0.0f, lost = 0.0f;
   for (accel_u64 j = first; j < end; j += step) {
     const float y = row[j * inner] - lost;
@@ -314,12 +333,16 @@ ACCEL_KERNEL(accel_convert) {
 #define ACCEL_WINDOW_GEOMETRY 7
 #define ACCEL_INDEXED_KERNELS_OF(S, T, W, K)                                                          \
   /* Item i is a run of count[0] outputs along the last dimension (its whole length): the */       \
-  /* coordinates are found once per run. */                                                         \
+  /* coordinates are found once per run. A window wholly inside the input is walked by offsets */    \
+  /* alone; one that reaches into the padding checks each position. The select operations */         \
+  /* (ACCEL_WINDOW_SELECT_MAX/MIN, pooling's gradient) write instead, to b3 (s64), the position in */ \
+  /* the input of the window's last greatest (least) element, padding read as bits[0] and chosen */  \
+  /* as -1: what Nx's window_scatter_max/min select. */                                               \
   ACCEL_KERNEL(accel_window_##S) {                                                                    \
     ACCEL_GLOBAL const accel_i64* g = (ACCEL_GLOBAL const accel_i64*)b2;                             \
     const int rank = (int)g[0];                                                                       \
     ACCEL_GLOBAL const T* in = (ACCEL_GLOBAL const T*)b0;                                             \
-    const int op = ACCEL_OP;                                                                          \
+    const int op = ACCEL_OP, select = op >= ACCEL_WINDOW_SELECT_MAX;                                  \
     /* per dimension: the window's first position, size, dilation, input size and stride */         \
     accel_i64 first[ACCEL_MAX_RANK], k[ACCEL_MAX_RANK], size[ACCEL_MAX_RANK], dil[ACCEL_MAX_RANK];   \
     accel_i64 limit[ACCEL_MAX_RANK], step[ACCEL_MAX_RANK];                                           \
@@ -339,85 +362,106 @@ ACCEL_KERNEL(accel_convert) {
     }                                                                                                 \
     const accel_u64 run = p->count[0];                                                                \
     const accel_i64 stride = g[1 + (rank - 1) * ACCEL_WINDOW_GEOMETRY + 4];                          \
-    for (accel_u64 r = 0; r < run; ++r, first[rank - 1] += stride) {                                  \
+    const T init = ACCEL_SCALAR_##K(T, p->bits[0]);                                                   \
+    /* the dimensions a window spans (size above 1), each with its step in the input, and what */   \
+    /* the leading dimensions contribute to the offset and to being inside, once per run */         \
+    int spans[ACCEL_MAX_RANK], nspans = 0;                                                            \
+    accel_u64 base = 0;                                                                               \
+    int lead_inside = !empty;                                                                         \
+    for (int d = 0; d < rank; ++d) {                                                                  \
+      if (size[d] > 1) spans[nspans++] = d;                                                           \
+      if (d == rank - 1) continue;                                                                    \
+      if (first[d] < 0 || first[d] + (size[d] - 1) * dil[d] >= limit[d]) lead_inside = 0;             \
+      base += (accel_u64)first[d] * (accel_u64)step[d];                                               \
+    }                                                                                                 \
+    const int last = rank - 1;                                                                        \
+    for (accel_u64 r = 0; r < run; ++r, first[last] += stride) {                                      \
       W acc = op == ACCEL_WINDOW_PRODUCT ? (W)1 : (W)0;                                               \
-      T pick = ACCEL_SCALAR_##K(T, p->bits[0]);                                                       \
-      for (int more = !empty; more;) {                                                                \
-        accel_u64 at = 0;                                                                             \
-        int inside = 1;                                                                               \
-        for (int d = 0; d < rank; ++d) {                                                              \
-          const accel_i64 pos = first[d] + k[d] * dil[d];                                             \
-          if (pos < 0 || pos >= limit[d]) inside = 0;                                                 \
-          at += (accel_u64)pos * (accel_u64)step[d];                                                  \
-        }                                                                                             \
-        if (inside) {                                                                                 \
+      T pick = init;                                                                                  \
+      accel_i64 chosen = -1;                                                                          \
+      const int inside_all = lead_inside && first[last] >= 0 && first[last] + (size[last] - 1) * dil[last] < limit[last]; \
+      accel_u64 at = base + (accel_u64)first[last] * (accel_u64)step[last];                           \
+      if (inside_all) {                                                                               \
+        /* by offsets: each spanned coordinate's step, undone when it wraps */                       \
+        for (accel_i64 e = 0;; ++e) {                                                                 \
           const T x = in[at];                                                                         \
           if (op == ACCEL_WINDOW_SUM) acc += (W)x;                                                    \
           else if (op == ACCEL_WINDOW_PRODUCT) acc *= (W)x;                                           \
-          else pick = ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
+          else if (select) {                                                                          \
+            if (e == 0 || (op == ACCEL_WINDOW_SELECT_MAX ? x >= pick : x <= pick)) {                  \
+              pick = x;                                                                               \
+              chosen = (accel_i64)at;                                                                 \
+            }                                                                                         \
+          } else pick = ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
+          int s = nspans - 1;                                                                         \
+          for (; s >= 0; --s) {                                                                       \
+            const int d = spans[s];                                                                   \
+            at += (accel_u64)(dil[d] * step[d]);                                                      \
+            if (++k[d] < size[d]) break;                                                              \
+            at -= (accel_u64)(size[d] * dil[d] * step[d]);                                            \
+            k[d] = 0;                                                                                 \
+          }                                                                                           \
+          if (s < 0) break;                                                                           \
         }                                                                                             \
-        int d = rank - 1;                                                                             \
-        while (d >= 0 && ++k[d] == size[d]) k[d--] = 0;                                               \
-        more = d >= 0;                                                                                \
+      } else {                                                                                        \
+        for (int more = !empty || select, e = 0; more; ++e) {                                         \
+          at = 0;                                                                                     \
+          int inside = !empty;                                                                        \
+          for (int d = 0; d < rank; ++d) {                                                            \
+            const accel_i64 pos = first[d] + k[d] * dil[d];                                           \
+            if (pos < 0 || pos >= limit[d]) inside = 0;                                               \
+            at += (accel_u64)pos * (accel_u64)step[d];                                                \
+          }                                                                                           \
+          if (select) {                                                                               \
+            const T x = inside ? in[at] : init;                                                       \
+            if (e == 0 || (op == ACCEL_WINDOW_SELECT_MAX ? x >= pick : x <= pick)) {                  \
+              pick = x;                                                                               \
+              chosen = inside ? (accel_i64)at : -1;                                                   \
+            }                                                                                         \
+          } else if (inside) {                                                                        \
+            const T x = in[at];                                                                       \
+            if (op == ACCEL_WINDOW_SUM) acc += (W)x;                                                  \
+            else if (op == ACCEL_WINDOW_PRODUCT) acc *= (W)x;                                         \
+            else pick = ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
+          }                                                                                           \
+          int d = rank - 1;                                                                           \
+          while (d >= 0 && ++k[d] == size[d]) k[d--] = 0;                                             \
+          more = d >= 0;                                                                              \
+        }                                                                                             \
       }                                                                                               \
-      ((ACCEL_GLOBAL T*)b1)[i * run + r] = op <= ACCEL_WINDOW_PRODUCT ? (T)acc : pick;                \
+      if (select) ((ACCEL_GLOBAL accel_i64*)b3)[i * run + r] = chosen;                                \
+      else ((ACCEL_GLOBAL T*)b1)[i * run + r] = op <= ACCEL_WINDOW_PRODUCT ? (T)acc : pick;           \
     }                                                                                                 \
   }                                                                                                   \
-  /* Window scatter (in, source, geometry as a window's, out): out has in's shape; work item i is */ \
-  /* out element i, init (bits[0]) plus, in window order, the source element of each window whose */ \
-  /* selection is i: the window's last greatest (op ACCEL_WINDOW_MAX) or least (ACCEL_WINDOW_MIN) */ \
-  /* element, padding read as init (Nx's select_and_scatter). */                                    \
+  /* Window scatter (selections, source, geometry as a window's, out): out has the input's shape */ \
+  /* (contiguous); work item i is out element i: init (bits[0]) plus, in window order, the source */ \
+  /* element of each window whose selection (the select operation's, s64) is i, each sum rounded */   \
+  /* to T as Nx adds them. */                                                                          \
   ACCEL_KERNEL(accel_window_scatter_##S) {                                                           \
     ACCEL_GLOBAL const accel_i64* g = (ACCEL_GLOBAL const accel_i64*)b2;                            \
-    ACCEL_GLOBAL const T* in = (ACCEL_GLOBAL const T*)b0;                                            \
+    ACCEL_GLOBAL const accel_i64* selected = (ACCEL_GLOBAL const accel_i64*)b0;                      \
     ACCEL_GLOBAL const T* source = (ACCEL_GLOBAL const T*)b1;                                        \
     const int rank = (int)g[0];                                                                      \
-    const T init = ACCEL_SCALAR_##K(T, p->bits[0]);                                                  \
-    /* this element's padded coordinates q, and the range of windows [lo, hi] holding it, as one */ \
-    /* mixed-radix count over the dimensions (at most ACCEL_MAX_RANK) */                              \
-    accel_i64 q[ACCEL_MAX_RANK], lo[ACCEL_MAX_RANK], hi[ACCEL_MAX_RANK], w[ACCEL_MAX_RANK];          \
+    /* the range of windows [lo, hi] holding this element on each dimension (padded coordinates) */ \
+    accel_i64 lo[ACCEL_MAX_RANK], hi[ACCEL_MAX_RANK], w[ACCEL_MAX_RANK];                             \
     accel_u64 rest = i;                                                                              \
     int any = 1;                                                                                     \
     for (int d = rank - 1; d >= 0; --d) {                                                            \
       ACCEL_GLOBAL const accel_i64* gd = g + 1 + d * ACCEL_WINDOW_GEOMETRY;                         \
-      q[d] = (accel_i64)(rest % (accel_u64)gd[1]) + gd[5];                                           \
+      const accel_i64 q = (accel_i64)(rest % (accel_u64)gd[1]) + gd[5];                              \
       rest /= (accel_u64)gd[1];                                                                      \
-      const accel_i64 first = q[d] - gd[3] + 1;                                                      \
+      const accel_i64 first = q - gd[3] + 1;                                                         \
       lo[d] = first <= 0 ? 0 : (first + gd[4] - 1) / gd[4];                                          \
-      hi[d] = q[d] / gd[4];                                                                          \
+      hi[d] = q / gd[4];                                                                             \
       if (hi[d] > gd[0] - 1) hi[d] = gd[0] - 1;                                                      \
       if (lo[d] > hi[d]) any = 0;                                                                    \
       w[d] = lo[d];                                                                                  \
     }                                                                                                \
-    T acc = init; /* each sum rounded to T, as Nx adds the sources (one Nx.add each) */                \
+    T acc = ACCEL_SCALAR_##K(T, p->bits[0]);                                                         \
     while (any) {                                                                                    \
-      /* the selection of window w: its elements in row-major order */                             \
-      accel_u64 count = 1, source_at = 0;                                                            \
-      for (int d = 0; d < rank; ++d) {                                                               \
-        count *= (accel_u64)g[1 + d * ACCEL_WINDOW_GEOMETRY + 3];                                     \
-        source_at = source_at * (accel_u64)g[1 + d * ACCEL_WINDOW_GEOMETRY] + (accel_u64)w[d];      \
-      }                                                                                              \
-      T best = init;                                                                                 \
-      int chosen = 0;                                                                                \
-      for (accel_u64 e = 0; e < count; ++e) {                                                        \
-        accel_u64 erest = e, at = 0;                                                                 \
-        int inside = 1, here = 1;                                                                    \
-        for (int d = rank - 1; d >= 0; --d) {                                                        \
-          ACCEL_GLOBAL const accel_i64* gd = g + 1 + d * ACCEL_WINDOW_GEOMETRY;                     \
-          const accel_i64 k = (accel_i64)(erest % (accel_u64)gd[3]);                                 \
-          erest /= (accel_u64)gd[3];                                                                 \
-          const accel_i64 pos = w[d] * gd[4] + k; /* padded */                                       \
-          if (pos != q[d]) here = 0;                                                                 \
-          if (pos < gd[5] || pos - gd[5] >= gd[1]) inside = 0;                                       \
-          else at += (accel_u64)(pos - gd[5]) * (accel_u64)gd[2];                                    \
-        }                                                                                            \
-        const T x = inside ? in[at] : init;                                                          \
-        if (e == 0 || (ACCEL_OP == ACCEL_WINDOW_MAX ? x >= best : x <= best)) {                     \
-          best = x;                                                                                  \
-          chosen = here;                                                                             \
-        }                                                                                            \
-      }                                                                                              \
-      if (chosen) acc = (T)(acc + source[source_at]);                                                \
+      accel_u64 at = 0;                                                                              \
+      for (int d = 0; d < rank; ++d) at = at * (accel_u64)g[1 + d * ACCEL_WINDOW_GEOMETRY] + (accel_u64)w[d]; \
+      if (selected[at] == (accel_i64)i) acc = (T)(acc + source[at]);                                 \
       int d = rank - 1;                                                                              \
       for (; d >= 0; --d) {                                                                          \
         if (w[d] < hi[d]) {                                                                          \
@@ -430,6 +474,32 @@ ACCEL_KERNEL(accel_convert) {
     }                                                                                                \
     ((ACCEL_GLOBAL T*)b3)[i] = acc;                                                                  \
   }                                                                                                  \
+  /* Scan (in, out): work item i is line i of in[outer][len][inner] (size[0] = len, size[1] = */      \
+  /* inner), each element the sum, product, max or min (ACCEL_WINDOW_* codes) of those before it */   \
+  /* and itself, from the end with size[2] set; accumulated in W, written as T: Nx's cumulative_*. */ \
+  ACCEL_KERNEL(accel_scan_##S) {                                                                      \
+    const accel_u64 len = p->size[0], inner = p->size[1], reverse = p->size[2];                       \
+    const accel_u64 base = i / inner * len * inner + i % inner;                                       \
+    ACCEL_GLOBAL const T* in = (ACCEL_GLOBAL const T*)b0;                                             \
+    ACCEL_GLOBAL T* out = (ACCEL_GLOBAL T*)b1;                                                        \
+    const int op = ACCEL_OP;                                                                          \
+    W acc = op == ACCEL_WINDOW_PRODUCT ? (W)1 : (W)0;                                                 \
+    T pick = (T)0;                                                                                    \
+    for (accel_u64 j = 0; j < len; ++j) {                                                             \
+      const accel_u64 at = base + (reverse ? len - 1 - j : j) * inner;                                \
+      const T x = in[at];                                                                             \
+      if (op == ACCEL_WINDOW_SUM) {                                                                   \
+        acc += (W)x;                                                                                  \
+        out[at] = (T)acc;                                                                             \
+      } else if (op == ACCEL_WINDOW_PRODUCT) {                                                        \
+        acc *= (W)x;                                                                                  \
+        out[at] = (T)acc;                                                                             \
+      } else {                                                                                        \
+        pick = j == 0 ? x : ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
+        out[at] = pick;                                                                               \
+      }                                                                                               \
+    }                                                                                                 \
+  }                                                                                                   \
   /* Scatter (out in place, indices, updates, flag): work item i is element i of the slice each */  \
   /* update writes (shape, rank; stride[0] in out, stride[1] in an update). Updates b < count[0], */ \
   /* count[1] elements apart, are applied in order: out[offset(b) + slice(i)] is replaced (put) or */ \

@@ -142,6 +142,7 @@ ERL_NIF_TERM reduce_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const ArgPolicy policy = decode_arg_policy(env, argv[0], &name);
   const bool arg = name == "argmin" || name == "argmax";
   const ReduceOp op = name == "sum"                       ? ReduceOp::Sum
+                      : name == "product"                 ? ReduceOp::Product
                       : name == "min" || name == "argmin" ? ReduceOp::Min
                       : name == "max" || name == "argmax" ? ReduceOp::Max
                                                           : throw ArgumentError("unknown reduction: " + describe_term(env, argv[0]));
@@ -271,6 +272,15 @@ ERL_NIF_TERM window_scatter_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
                                                        decode_window(env, argv[4])));
 }
 
+// (op, t, outer, len, inner, reverse)
+ERL_NIF_TERM scan_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::string reverse = atom_text(env, argv[5]);
+  if (reverse != "true" && reverse != "false") throw ArgumentError("expected a boolean, got: " + describe_term(env, argv[5]));
+  return make_tensor(env, accel::tensor_scan(decode_window_op(env, argv[0]), get_tensor(env, argv[1]),
+                                             decode_count(env, argv[2], "outer"), decode_count(env, argv[3], "len"),
+                                             decode_count(env, argv[4], "inner"), reverse == "true"));
+}
+
 // (t, rows, len, :asc | :desc, :values | :indices): the sorted values, or their positions
 ERL_NIF_TERM sort_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const std::string direction = atom_text(env, argv[3]), what = atom_text(env, argv[4]);
@@ -390,6 +400,10 @@ ERL_NIF_TERM tensor_window(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) 
 
 ERL_NIF_TERM tensor_window_scatter(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<window_scatter_run, 1, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_scan(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<scan_run, 1, true>(env, argc, argv);
 }
 
 ERL_NIF_TERM tensor_sort(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

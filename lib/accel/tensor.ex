@@ -386,6 +386,13 @@ defmodule Accel.Tensor do
   def sum(t, opts \\ []), do: Reduce.reduce(:sum, t, opts)
 
   @doc """
+  Product of all elements, or along `axis:` or `axes:`: integers as `:s64` (`:u64` for unsigned
+  types) wrapping modulo 2^64, `:f32` accumulated in `:f64` where the device has doubles.
+  """
+  @spec product(t(), keyword()) :: t()
+  def product(t, opts \\ []), do: Reduce.reduce(:product, t, opts)
+
+  @doc """
   With options (or none): the smallest element, overall or along `axis:` or `axes:`. With a tensor
   or a number: the elementwise smaller of the two (NaN if either is), as the other elementwise
   operations.

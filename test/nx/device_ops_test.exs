@@ -2,22 +2,17 @@ if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.DeviceOpsTest do
     # The operations models use beyond elementwise work, on the device: indexing (gather, take,
     # take_along_axis, indexed_add, indexed_put), windows (window_* and their scatters, product),
-    # conv, sort and argsort, erf_inv. Each against Nx.BinaryBackend on shapes and options that
+    # scans (cumulative_*), conv, sort and argsort, erf_inv. Each against Nx.BinaryBackend on shapes and options that
     # exercise its plan, at the edges (indices out of range, NaN in sorts, windows larger than
     # their input), and at 10^6 elements against closed forms where the binary backend
     # would take minutes; with `fallback: :raise`, so that nothing here leaves the device, and the
     # fallback telemetry event counted to zero. On the CPU backend and on OpenCL.
     use ExUnit.Case, async: true
+    import Accel.Test.Fallbacks, only: [count: 1]
 
     @devices [cpu: false, opencl: true]
 
-    setup do
-      id = {__MODULE__, make_ref()}
-      :telemetry.attach(id, [:accel, :nx, :fallback], &__MODULE__.fallback/4, self())
-      on_exit(fn -> :telemetry.detach(id) end)
-    end
-
-    def fallback(_event, _measurements, meta, test), do: if(self() == test, do: send(test, {:fallback, meta}))
+    setup :count
 
     defp on(device, t), do: Nx.backend_copy(t, {Accel.Nx.Backend, device: device})
     defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
@@ -43,14 +38,6 @@ if Code.ensure_loaded?(Nx) do
         diff = Nx.subtract(actual, expected) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number()
         scale = expected |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number() |> max(1.0)
         assert diff <= tolerance * scale, "differs by #{diff} (scale #{scale})"
-      end
-    end
-
-    defp no_fallbacks do
-      receive do
-        {:fallback, meta} -> flunk("fell back to Nx.BinaryBackend: #{inspect(meta)}")
-      after
-        0 -> :ok
       end
     end
 
@@ -94,7 +81,7 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [t, idx], &Nx.take_along_axis(&1, &2, axis: 2))
           end
 
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "an index outside its axis raises Nx's error, naming the first one" do
@@ -117,7 +104,7 @@ if Code.ensure_loaded?(Nx) do
             Nx.indexed_add(t, Nx.tensor([[1, 1], [0, 5]]), Nx.tensor([1.0, 2.0]))
           end
 
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "indexed_add and indexed_put apply updates in order, duplicates included" do
@@ -135,7 +122,7 @@ if Code.ensure_loaded?(Nx) do
 
           # the result type is the merge of the target's and the updates'
           same(@device, [values({3, 3}, {:s, 32}), Nx.tensor([[0, 0]]), Nx.tensor([0.5])], &Nx.indexed_add/3)
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "window reductions and product, with strides, padding and dilations" do
@@ -164,7 +151,7 @@ if Code.ensure_loaded?(Nx) do
           same(@device, [x], &Nx.window_max(&1, {4}, strides: [3]))
           same(@device, [x], &Nx.window_min(&1, {40}, padding: [{39, 39}]))
           same(@device, [Nx.tensor(5)], &Nx.product/1)
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "window_scatter_max and window_scatter_min (pooling's gradient)" do
@@ -188,7 +175,7 @@ if Code.ensure_loaded?(Nx) do
             &Nx.window_scatter_max(&1, &2, 0.0, {1, 1, 2, 2}, strides: [1, 1, 2, 2], padding: :same)
           )
 
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "conv with strides, padding, dilations, groups and permutations" do
@@ -214,7 +201,7 @@ if Code.ensure_loaded?(Nx) do
           end
 
           same(@device, [floats({1, 2, 5, 5}) |> Nx.as_type(:f64), floats({2, 2, 3, 3})], &Nx.conv/2, 1.0e-12)
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "sort and argsort: stable, NaN as Nx orders it, along any axis" do
@@ -235,7 +222,27 @@ if Code.ensure_loaded?(Nx) do
 
           same(@device, [values({40}, {:f, 32})], &elem(Nx.top_k(&1, k: 5), 0))
           same(@device, [values({40}, {:f, 32})], &elem(Nx.top_k(&1, k: 5), 1))
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
+        end
+
+        test "cumulative sums, products, maxima and minima along any axis, either way" do
+          for type <- [{:f, 32}, {:s, 64}, {:u, 8}, {:s, 16}, {:f, 64}],
+              axis <- [0, 1, 2],
+              reverse <- [false, true] do
+            x = values({3, 4, 5}, type)
+            opts = [axis: axis, reverse: reverse]
+
+            for fun <- [:cumulative_sum, :cumulative_max, :cumulative_min],
+                do: same(@device, [x], &apply(Nx, fun, [&1, opts]))
+
+            # small factors, so that products stay exact in f32
+            same(@device, [Nx.remainder(x, 3)], &Nx.cumulative_product(&1, opts))
+          end
+
+          # NaN stays from where it appears
+          same(@device, [values({40}, {:f, 32}, true)], &Nx.cumulative_max/1)
+          same(@device, [values({40}, {:f, 32}, true)], &Nx.cumulative_min(&1, reverse: true))
+          Accel.Test.Fallbacks.none!()
         end
 
         test "erf_inv as Nx computes it" do
@@ -243,7 +250,7 @@ if Code.ensure_loaded?(Nx) do
           same(@device, [x], &Nx.erf_inv/1)
           # f64: the device's log within an ulp or two of Erlang's (the Nx guide's promise)
           same(@device, [Nx.as_type(x[1..7], :f64)], &Nx.erf_inv/1, 1.0e-15)
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "at 10^6 elements, against closed forms" do
@@ -274,13 +281,20 @@ if Code.ensure_loaded?(Nx) do
           assert Nx.sum(counts) |> Nx.to_number() == 8192
           assert counts[37] |> Nx.to_number() == Enum.count(0..8191, &(rem(&1 * 37, 30_000) == 37))
 
+          # a running count: the cumulative sum of ones is 1..n, exactly (below 2^24)
+          assert Nx.broadcast(1.0, {n})
+                 |> Nx.cumulative_sum()
+                 |> Nx.equal(Nx.add(Nx.iota({n}), 1))
+                 |> Nx.all()
+                 |> Nx.to_number() == 1
+
           # a window sum of ones counts the window's elements inside the input
           ones = Nx.broadcast(1.0, {16, 256, 256})
           sums = Nx.window_sum(ones, {1, 3, 3}, padding: :same)
           assert Nx.to_number(sums[[0, 0, 0]]) == 4.0 and Nx.to_number(sums[[3, 100, 0]]) == 6.0
           assert Nx.to_number(sums[[15, 128, 77]]) == 9.0
           assert Nx.sum(sums) |> Nx.to_number() == 16 * (254 * 254 * 9 + 4 * 254 * 6 + 4 * 4)
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
       end
     end

@@ -131,23 +131,10 @@ if Code.ensure_loaded?(Nx) do
     # telemetry event, and with `fallback: :raise`), the results are the binary backend's, and the
     # training steps lower their loss.
     use ExUnit.Case, async: true
+    import Accel.Test.Fallbacks, only: [count: 1]
     alias Accel.Nx.ProgramsTest.Models
 
-    setup do
-      id = {__MODULE__, make_ref()}
-      :telemetry.attach(id, [:accel, :nx, :fallback], &__MODULE__.fallback/4, self())
-      on_exit(fn -> :telemetry.detach(id) end)
-    end
-
-    def fallback(_event, _measurements, meta, test), do: if(self() == test, do: send(test, {:fallback, meta}))
-
-    defp fallbacks do
-      receive do
-        {:fallback, meta} -> [meta | fallbacks()]
-      after
-        0 -> []
-      end
-    end
+    setup :count
 
     defp normal(key, shape, scale) do
       {t, key} = Nx.Random.normal(key, shape: shape, type: :f32)
@@ -162,7 +149,7 @@ if Code.ensure_loaded?(Nx) do
         Nx.with_default_backend({Accel.Nx.Backend, device: device, fallback: :raise}, fn ->
           on_device = Enum.map(inputs, &Nx.backend_copy(&1, {Accel.Nx.Backend, device: device}))
           actual = Nx.Defn.jit_apply(fun, on_device, compiler: compiler)
-          assert fallbacks() == [], "#{inspect(compiler)} fell back"
+          assert Accel.Test.Fallbacks.received() == [], "#{inspect(compiler)} fell back"
           {compiler, expected, actual}
         end)
       end
@@ -214,7 +201,7 @@ if Code.ensure_loaded?(Nx) do
             assert hd(losses) < List.last(losses), "losses #{inspect(Enum.reverse(losses))}"
           end)
 
-          assert fallbacks() == []
+          assert Accel.Test.Fallbacks.received() == []
         end
 
         test "a transformer block's training step: embedding take, masked attention, layer norm, GELU" do

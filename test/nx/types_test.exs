@@ -5,20 +5,14 @@ if Code.ensure_loaded?(Nx) do
     # moved on the device; each result equal to Nx.BinaryBackend's, and no operation here falls
     # back to it (counted with the fallback telemetry event). On the CPU backend and on OpenCL.
     use ExUnit.Case, async: true
+    import Accel.Test.Fallbacks, only: [count: 1]
     import Bitwise
 
     @devices [cpu: false, opencl: true]
     @ints [{:s, 8}, {:s, 16}, {:u, 16}, {:u, 32}, {:u, 64}, {:s, 32}, {:u, 8}, {:s, 64}]
     @halves [{:f, 16}, {:bf, 16}]
 
-    setup do
-      id = {__MODULE__, make_ref()}
-      :telemetry.attach(id, [:accel, :nx, :fallback], &__MODULE__.fallback/4, self())
-      on_exit(fn -> :telemetry.detach(id) end)
-    end
-
-    # Fallbacks of this test's process (async tests run beside it).
-    def fallback(_event, _measurements, meta, test), do: if(self() == test, do: send(test, {:fallback, meta}))
+    setup :count
 
     defp on(device, t), do: Nx.backend_copy(t, {Accel.Nx.Backend, device: device})
     defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
@@ -54,14 +48,6 @@ if Code.ensure_loaded?(Nx) do
 
     defp edge_values({:s, bits}),
       do: [0, 1, -1, 3, -7, (1 <<< (bits - 1)) - 1, -(1 <<< (bits - 1)), -(1 <<< (bits - 1)) + 1, 100]
-
-    defp no_fallbacks do
-      receive do
-        {:fallback, meta} -> flunk("fell back to Nx.BinaryBackend: #{inspect(meta)}")
-      after
-        0 -> :ok
-      end
-    end
 
     for {device, opencl} <- @devices do
       describe "on #{device}" do
@@ -109,7 +95,7 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [a], &Nx.clip(&1, 1, 5))
           end
 
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "f16 and bf16 round as Nx rounds each operation's result, with no fallback" do
@@ -139,7 +125,7 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [a, b], &Nx.dot(&1, &2), ulp)
           end
 
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "every real type converts to every other as Nx converts, on the device" do
@@ -161,7 +147,7 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [source], &Nx.as_type(&1, to))
           end
 
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
         end
 
         test "creation honours the device for every type; bitcast shares the bytes" do
@@ -180,7 +166,7 @@ if Code.ensure_loaded?(Nx) do
           bits = Nx.bitcast(Nx.tensor([1.0, -2.0], backend: place), :u32)
           assert bits.data.tensor.device == device
           assert Nx.to_flat_list(bits) == [0x3F800000, 0xC0000000]
-          no_fallbacks()
+          Accel.Test.Fallbacks.none!()
 
           # complex iota and eye are computed by the binary backend, and land on the device too
           for t <- made.({:c, 64}), do: assert(t.data.tensor.device == device)

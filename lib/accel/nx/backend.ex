@@ -38,7 +38,7 @@ if Code.ensure_loaded?(Nx) do
         `sign`, `abs`, `negate`, `floor`, `ceil`, `round`, `bitwise_not`), every binary operation
         and comparison, `logical_not`, `is_nan`, `is_infinity`, `select`, `clip`, with Nx's
         broadcasting and the output type Nx computed;
-      * reductions `sum`, `reduce_max`, `reduce_min`, `all`, `any` over any axes (`keep_axes`
+      * reductions `sum`, `product`, `reduce_max`, `reduce_min`, `all`, `any` over any axes (`keep_axes`
         too), `argmax` and `argmin` (either `tie_break`, NaN ranked as the installed Nx does);
       * `dot` of floats with any contracting and batch axes, through BLAS (OpenBLAS, CLBlast,
         cuBLAS);
@@ -48,7 +48,8 @@ if Code.ensure_loaded?(Nx) do
         `stack`, `to_batched`, `as_type`, `bitcast`;
       * indexing: `gather`, `take`, `take_along_axis` (every type), `indexed_add`, `indexed_put`;
       * windows: `window_sum`, `window_product`, `window_max`, `window_min`,
-        `window_scatter_max`, `window_scatter_min`, and `product`;
+        `window_scatter_max`, `window_scatter_min`, `cumulative_sum`, `cumulative_product`,
+        `cumulative_max`, `cumulative_min`;
       * `conv` (im2col and BLAS), `sort`, `argsort`, `erf_inv`.
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
@@ -395,16 +396,20 @@ if Code.ensure_loaded?(Nx) do
     defdelegate window_min(out, t, window, opts), to: Accel.Nx.Window
     defdelegate window_scatter_max(out, t, source, init, window, opts), to: Accel.Nx.Window
     defdelegate window_scatter_min(out, t, source, init, window, opts), to: Accel.Nx.Window
-    defdelegate product(out, t, opts), to: Accel.Nx.Window
+    defdelegate product(out, t, opts), to: Accel.Nx.Reduce
+    defdelegate cumulative_sum(out, t, opts), to: Accel.Nx.Window
+    defdelegate cumulative_product(out, t, opts), to: Accel.Nx.Window
+    defdelegate cumulative_max(out, t, opts), to: Accel.Nx.Window
+    defdelegate cumulative_min(out, t, opts), to: Accel.Nx.Window
     defdelegate conv(out, t, kernel, opts), to: Accel.Nx.Conv
     defdelegate sort(out, t, opts), to: Accel.Nx.Sort
     defdelegate argsort(out, t, opts), to: Accel.Nx.Sort
 
     ## Nx.block/4 (Nx 0.13): operations Nx composes from others unless a backend runs them itself
 
-    # logical_not, take and take_along_axis are kernels here; every other block runs its default,
-    # Nx's composition of operations (top_k of a sort, the cumulative operations of a scan, the
-    # linear algebra of its primitives), each of which runs as this backend's operation.
+    # logical_not, take, take_along_axis and the cumulative operations are kernels here; every
+    # other block runs its default, Nx's composition of operations (top_k of a sort, the linear
+    # algebra of its primitives), each of which runs as this backend's operation.
     def block(%{__struct__: Nx.Block.LogicalNot}, out, [t], _fun), do: logical_not(out, t)
     # take and take_along_axis: the gather kernel's plans for them (Nx composes them of gathers)
     def block(%{__struct__: Nx.Block.Take, axis: axis}, out, [t, indices], _fun),
@@ -412,6 +417,22 @@ if Code.ensure_loaded?(Nx) do
 
     def block(%{__struct__: Nx.Block.TakeAlongAxis, axis: axis}, out, [t, indices], _fun),
       do: Accel.Nx.Indexing.take_along_axis(out, t, indices, axis)
+
+    # the cumulative operations: a scan kernel
+    for {block, op} <- [
+          CumulativeSum: :cumulative_sum,
+          CumulativeProduct: :cumulative_product,
+          CumulativeMax: :cumulative_max,
+          CumulativeMin: :cumulative_min
+        ] do
+      def block(
+            %{__struct__: unquote(Module.concat(Nx.Block, block)), axis: axis, reverse: reverse},
+            out,
+            [t],
+            _fun
+          ),
+          do: Accel.Nx.Window.unquote(op)(out, t, axis: axis, reverse: reverse)
+    end
 
     # a region Accel.Nx.Compiler fused
     def block(%Accel.Nx.Compiler.Fused{accel: spec}, out, inputs, _fun),
@@ -422,10 +443,6 @@ if Code.ensure_loaded?(Nx) do
     ## Fallbacks: Nx.BinaryBackend computes, the result returns to the operands' device
 
     fallbacks = [
-      cumulative_sum: 3,
-      cumulative_product: 3,
-      cumulative_min: 3,
-      cumulative_max: 3,
       window_reduce: 6,
       reduce: 5,
       top_k: 3,

@@ -11,21 +11,23 @@ if Code.ensure_loaded?(Nx) do
     alias Nx.Tensor, as: T
 
     def sum(out, t, opts), do: reduce(:sum, out, t, opts)
+    def product(out, t, opts), do: reduce(:product, out, t, opts)
     def reduce_max(out, t, opts), do: reduce(:reduce_max, out, t, opts)
     def reduce_min(out, t, opts), do: reduce(:reduce_min, out, t, opts)
     def all(out, t, opts), do: reduce(:all, out, t, opts)
     def any(out, t, opts), do: reduce(:any, out, t, opts)
 
     # What each reduction runs in Accel.
-    @accel %{sum: :sum, reduce_max: :max, reduce_min: :min, all: :min, any: :max}
+    @accel %{sum: :sum, product: :product, reduce_max: :max, reduce_min: :min, all: :min, any: :max}
 
     defp reduce(name, %T{type: type} = out, %T{shape: shape} = t, opts) do
       axes = opts[:axes] || Enum.to_list(0..(tuple_size(shape) - 1)//1)
-      # Only sums have a value over an empty axis.
+      # Only sums and products have a value over an empty axis.
       empty = Enum.any?(axes, &(elem(shape, &1) == 0))
 
-      # Sums of integers are s64 or u64 in Accel as in Nx; every other result converts to Nx's type.
-      if Storage.compute?([t.type, type]) and not (empty and name != :sum) do
+      # Sums and products of integers are s64 or u64 in Accel as in Nx; every other result
+      # converts to Nx's type.
+      if Storage.compute?([t.type, type]) and not (empty and name not in [:sum, :product]) do
         [a] = Storage.operands!(name, [t])
         a = Storage.cast(a, t.type)
         a = if name in [:all, :any], do: AT.not_equal(a, 0), else: a
@@ -45,9 +47,21 @@ if Code.ensure_loaded?(Nx) do
         |> Enum.chunk_by(fn {_, d} -> d in axes end)
         |> Enum.map(fn [{_, d} | _] = run -> {d in axes, run |> Enum.map(&elem(&1, 0)) |> Enum.product()} end)
 
+      reduced_groups = Enum.count(groups, &elem(&1, 0))
+
       case groups do
         [{true, n}] ->
           apply(AT, op, [AT.reshape(a, {n}), []])
+
+        _ when op in [:sum, :product] and reduced_groups > 1 ->
+          # Reduced axes apart: moved last (one strided copy), then one pass over all of them, so
+          # that a float sum or product accumulates in f64 once, as Nx's does (a pass per axis
+          # would round to the type between them).
+          rank = tuple_size(shape)
+          kept = Enum.to_list(0..(rank - 1)//1) -- axes
+          moved = Storage.permute(a, kept ++ Enum.sort(axes))
+          rows = kept |> Enum.map(&elem(shape, &1)) |> Enum.product()
+          apply(AT, op, [AT.reshape(moved, {rows, div(AT.size(a), max(rows, 1))}), [axes: [1]]])
 
         _ ->
           merged = AT.reshape(a, groups |> Enum.map(&elem(&1, 1)) |> List.to_tuple())

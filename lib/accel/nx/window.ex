@@ -2,9 +2,9 @@ if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.Window do
     @moduledoc false
     # Accel.Nx.Backend's window reductions (window_sum, window_product, window_max, window_min:
-    # pooling) and product, one window kernel: each output element combines the elements of its
-    # window, strided, dilated and padded as Nx's options say (a product is a window the size of
-    # the reduced axes). Elements in the padding are skipped, which is what padding with the
+    # pooling), one window kernel: each output element combines the elements of its window,
+    # strided, dilated and padded as Nx's options say; their scatters (pooling's gradient); and
+    # the cumulative operations, a scan kernel. Elements in the padding are skipped, which is what padding with the
     # operation's identity (Nx's 0, 1, the type's least and greatest value) gives. Sums and
     # products accumulate as Nx.BinaryBackend does: integers wrap in their type, f32 in f64 where
     # the device has doubles.
@@ -58,7 +58,7 @@ if Code.ensure_loaded?(Nx) do
       padding = opts[:padding] || List.duplicate({0, 0}, rank)
       strides = opts[:strides] || List.duplicate(1, rank)
 
-      if Storage.compute?([type, t.type, source.type, init.type]) and rank <= 8 and
+      if Storage.compute?([type, t.type, source.type, init.type]) and rank in 1..8 and
            Enum.all?(padding, fn {lo, _} -> lo >= 0 end) do
         [a, s] = Storage.operands!(name, [t, source]) |> Enum.map(&Storage.cast(&1, type))
 
@@ -83,6 +83,41 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    def cumulative_sum(out, t, opts), do: cumulative(:sum, :cumulative_sum, out, t, opts)
+    def cumulative_product(out, t, opts), do: cumulative(:product, :cumulative_product, out, t, opts)
+    def cumulative_max(out, t, opts), do: cumulative(:max, :cumulative_max, out, t, opts)
+    def cumulative_min(out, t, opts), do: cumulative(:min, :cumulative_min, out, t, opts)
+
+    # A scan along the axis, one work item per line: in Nx's type (integers wrap), sums and
+    # products of f32 accumulated in f64 (Nx's own composition rounds each step of a pairwise
+    # scan in f32; this is the more exact of the two).
+    defp cumulative(op, name, %T{type: type} = out, %T{shape: shape} = t, opts) do
+      if Storage.compute?([type, t.type]) and tuple_size(shape) > 0 do
+        axis = opts[:axis] || 0
+        dims = Tuple.to_list(shape)
+        {before, [len | rest]} = Enum.split(dims, axis)
+        [a] = Storage.operands!(name, [t])
+        a = Storage.cast(a, type)
+
+        result =
+          AT.new(shape, a.type, fn ref ->
+            Accel.NIF.tensor_scan(
+              op,
+              a.ref,
+              Enum.product(before),
+              len,
+              Enum.product(rest),
+              opts[:reverse] == true,
+              ref
+            )
+          end)
+
+        Storage.wrap(result, out, Storage.auto?([t]))
+      else
+        Fallback.run(name, [out, t, opts])
+      end
+    end
+
     # A scalar tensor's value as the bits of the Accel type `accel` (a compute type).
     defp scalar_bits(%T{} = scalar, accel) do
       [_, kind, size] = Regex.run(~r/^([a-z]+)(\d+)$/, Atom.to_string(accel))
@@ -96,27 +131,6 @@ if Code.ensure_loaded?(Nx) do
 
       <<bits::unsigned-size(size)-native>> = bin
       bits
-    end
-
-    # Neighbouring axes that are all reduced or all kept merge (the tensor is contiguous), so any
-    # rank becomes at most 8 dimensions but for the rare tensor that alternates more often.
-    def product(%T{} = out, %T{shape: shape} = t, opts) do
-      rank = tuple_size(shape)
-      axes = opts[:axes] || Enum.to_list(0..(rank - 1)//1)
-
-      geometry =
-        shape
-        |> Tuple.to_list()
-        |> Enum.with_index()
-        |> Enum.chunk_by(fn {_, d} -> d in axes end)
-        |> Enum.map(fn [{_, d} | _] = run ->
-          n = run |> Enum.map(&elem(&1, 0)) |> Enum.product()
-          if d in axes, do: [1, n, max(n, 1), 1, 0, 1], else: [n, n, 1, 1, 0, 1]
-        end)
-
-      if length(geometry) <= 8,
-        do: run(:product, :product, out, t, geometry, [opts]),
-        else: Fallback.run(:product, [out, t, opts])
     end
 
     # geometry: per dimension [out, in, window, stride, low padding, dilation] (the kernel's also

@@ -1,6 +1,6 @@
 defmodule Accel.Tensor.Reduce do
   @moduledoc false
-  # Accel.Tensor's reductions (sum/2, min/2, max/2, argmin/2, argmax/2): over one axis, several,
+  # Accel.Tensor's reductions (sum/2, product/2, min/2, max/2, argmin/2, argmax/2): over one axis, several,
   # or all of them, each axis one pass on the device (core/tensor.cpp).
 
   alias Accel.NIF
@@ -12,7 +12,7 @@ defmodule Accel.Tensor.Reduce do
     axes: [
       rule: {:custom, __MODULE__, :axes_option?, "a list of axes"},
       default: nil,
-      doc: "several axes to reduce (`sum/2`, `min/2`, `max/2`, `mean/2`)"
+      doc: "several axes to reduce (`sum/2`, `product/2`, `min/2`, `max/2`, `mean/2`)"
     ]
   ]
 
@@ -57,7 +57,10 @@ defmodule Accel.Tensor.Reduce do
         if length(axes) != length(opts[:axes]),
           do: raise(ArgumentError, "axes must be distinct, got: #{inspect(opts[:axes])}")
 
-        first = if op == :sum and t.type not in [:f32, :f64], do: T.as_type(t, sum_type(t.type)), else: t
+        first =
+          if op in [:sum, :product] and t.type not in [:f32, :f64],
+            do: T.as_type(t, sum_type(t.type)),
+            else: t
 
         Enum.reduce(axes, first, fn axis, acc -> swap_unless(acc, t, reduce_axis(op, acc, axis, op)) end)
         |> then(fn result -> if result == t, do: T.as_type(t, t.type), else: result end)
@@ -83,7 +86,7 @@ defmodule Accel.Tensor.Reduce do
     type =
       cond do
         op in [:argmin, :argmax] -> :s64
-        op == :sum -> sum_type(t.type)
+        op in [:sum, :product] -> sum_type(t.type)
         true -> t.type
       end
 
@@ -93,6 +96,9 @@ defmodule Accel.Tensor.Reduce do
 
       len == 0 and op == :sum ->
         Layout.zeros(out_shape, %{t | type: type})
+
+      len == 0 and op == :product ->
+        Layout.zeros(out_shape, %{t | type: type}) |> T.add(1)
 
       len == 0 ->
         raise ArgumentError, "#{op}/2 of an empty axis has no value (shape #{inspect(shape)})"
