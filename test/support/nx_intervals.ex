@@ -58,7 +58,7 @@ defmodule Accel.Test.NxIntervals do
 
     case op do
       :exp_tanh -> a |> monotone(&:math.tanh/1, type) |> monotone(&:math.exp/1, type)
-      :sqrt_abs -> a |> abs_of() |> monotone(&:math.sqrt/1, type, 0)
+      :sqrt_abs -> a |> abs_of() |> monotone(&:math.sqrt/1, type, 0.0)
       :log1p_abs -> a |> abs_of() |> monotone(&:math.log(1 + &1), type)
       :negate -> {-elem(a, 1), -elem(a, 0)}
       :abs -> abs_of(a)

@@ -21,7 +21,7 @@ if Code.ensure_loaded?(Nx) do
 
       if forbidden?() do
         raise ArgumentError,
-              "Accel.Nx.Backend has no #{elem(device, 0)}:#{elem(device, 1)} kernel for #{name} on these operands " <>
+              "Accel.Nx.Backend has no #{elem(device, 0)}:#{max(elem(device, 1), 0)} kernel for #{name} on these operands " <>
                 "(#{describe(args)}), and fallback: :raise forbids computing it on Nx.BinaryBackend"
       end
 
