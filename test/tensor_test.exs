@@ -228,9 +228,16 @@ defmodule Accel.TensorTest do
           assert_close([T.to_number(T.dot(v, v))], [Enum.sum(Enum.map(xs, &(&1 * &1)))], 1.0e-4)
         end
 
-        assert_raise ArgumentError, ~r/BLAS, which takes :f32 or :f64/, fn ->
-          T.matmul(T.iota({2, 2}, backend: @backend), T.iota({2, 2}, backend: @backend))
-        end
+        # integers: exact, wrapping in their type (no BLAS takes them)
+        ints = T.from_list([[3, -1], [2, 0x7FFFFFFFFFFFFFFF]], backend: @backend)
+        # (-3 - (2^63 - 1), 6 + 2 (2^63 - 1) and -2 + (2^63 - 1)^2, each modulo 2^64)
+        assert T.to_list(T.matmul(ints, ints)) == [[7, 0x7FFFFFFFFFFFFFFE], [4, -1]]
+        u8 = T.from_list([[200, 100], [1, 2]], type: :u8, backend: @backend)
+
+        assert T.to_list(T.matmul(u8, u8)) == [
+                 [rem(200 * 200 + 100, 256), rem(200 * 100 + 200, 256)],
+                 [202, 104]
+               ]
       end
 
       test "as_type converts, truncating and saturating floats" do

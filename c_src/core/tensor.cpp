@@ -371,15 +371,26 @@ Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t l
 Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n) {
   check_same_place(a, b);
   check_same_type(a, b);
-  if (!is_float(a.type))
-    throw ArgumentError(std::string("matmul runs on the backend's BLAS, which takes :f32 or :f64, got :") +
-                        dtype_name(a.type) + "; convert with Accel.Tensor.as_type/2");
+  check_computes(a.type, "matmul");
   if (product(m, k, "the shape") != a.count || product(k, n, "the shape") != b.count)
     throw ArgumentError("matmul of " + std::to_string(m) + " x " + std::to_string(k) + " by " + std::to_string(k) + " x " +
                         std::to_string(n) + " does not match tensors of " + std::to_string(a.count) + " and " +
                         std::to_string(b.count) + " elements");
   Tensor out = allocate_like(*a.backend, a.device, a.type, product(m, n, "the result shape"));
-  if (out.count != 0) a.backend->matmul(a.type, *a.buffer, *b.buffer, *out.buffer, m, k, n);
+  if (out.count == 0) return out;
+  if (is_float(a.type)) {
+    a.backend->matmul(a.type, *a.buffer, *b.buffer, *out.buffer, m, k, n);
+  } else if (k == 0) {
+    a.backend->zero(*out.buffer);
+  } else {
+    // integers: no BLAS takes them; one work item per result element, wrapping as Nx's dot does
+    accel_params p = params_for(out.count);
+    p.size[0] = m;
+    p.size[1] = k;
+    p.size[2] = n;
+    launch(a, typed_kernel(Kernel::accel_matmul_f32, a.type), p, {a.buffer.get(), b.buffer.get(), out.buffer.get()},
+           static_cast<size_t>(k));
+  }
   return out;
 }
 

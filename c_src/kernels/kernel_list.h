@@ -8,13 +8,13 @@
 
 #include "kernels/tensor.h"
 
-#define ACCEL_TYPED_KERNELS 13
+#define ACCEL_TYPED_KERNELS 14
 #define ACCEL_TYPED_KERNEL_LIST(X, S)                                                                  \
   X(accel_iota_##S, 1) X(accel_binary_##S, ACCEL_BINARY_COUNT) X(accel_unary_##S, ACCEL_UNARY_COUNT) \
   X(accel_sum_##S, 2) X(accel_pick_##S, ACCEL_PICK_OPS) X(accel_compare_##S, ACCEL_COMPARE_COUNT)    \
   X(accel_select_##S, 1) X(accel_argpick_##S, ACCEL_PICK_OPS) X(accel_window_##S, ACCEL_WINDOW_OPS) \
   X(accel_window_scatter_##S, 1) X(accel_scatter_##S, ACCEL_SCATTER_OPS)   \
-  X(accel_sort_##S, ACCEL_SORT_OPS) X(accel_scan_##S, ACCEL_WINDOW_OPS)
+  X(accel_sort_##S, ACCEL_SORT_OPS) X(accel_scan_##S, ACCEL_WINDOW_OPS) X(accel_matmul_##S, 1)
 #define ACCEL_CASTS_FROM(X, F)                                                                  \
   X(accel_cast_##F##_f32, 1) X(accel_cast_##F##_f64, 1) X(accel_cast_##F##_s64, 1) \
   X(accel_cast_##F##_s32, 1) X(accel_cast_##F##_u8, 1) X(accel_cast_##F##_u64, 1) X(accel_cast_##F##_u32, 1)

@@ -500,6 +500,17 @@ ACCEL_KERNEL(accel_convert) {
       }                                                                                               \
     }                                                                                                 \
   }                                                                                                   \
+  /* Matrix product (a, b, out) of m x k by k x n (size[0..2]) where no BLAS serves the type */    \
+  /* (integers): work item i is out element i, its row of a by its column of b summed in W (for */    \
+  /* integers modulo 2^64, so the result wraps in T as Nx's integer dot does). */                    \
+  ACCEL_KERNEL(accel_matmul_##S) {                                                                    \
+    const accel_u64 k = p->size[1], n = p->size[2];                                                   \
+    ACCEL_GLOBAL const T* a = (ACCEL_GLOBAL const T*)b0 + i / n * k;                                  \
+    ACCEL_GLOBAL const T* b = (ACCEL_GLOBAL const T*)b1 + i % n;                                      \
+    W acc = (W)0;                                                                                     \
+    for (accel_u64 j = 0; j < k; ++j) acc += (W)a[j] * (W)b[j * n];                                   \
+    ((ACCEL_GLOBAL T*)b2)[i] = (T)acc;                                                                \
+  }                                                                                                   \
   /* Scatter (out in place, indices, updates, flag): work item i is element i of the slice each */  \
   /* update writes (shape, rank; stride[0] in out, stride[1] in an update). Updates b < count[0], */ \
   /* count[1] elements apart, are applied in order: out[offset(b) + slice(i)] is replaced (put) or */ \

@@ -306,8 +306,13 @@ TEST_P(TensorTest, TransposeCastIotaAndMatmul) {
     EXPECT_NE(std::string(e.what()).find("needs"), std::string::npos) << e.what();
   }
   EXPECT_THROW(accel::tensor_matmul(a, b, 3, 3, 2), accel::ArgumentError);
-  const Tensor ints = from<int64_t>({1, 2, 3, 4}, DType::S64);
-  EXPECT_THROW(accel::tensor_matmul(ints, ints, 2, 2, 2), accel::ArgumentError);
+  // integers: Accel's kernel, exact and wrapping (no BLAS takes them); storage types are refused
+  const Tensor ints = from<int64_t>({1, 2, 3, INT64_MAX}, DType::S64);
+  EXPECT_EQ(read<int64_t>(accel::tensor_matmul(ints, ints, 2, 2, 2)),
+            (std::vector<int64_t>{7, static_cast<int64_t>(2 + static_cast<uint64_t>(INT64_MAX) * 2),
+                                  static_cast<int64_t>(3 + static_cast<uint64_t>(INT64_MAX) * 3), static_cast<int64_t>(6 + 1)}));
+  const Tensor halves = accel::tensor_cast(a, DType::F16);
+  EXPECT_THROW(accel::tensor_matmul(halves, halves, 2, 3, 2), accel::ArgumentError);
 }
 
 TEST_P(TensorTest, SizesThatWouldOverflowAreRefusedBeforeAnyAllocation) {

@@ -70,7 +70,8 @@ defmodule Accel.Tensor do
       (on an OpenCL device without doubles, compensated `:f32` sums). `min/2` and `max/2` propagate
       NaN.
     * `matmul/2` (and `dot/2` of matrices) runs on the backend's BLAS: OpenBLAS, CLBlast or cuBLAS,
-      for `:f32` and `:f64`.
+      for `:f32` and `:f64`; integer products run on a kernel of Accel's, exact and wrapping in
+      their type.
     * Integer results are identical on every backend. Float results agree within what the backends'
       math libraries and summation orders allow: tests use relative 1e-5 for `:f32` and 1e-12 for
       `:f64`; for sums, means, matmul and dot the same factors times the sum of the magnitudes of
@@ -478,7 +479,7 @@ defmodule Accel.Tensor do
 
   def transpose(other), do: not_a_tensor!("transpose/1", other)
 
-  @doc "Matrix product of `{m, k}` and `{k, n}` tensors through the backend's BLAS."
+  @doc "Matrix product of `{m, k}` and `{k, n}` tensors: through the backend's BLAS for floats."
   @spec matmul(t(), t()) :: t()
   def matmul(%__MODULE__{shape: {m, k}} = a, %__MODULE__{shape: {k, n}} = b) do
     # A sum over k = 0 terms is 0: no kernel for an empty product (BLAS would not be asked).

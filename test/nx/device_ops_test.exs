@@ -245,6 +245,17 @@ if Code.ensure_loaded?(Nx) do
           Accel.Test.Fallbacks.none!()
         end
 
+        test "integer dot, exact and wrapping in its type, with batch axes" do
+          for type <- [{:s, 64}, {:s, 32}, {:u, 8}, {:s, 16}, {:u, 64}] do
+            a = values({3, 4, 5}, type)
+            b = values({3, 5, 2}, type)
+            same(@device, [a, b], &Nx.dot(&1, [2], [0], &2, [1], [0]))
+            same(@device, [a, values({5}, type)], &Nx.dot/2)
+          end
+
+          Accel.Test.Fallbacks.none!()
+        end
+
         test "erf_inv as Nx computes it" do
           x = Nx.tensor([-1.0, -0.999, -0.5, -1.0e-3, 0.0, 0.25, 0.9, 0.99999, 1.0])
           same(@device, [x], &Nx.erf_inv/1)

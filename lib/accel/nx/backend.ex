@@ -40,8 +40,8 @@ if Code.ensure_loaded?(Nx) do
         broadcasting and the output type Nx computed;
       * reductions `sum`, `product`, `reduce_max`, `reduce_min`, `all`, `any` over any axes (`keep_axes`
         too), `argmax` and `argmin` (either `tie_break`, NaN ranked as the installed Nx does);
-      * `dot` of floats with any contracting and batch axes, through BLAS (OpenBLAS, CLBlast,
-        cuBLAS);
+      * `dot` with any contracting and batch axes: floats through BLAS (OpenBLAS, CLBlast,
+        cuBLAS), integers through a kernel of Accel's (exact, wrapping as Nx's);
       * creation: `constant`, `iota`, `eye`, `from_binary`;
       * layout, for every type and any rank up to 64: `reshape`, `squeeze`, `transpose`, `broadcast`,
         `reverse`, `slice` (with strides), `put_slice`, `pad` (non-negative), `concatenate`,
@@ -54,7 +54,7 @@ if Code.ensure_loaded?(Nx) do
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), `fft` and the linear-algebra decompositions, integer `dot`, negative `pad`,
+    element), `fft` and the linear-algebra decompositions, negative `pad`,
     `count_leading_zeros`, `population_count`, complex arithmetic and parts. Each fallback emits
     the telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make

@@ -2,9 +2,10 @@ if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.Reduce do
     @moduledoc false
     # Accel.Nx.Backend's reductions and dot. Reduced axes that are next to each other are merged
-    # (a free reshape) so that each run of them is one pass over memory; a dot becomes one BLAS
-    # matrix product per batch entry, its operands permuted into (batch, rows, k) and
-    # (batch, k, columns) by one strided copy each where they are not already.
+    # (a free reshape) so that each run of them is one pass over memory; a dot becomes one matrix
+    # product per batch entry (BLAS for floats, Accel's kernel for integers, wrapping as Nx's),
+    # its operands permuted into (batch, rows, k) and (batch, k, columns) by one strided copy each
+    # where they are not already.
 
     alias Accel.Nx.{Fallback, Storage}
     alias Accel.Tensor, as: AT
@@ -126,7 +127,7 @@ if Code.ensure_loaded?(Nx) do
     end
 
     def dot(%T{type: type} = out, a, contract_a, batch_a, b, contract_b, batch_b) do
-      if elem(type, 0) in [:f, :bf] and Storage.compute?([type, a.type, b.type]) do
+      if Storage.compute?([type, a.type, b.type]) do
         [x, y] = Storage.operands!(:dot, [a, b]) |> Enum.map(&Storage.cast(&1, type))
         free_a = axes_except(a.shape, contract_a ++ batch_a)
         free_b = axes_except(b.shape, contract_b ++ batch_b)
