@@ -169,6 +169,13 @@ own_device =
           "queued depends on how long the first one takes, which the device changes"
     },
     %{
+      test: "test batched_run 2=>shutdown=>1 (stacked)",
+      reason:
+        "races a serving's shutdown against the batch in flight: whether the second caller is still " <>
+          "stacked depends on how long the first batch takes, which the device changes (failed once " <>
+          "on OpenCL, Nx 0.13.1, with the first caller's result already in the mailbox)"
+    },
+    %{
       test: "test conv rule computes gradient of kernel when image is a constant closure variable",
       reason: grad_closure,
       nx: "0.13"

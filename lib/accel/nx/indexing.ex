@@ -193,6 +193,9 @@ if Code.ensure_loaded?(Nx) do
     defp raise_out_of_bounds({index, axis}, shape),
       do: raise(ArgumentError, "index #{index} is out of bounds for axis #{axis} in shape #{inspect(shape)}")
 
+    # (the host copy finds none: the kernel's word stands)
+    defp raise_out_of_bounds(nil, _shape), do: raise(ArgumentError, "an index is out of bounds")
+
     defp host_indices(indices), do: indices |> Nx.backend_copy(Nx.BinaryBackend) |> Nx.to_flat_list()
 
     # integers Accel converts on the device (not Nx 0.9+'s sub-byte ones, stored as bytes)

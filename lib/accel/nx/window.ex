@@ -4,10 +4,10 @@ if Code.ensure_loaded?(Nx) do
     # Accel.Nx.Backend's window reductions (window_sum, window_product, window_max, window_min:
     # pooling), one window kernel: each output element combines the elements of its window,
     # strided, dilated and padded as Nx's options say; their scatters (pooling's gradient); and
-    # the cumulative operations, a scan kernel. Elements in the padding are skipped, which is what padding with the
-    # operation's identity (Nx's 0, 1, the type's least and greatest value) gives. Sums and
-    # products accumulate as Nx.BinaryBackend does: integers wrap in their type, f32 in f64 where
-    # the device has doubles.
+    # the cumulative operations, a scan kernel. Elements in the padding are skipped, which is what
+    # padding with the operation's identity (Nx's 0, 1, the type's least and greatest value)
+    # gives. Sums and products accumulate as Nx.BinaryBackend does: integers wrap in their type,
+    # f32 in f64 where the device has doubles.
 
     alias Accel.Nx.{Fallback, Storage}
     alias Accel.Tensor, as: AT
@@ -51,8 +51,8 @@ if Code.ensure_loaded?(Nx) do
     def window_scatter_min(out, t, source, init, window, opts),
       do: scatter(:min, :window_scatter_min, out, t, source, init, window, opts)
 
-    # Each element of t gathers the source values of the windows that select it (ArgumentError
-    # from the kernel's checks past 8 dimensions: then the binary backend).
+    # Each element of t gathers the source values of the windows that select it (up to 8
+    # dimensions, as the kernel's records hold; more fall back).
     defp scatter(op, name, %T{type: type} = out, %T{shape: shape} = t, source, init, window, opts) do
       rank = tuple_size(shape)
       padding = opts[:padding] || List.duplicate({0, 0}, rank)
@@ -62,13 +62,15 @@ if Code.ensure_loaded?(Nx) do
            Enum.all?(padding, fn {lo, _} -> lo >= 0 end) do
         [a, s] = Storage.operands!(name, [t, source]) |> Enum.map(&Storage.cast(&1, type))
 
+        # the kernel's geometry: seven numbers per dimension (no dilation)
         flat =
-          for {d, st} <- Enum.with_index(Storage.strides(shape)) |> Enum.map(fn {st, d} -> {d, st} end),
-              reduce: [] do
-            acc ->
-              {lo, _hi} = Enum.at(padding, d)
-              acc ++ [elem(source.shape, d), elem(shape, d), st, elem(window, d), Enum.at(strides, d), lo, 1]
-          end
+          shape
+          |> Storage.strides()
+          |> Enum.with_index()
+          |> Enum.flat_map(fn {st, d} ->
+            {lo, _hi} = Enum.at(padding, d)
+            [elem(source.shape, d), elem(shape, d), st, elem(window, d), Enum.at(strides, d), lo, 1]
+          end)
 
         bits = scalar_bits(init, a.type)
 
@@ -139,7 +141,7 @@ if Code.ensure_loaded?(Nx) do
       if Storage.compute?([type, t.type]) do
         [a] = Storage.operands!(name, [t])
         a = Storage.cast(a, type)
-        # t is contiguous: its strides over the geometry's input sizes (a product's merged axes)
+        # t is contiguous: its strides over the geometry's input sizes
         strides = geometry |> Enum.map(&Enum.at(&1, 1)) |> List.to_tuple() |> Storage.strides()
 
         flat =
