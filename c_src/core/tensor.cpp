@@ -156,6 +156,22 @@ void launch(const Tensor& on, Kernel kernel, const accel_params& p, const Kernel
   on.backend->launch(kernel, on.device, p, buffers, work, cancel, 0);
 }
 
+int32_t launch_flagged(const Tensor& on, Kernel kernel, const accel_params& p, KernelBuffers buffers, size_t work) {
+  const std::shared_ptr<DeviceBuffer> flag = on.backend->allocate(on.device, sizeof(int32_t));
+  on.backend->zero(*flag);
+  buffers[3] = flag.get();
+  launch(on, kernel, p, buffers, work);
+  int32_t found = 0;
+  on.backend->download(*flag, &found, sizeof found);
+  return found;
+}
+
+Kernel by_size(Kernel one_byte, DType type) {
+  const size_t size = dtype_size(type);
+  const int step = size == 16 ? 4 : size == 8 ? 3 : size == 4 ? 2 : size == 2 ? 1 : 0;
+  return static_cast<Kernel>(static_cast<int>(one_byte) + step);
+}
+
 std::vector<uint64_t> contiguous_strides(const std::vector<uint64_t>& shape) {
   std::vector<uint64_t> strides(shape.size());
   uint64_t stride = 1;

@@ -35,5 +35,11 @@ void check_computes(DType type, const char* what);
 // Through the door, with the one check every launch shares.
 void launch(const Tensor& on, Kernel kernel, const accel_params& p, const KernelBuffers& buffers, size_t work = 1,
             const Cancellation* cancel = nullptr);
+// Through the door with a zeroed flag buffer as b3: the code a work item raised there (ACCEL_SET_FLAG),
+// or 0. Reading it waits for the device.
+int32_t launch_flagged(const Tensor& on, Kernel kernel, const accel_params& p, KernelBuffers buffers, size_t work = 1);
+// The member of a family of 1-, 2-, 4-, 8- and 16-byte kernels (copy, transpose, gather) for the
+// type's size.
+Kernel by_size(Kernel one_byte, DType type);
 
 }  // namespace accel::detail

@@ -198,13 +198,8 @@ Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b) {
     launch(lead, kernel, p, buffers);
     return out;
   }
-  // The kernel raises a flag instead of a silent 0; reading it waits for the device.
-  const std::shared_ptr<DeviceBuffer> flag = lead.backend->allocate(lead.device, sizeof(int32_t));
-  lead.backend->zero(*flag);
-  buffers[3] = flag.get();
-  launch(lead, kernel, p, buffers);
-  int32_t found = 0;
-  lead.backend->download(*flag, &found, sizeof found);
+  // The kernel raises a flag instead of a silent 0.
+  const int32_t found = launch_flagged(lead, kernel, p, buffers);
   const std::string name = std::string("Accel.Tensor.") + op_info(OpFamily::Binary, static_cast<int>(op)).name + "/2";
   if (found == ACCEL_FLAG_ZERO_DIVISOR) throw ArgumentError("integer division by zero in " + name);
   if (found == ACCEL_FLAG_NEGATIVE_EXPONENT)

@@ -52,22 +52,6 @@ void put_axes(accel_params& p, const IndexAxes& axes) {
   }
 }
 
-// Runs a kernel that raises its flag (b3) for an index outside its axis, and throws when it did.
-void launch_flagged(const Tensor& on, Kernel kernel, const accel_params& p, KernelBuffers buffers, size_t work) {
-  const std::shared_ptr<DeviceBuffer> flag = on.backend->allocate(on.device, sizeof(int32_t));
-  on.backend->zero(*flag);
-  buffers[3] = flag.get();
-  launch(on, kernel, p, buffers, work);
-  int32_t found = 0;
-  on.backend->download(*flag, &found, sizeof found);
-  if (found != 0) throw IndexOutOfBounds();
-}
-
-Kernel gather_kernel(DType type) {
-  const size_t size = dtype_size(type);
-  const int step = size == 16 ? 4 : size == 8 ? 3 : size == 4 ? 2 : size == 2 ? 1 : 0;
-  return static_cast<Kernel>(static_cast<int>(Kernel::accel_gather_1) + step);
-}
 static_assert(static_cast<int>(Kernel::accel_gather_16) == static_cast<int>(Kernel::accel_gather_1) + 4);
 
 }  // namespace
@@ -102,8 +86,11 @@ Tensor tensor_gather(const Tensor& t, const Tensor& indices, const GatherPlan& p
     p.count[1] = plan.in_strides.back();
   }
   put_axes(p, plan.axes);
-  launch_flagged(t, gather_kernel(t.type), p, {t.buffer.get(), indices.buffer.get(), out.buffer.get(), nullptr},
-                 plan.axes.sizes.size() + (runs ? plan.shape.back() : 1));
+  // the kernel raises its flag for an index outside its axis
+  if (launch_flagged(t, by_size(Kernel::accel_gather_1, t.type), p,
+                     {t.buffer.get(), indices.buffer.get(), out.buffer.get(), nullptr},
+                     plan.axes.sizes.size() + (runs ? plan.shape.back() : 1)) != 0)
+    throw IndexOutOfBounds();
   return out;
 }
 
@@ -144,9 +131,10 @@ Tensor tensor_scatter(ScatterOp op, const Tensor& target, const Tensor& indices,
   p.count[0] = plan.updates;
   p.count[1] = plan.update_step;
   put_axes(p, plan.axes);
-  launch_flagged(target, typed_kernel(Kernel::accel_scatter_f32, target.type), p,
-                 {out.buffer.get(), indices.buffer.get(), updates.buffer.get(), nullptr},
-                 static_cast<size_t>(std::min<uint64_t>(plan.updates, SIZE_MAX)));
+  if (launch_flagged(target, typed_kernel(Kernel::accel_scatter_f32, target.type), p,
+                     {out.buffer.get(), indices.buffer.get(), updates.buffer.get(), nullptr},
+                     static_cast<size_t>(std::min<uint64_t>(plan.updates, SIZE_MAX))) != 0)
+    throw IndexOutOfBounds();
   return out;
 }
 

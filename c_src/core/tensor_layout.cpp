@@ -12,12 +12,7 @@ namespace accel {
 using namespace detail;
 namespace {
 
-// The member of a family of 1-, 2-, 4-, 8- and 16-byte kernels for the type's size.
-Kernel by_size(Kernel one_byte, DType type) {
-  const size_t size = dtype_size(type);
-  const int step = size == 16 ? 4 : size == 8 ? 3 : size == 4 ? 2 : size == 2 ? 1 : 0;
-  return static_cast<Kernel>(static_cast<int>(one_byte) + step);
-}
+// by_size (tensor_checks.hpp) picks within these families by element size
 static_assert(static_cast<int>(Kernel::accel_copy_16) == static_cast<int>(Kernel::accel_copy_1) + 4);
 static_assert(static_cast<int>(Kernel::accel_transpose_16) == static_cast<int>(Kernel::accel_transpose_1) + 4);
 
