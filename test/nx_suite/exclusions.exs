@@ -169,6 +169,13 @@ own_device =
           "queued depends on how long the first one takes, which the device changes"
     },
     %{
+      test: "test least_squares properties for linear equations",
+      reason:
+        "draws its matrices from Nx.Random.key(System.unique_integer()), a new system each run: an " <>
+          "ill-conditioned draw misses its tolerance on Nx.BinaryBackend too (the baseline failed it " <>
+          "in CI's run of 76803a9 on Nx 0.7.2, and OpenCL on Nx 0.13.1 in the run of 141518a)"
+    },
+    %{
       test: "test batched_run 2=>shutdown=>1 (stacked)",
       reason:
         "races a serving's shutdown against the batch in flight: whether the second caller is still " <>
