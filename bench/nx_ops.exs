@@ -1,5 +1,5 @@
-# The operations models use beyond elementwise work (Accel.Nx.Backend's indexing, window, conv
-# and sort kernels), one operation each, against XLA's CPU compiler (jax.jit of the same
+# The operations models use beyond elementwise work (Accel.Nx.Backend's indexing, window, conv,
+# sort and linear algebra kernels), one operation each, against XLA's CPU compiler (jax.jit of the same
 # operation, EXLA's engine; bench/nx_ops_xla.py in the virtual environment `bin/setup --bench`
 # makes) on the shapes of a small CNN and a transformer's embedding:
 #   * conv: 32 x 64 x 32 x 32 by a 64 x 64 x 3 x 3 kernel, padding :same; max_pool: 2 x 2 windows,
@@ -8,7 +8,9 @@
 #     embedding's gradient);
 #   * sort and argsort (stable) of 2^20 f32; cumulative_sum of 2^20 (Nx's own composition on
 #     Accel); erf_inv of 2^20 (what Nx.Random.normal draws through); product over the rows of
-#     4096 x 1024.
+#     4096 x 1024;
+#   * the linear algebra on 512 x 512 f32: cholesky and solve (16 right sides) of S = G G^T / 512 + I,
+#     G = sin(0.37 iota); triangular_solve of S's lower triangle; qr of G.
 # Each round times every row on each device (Accel eagerly, with `fallback: :raise`: nothing here
 # leaves the device) and runs the XLA process once: the fastest of 3 calls per operation on each
 # side, after a first call (XLA's compiles, Accel's builds its kernels); medians over rounds. Results are checked against XLA's (the sum of each
@@ -43,6 +45,8 @@ defmodule NxOpsBench do
   # the inputs, by the formulas bench/nx_ops_xla.py uses (computed in f64, rounded to f32)
   defp inputs(backend) do
     f32 = &Nx.as_type(&1, :f32)
+    g = iota({512, 512}, backend) |> Nx.multiply(0.37) |> Nx.sin()
+    s = Nx.dot(g, [1], g, [1]) |> Nx.divide(512) |> Nx.add(Nx.eye(512, type: :f64, backend: backend))
 
     %{
       x: iota({32, 64, 32, 32}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.(),
@@ -60,7 +64,11 @@ defmodule NxOpsBench do
         |> Nx.sin()
         |> Nx.multiply(1.0e-3)
         |> Nx.add(1)
-        |> f32.()
+        |> f32.(),
+      g: g |> f32.(),
+      s: s |> f32.(),
+      lower: s |> Nx.tril() |> f32.(),
+      rhs: iota({512, 16}, backend) |> Nx.multiply(1.0e-2) |> Nx.cos() |> f32.()
     }
   end
 
@@ -74,7 +82,11 @@ defmodule NxOpsBench do
     :argsort,
     :cumulative_sum,
     :erf_inv,
-    :product
+    :product,
+    :cholesky,
+    :solve,
+    :triangular_solve,
+    :qr
   ]
 
   defp op(:conv, i), do: Nx.conv(i.x, i.k, padding: :same)
@@ -87,6 +99,10 @@ defmodule NxOpsBench do
   defp op(:cumulative_sum, i), do: Nx.cumulative_sum(i.v)
   defp op(:erf_inv, i), do: Nx.erf_inv(i.u)
   defp op(:product, i), do: Nx.product(i.m, axes: [1])
+  defp op(:cholesky, i), do: Nx.LinAlg.cholesky(i.s)
+  defp op(:solve, i), do: Nx.LinAlg.solve(i.s, i.rhs)
+  defp op(:triangular_solve, i), do: Nx.LinAlg.triangular_solve(i.lower, i.rhs)
+  defp op(:qr, i), do: i.g |> Nx.LinAlg.qr() |> elem(1)
 
   defp time_device(device) do
     backend = {Accel.Nx.Backend, device: device, fallback: :raise}
@@ -176,7 +192,7 @@ defmodule NxOpsBench do
     version = if python, do: hd(rounds).xla.version, else: "not installed (bin/setup --bench)"
 
     text = """
-    # Accel.Nx.Backend's indexing, window, conv and sort kernels against XLA
+    # Accel.Nx.Backend's indexing, window, conv, sort and linear algebra kernels against XLA
 
     Made by `mix run bench/nx_ops.exs` (#{length(rounds)} rounds, medians of the fastest of 3 calls per
     round). Each operation eagerly on

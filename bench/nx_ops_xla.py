@@ -17,6 +17,8 @@ def main():
     os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={threads}")
     import jax
     import jax.numpy as jnp
+    import jax.scipy.linalg
+    import jax.scipy.special
     import numpy as np
 
     jax.config.update("jax_enable_x64", True)  # s64 indices, as Nx's
@@ -34,6 +36,12 @@ def main():
     v = jnp.asarray((np.sin(iota((1 << 20,)) * 0.7) * 1000).astype(np.float32))
     u = jnp.asarray((np.sin(iota((1 << 20,)) * 0.7) * 0.999).astype(np.float32))
     m = jnp.asarray((1.0 + np.sin(iota((4096, 1024)) * 1.0e-3) * 1.0e-3).astype(np.float32))
+    g64 = np.sin(iota((512, 512)) * 0.37)
+    s64 = g64 @ g64.T / 512 + np.eye(512)
+    g = jnp.asarray(g64.astype(np.float32))
+    s = jnp.asarray(s64.astype(np.float32))
+    lower = jnp.asarray(np.tril(s64).astype(np.float32))
+    rhs = jnp.asarray(np.cos(iota((512, 16)) * 1.0e-2).astype(np.float32))
 
     def pool(x):
         return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
@@ -53,6 +61,10 @@ def main():
         "cumulative_sum": (jnp.cumsum, (v,)),
         "erf_inv": (jax.scipy.special.erfinv, (u,)),
         "product": (lambda m: jnp.prod(m, axis=1), (m,)),
+        "cholesky": (jnp.linalg.cholesky, (s,)),
+        "solve": (jnp.linalg.solve, (s, rhs)),
+        "triangular_solve": (lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True), (lower, rhs)),
+        "qr": (lambda g: jnp.linalg.qr(g)[1], (g,)),
     }
 
     times, check = {}, {}

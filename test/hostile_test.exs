@@ -527,6 +527,40 @@ defmodule Accel.HostileTest do
       {"tensor NIF: a product over an empty axis",
        fn -> Accel.Job.call(&nif.tensor_reduce(:product, T.iota({0}, backend: :cpu).ref, 1, 0, 1, &1)) end,
        ArgumentError, ~r/a product over an empty axis is 1/},
+      # the linear algebra NIFs: plans and tensors that do not agree, and what LAPACK cannot take
+      {"linalg NIF: an unknown decomposition",
+       fn -> Accel.Job.call(&nif.tensor_decompose(:lu, T.as_type(t, :f64).ref, [1, 2, 3], 0.0, &1)) end,
+       ArgumentError, ~r/unknown decomposition: :lu/},
+      {"linalg NIF: matrices that do not make the tensor",
+       fn -> Accel.Job.call(&nif.tensor_decompose(:qr, T.as_type(t, :f64).ref, [2, 2, 3], 0.0, &1)) end,
+       ArgumentError, ~r/matrices of 2 x 2 x 3 does not match a tensor of 6 elements/},
+      {"linalg NIF: dimensions that are not three integers",
+       fn -> Accel.Job.call(&nif.tensor_decompose(:qr, T.as_type(t, :f64).ref, [6, 1], 0.0, &1)) end,
+       ArgumentError, ~r/matrix dimensions: expected a list of 3 integers/},
+      {"linalg NIF: a negative eps",
+       fn -> Accel.Job.call(&nif.tensor_decompose(:qr, T.as_type(t, :f64).ref, [1, 2, 3], -1.0, &1)) end,
+       ArgumentError, ~r/eps: expected a non-negative float/},
+      {"linalg NIF: a Cholesky factor of a matrix that is not square",
+       fn -> Accel.Job.call(&nif.tensor_decompose(:cholesky, T.as_type(t, :f64).ref, [1, 2, 3], 0.0, &1)) end,
+       ArgumentError, ~r/needs square matrices/},
+      {"linalg NIF: a decomposition of integers",
+       fn -> Accel.Job.call(&nif.tensor_decompose(:qr, t.ref, [1, 2, 3], 0.0, &1)) end, ArgumentError,
+       ~r/needs an :f32 or :f64 tensor, got :s64/},
+      {"linalg NIF: a solve whose right side does not match the matrix",
+       fn ->
+         a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
+         Accel.Job.call(&nif.tensor_solve(a.ref, T.as_type(t, :f64).ref, [1, 2, 3, 2], [true, true, false, false], &1))
+       end, ArgumentError, ~r/right side's rows \(3\) must match the matrix size \(2\)/},
+      {"linalg NIF: solve flags that are not booleans",
+       fn ->
+         a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
+         Accel.Job.call(&nif.tensor_solve(a.ref, a.ref, [1, 2, 2, 2], [true, :yes, false, false], &1))
+       end, ArgumentError, ~r/expected a boolean, got: :yes/},
+      {"linalg NIF: sizes whose product overflows",
+       fn ->
+         a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
+         Accel.Job.call(&nif.tensor_solve(a.ref, a.ref, [@big, @big, 1, 1], [true, true, false, true], &1))
+       end, ArgumentError, ~r/count|integer|overflows/},
       # the test hook for device faults refuses before it touches a device
       {"fault NIF: an unknown backend", fn -> nif.simulate_device_fault(:tpu, 0, 1) end, ArgumentError,
        ~r/unknown backend: :tpu/},

@@ -222,6 +222,26 @@ SortResult tensor_sort(const Tensor& t, uint64_t rows, uint64_t len, bool descen
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);
 Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n);
 Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options);
+// The linear algebra (core/tensor_linalg.cpp), :f32 or :f64, over `batch` matrices of m x n
+// stored one after another, row-major; through LAPACK on the host, whatever a's device. The
+// operations whose result is unique, and QR in Nx's signs (Nx differentiates a decomposition
+// through its own composition, so a factor in other signs would make gradients wrong).
+enum class LinalgOp : int { Cholesky, QR, Determinant };
+struct LinalgPlan {
+  uint64_t batch = 1, m = 0, n = 0;
+  double eps = 1e-10;  // QR: magnitudes at or below it are written as zeros, as Nx's
+  // solves: B is b_rows x b_cols per matrix; X A = B when not `left`; A's lower or upper
+  // triangle, transposed or not (triangular_solve)
+  uint64_t b_rows = 0, b_cols = 0;
+  bool left = true, lower = true, transpose = false;
+};
+// Cholesky: [L], A = L L^T from A's lower triangle (NaN from the first pivot that is not positive
+// on); QR: [Q m x k, R k x n] (k = min(m, n)); Determinant: [det]. A matrix holding NaN or an
+// infinity gets NaN factors.
+std::vector<Tensor> tensor_decompose(LinalgOp op, const Tensor& a, const LinalgPlan& plan);
+// X of b's shape with A X = B (or X A = B); ArgumentError "can't solve for singular matrix" for a
+// zero pivot (triangular: a zero on A's diagonal), as Nx raises.
+Tensor tensor_solve(const Tensor& a, const Tensor& b, const LinalgPlan& plan, bool triangular);
 
 // count * size in bytes, or ArgumentError when that overflows or exceeds what any machine holds.
 size_t checked_bytes(uint64_t count, DType type);

@@ -432,6 +432,8 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_window", 5, guarded<tensor_window>, 0},
     {"tensor_sort", 6, guarded<tensor_sort>, 0},
     {"tensor_scan", 7, guarded<tensor_scan>, 0},
+    {"tensor_decompose", 5, guarded<tensor_decompose>, 0},
+    {"tensor_solve", 5, guarded<tensor_solve>, 0},
     {"tensor_window_scatter", 6, guarded<tensor_window_scatter>, 0},
     {"tensor_logistic_map", 5, guarded<tensor_logistic_map>, 0},
     {"tensor_transfer", 4, guarded<tensor_transfer>, 0},

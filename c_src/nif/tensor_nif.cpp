@@ -293,6 +293,60 @@ ERL_NIF_TERM sort_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, what == "indices" ? std::move(r.indices) : std::move(r.values));
 }
 
+// A list of `count` non-negative integers named `what`.
+std::vector<uint64_t> decode_counts(ErlNifEnv* env, ERL_NIF_TERM term, size_t count, const char* what) {
+  unsigned length = 0;
+  if (!enif_get_list_length(env, term, &length) || length != count)
+    throw ArgumentError(std::string(what) + ": expected a list of " + std::to_string(count) + " integers, got: " +
+                        describe_term(env, term));
+  std::vector<uint64_t> out;
+  ERL_NIF_TERM head;
+  while (enif_get_list_cell(env, term, &head, &term)) out.push_back(decode_count(env, head, what));
+  return out;
+}
+
+bool decode_flag(ErlNifEnv* env, ERL_NIF_TERM term) {
+  const std::string text = atom_text(env, term);
+  if (text != "true" && text != "false") throw ArgumentError("expected a boolean, got: " + describe_term(env, term));
+  return text == "true";
+}
+
+// (op, a, [batch, m, n], eps): a list of the factors
+ERL_NIF_TERM decompose_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  static const char* const names[] = {"cholesky", "qr", "determinant"};
+  const std::string name = atom_text(env, argv[0]);
+  const auto found = std::find(std::begin(names), std::end(names), name);
+  if (found == std::end(names)) throw ArgumentError("unknown decomposition: " + describe_term(env, argv[0]));
+  const std::vector<uint64_t> dims = decode_counts(env, argv[2], 3, "matrix dimensions");
+  LinalgPlan plan;
+  plan.batch = dims[0], plan.m = dims[1], plan.n = dims[2];
+  if (!enif_get_double(env, argv[3], &plan.eps) || !(plan.eps >= 0))
+    throw ArgumentError("eps: expected a non-negative float, got: " + describe_term(env, argv[3]));
+  std::vector<Tensor> factors =
+      accel::tensor_decompose(static_cast<LinalgOp>(found - std::begin(names)), get_tensor(env, argv[1]), plan);
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  for (auto it = factors.rbegin(); it != factors.rend(); ++it) list = enif_make_list_cell(env, make_tensor(env, std::move(*it)), list);
+  return list;
+}
+
+// (a, b, [batch, n, b_rows, b_cols], [left, lower, transpose, triangular])
+ERL_NIF_TERM solve_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::vector<uint64_t> dims = decode_counts(env, argv[2], 4, "solve dimensions");
+  unsigned length = 0;
+  if (!enif_get_list_length(env, argv[3], &length) || length != 4)
+    throw ArgumentError("expected four booleans, got: " + describe_term(env, argv[3]));
+  bool flags[4];
+  ERL_NIF_TERM head, tail = argv[3];
+  for (bool& flag : flags) {
+    enif_get_list_cell(env, tail, &head, &tail);
+    flag = decode_flag(env, head);
+  }
+  LinalgPlan plan;
+  plan.batch = dims[0], plan.m = dims[1], plan.n = dims[1], plan.b_rows = dims[2], plan.b_cols = dims[3];
+  plan.left = flags[0], plan.lower = flags[1], plan.transpose = flags[2];
+  return make_tensor(env, accel::tensor_solve(get_tensor(env, argv[0]), get_tensor(env, argv[1]), plan, flags[3]));
+}
+
 // (t, p, mu, iterations)
 ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Tensor t = get_tensor(env, argv[0]);
@@ -408,6 +462,14 @@ ERL_NIF_TERM tensor_scan(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 
 ERL_NIF_TERM tensor_sort(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<sort_run, 0, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_decompose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<decompose_run, 1, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_solve(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<solve_run, 0, true>(env, argc, argv);
 }
 
 ERL_NIF_TERM tensor_transpose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

@@ -641,6 +641,65 @@ TEST_P(TensorTest, GatherScatterAndWindowsAddressOnlyWhatTheyOwn) {
   EXPECT_NE(argument_error([&] { accel::tensor_window(accel::WindowOp::Sum, t, 0, outside); }), "");
 }
 
+TEST_P(TensorTest, LinearAlgebraFactorsAndSolvesAsNxDoes) {
+  // QR of a 3 x 2: Q^T Q = I, Q R = A, and Nx's signs (each reflected column's R[i][i] positive)
+  const std::vector<double> a{1, -2, 4, 5, 7, 8};
+  accel::LinalgPlan plan;
+  plan.m = 3, plan.n = 2;
+  std::vector<Tensor> qr = accel::tensor_decompose(accel::LinalgOp::QR, from(a, DType::F64), plan);
+  const std::vector<double> q = read<double>(qr[0]), r = read<double>(qr[1]);
+  ASSERT_EQ(q.size(), 6u);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_GT(r[0], 0);
+  EXPECT_GT(r[3], 0);
+  EXPECT_EQ(r[2], 0);
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 2; ++j) EXPECT_NEAR(q[i * 2] * r[j] + q[i * 2 + 1] * r[2 + j], a[i * 2 + j], 1e-12);
+  EXPECT_NEAR(q[0] * q[1] + q[2] * q[3] + q[4] * q[5], 0, 1e-12);
+
+  // Cholesky of [[4, 2], [2, 3]] is [[2, 0], [1, sqrt 2]]; of a matrix that is not positive
+  // definite, NaN from the failing pivot on
+  plan.m = plan.n = 2;
+  EXPECT_EQ(read<float>(accel::tensor_decompose(accel::LinalgOp::Cholesky, from(std::vector<float>{4, 2, 2, 3}, DType::F32), plan)[0]),
+            (std::vector<float>{2, 0, 1, std::sqrt(2.0f)}));
+  const std::vector<double> bad = read<double>(accel::tensor_decompose(accel::LinalgOp::Cholesky, from(std::vector<double>{1, 2, 2, 1}, DType::F64), plan)[0]);
+  EXPECT_EQ(bad[0], 1);
+  EXPECT_TRUE(std::isnan(bad[3]));
+
+  // determinants: a batch of a 2 x 2 (Nx's closed form) and, as 4 x 4, a permutation's sign
+  plan.batch = 2;
+  EXPECT_EQ(read<double>(accel::tensor_decompose(accel::LinalgOp::Determinant, from(std::vector<double>{1, 2, 3, 4, 0, 1, 1, 0}, DType::F64), plan)[0]),
+            (std::vector<double>{-2, -1}));
+  plan.batch = 1, plan.m = plan.n = 4;
+  const std::vector<double> swap{0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  EXPECT_EQ(read<double>(accel::tensor_decompose(accel::LinalgOp::Determinant, from(swap, DType::F64), plan)[0]), std::vector<double>{-1});
+
+  // solve [[2, 1], [1, 3]] x = [3, 5]: x = [0.8, 1.4]; a singular matrix raises as Nx's message
+  accel::LinalgPlan s;
+  s.n = 2, s.b_rows = 2, s.b_cols = 1;
+  const std::vector<double> x = read<double>(accel::tensor_solve(from(std::vector<double>{2, 1, 1, 3}, DType::F64), from(std::vector<double>{3, 5}, DType::F64), s, false));
+  EXPECT_NEAR(x[0], 0.8, 1e-15);
+  EXPECT_NEAR(x[1], 1.4, 1e-15);
+  EXPECT_EQ(argument_error([&] { accel::tensor_solve(from(std::vector<double>{1, 2, 2, 4}, DType::F64), from(std::vector<double>{1, 2}, DType::F64), s, false); }),
+            "can't solve for singular matrix");
+  // triangular: x A = b with A upper ([[2, 1], [0, 4]]): x = [1.5, 0.625] for b = [3, 4]
+  s.left = false, s.lower = false, s.b_rows = 1, s.b_cols = 2;
+  const std::vector<double> y = read<double>(accel::tensor_solve(from(std::vector<double>{2, 1, 0, 4}, DType::F64), from(std::vector<double>{3, 4}, DType::F64), s, true));
+  EXPECT_EQ(y, (std::vector<double>{1.5, 0.625}));
+  EXPECT_EQ(argument_error([&] { accel::tensor_solve(from(std::vector<double>{2, 1, 0, 0}, DType::F64), from(std::vector<double>{3, 4}, DType::F64), s, true); }),
+            "can't solve for singular matrix");
+
+  // plans that do not match their tensors, and integer tensors, are refused
+  plan.m = plan.n = 3;
+  EXPECT_NE(argument_error([&] { accel::tensor_decompose(accel::LinalgOp::QR, from(a, DType::F64), plan); }), "");
+  plan.m = 2, plan.n = 3, plan.batch = 1;
+  EXPECT_NE(argument_error([&] { accel::tensor_decompose(accel::LinalgOp::Cholesky, from(a, DType::F64), plan); }), "");
+  plan.m = 3, plan.n = 2;
+  EXPECT_NE(argument_error([&] { accel::tensor_decompose(accel::LinalgOp::QR, from(std::vector<int64_t>(6, 1), DType::S64), plan); }), "");
+  s.b_cols = 3;
+  EXPECT_NE(argument_error([&] { accel::tensor_solve(from(std::vector<double>{2, 1, 0, 4}, DType::F64), from(std::vector<double>{3, 4}, DType::F64), s, true); }), "");
+}
+
 TEST(TensorTypes, F64OnADeviceWithoutDoublesIsRefusedWithTheReason) {
   NoDoublesBackend backend;
   try {

@@ -4,7 +4,8 @@ if Code.ensure_loaded?(Nx) do
     # Programs as Axon and Scholar write them, in plain Nx and defn: a CNN training step (conv,
     # max-pool, dense, dropout drawn with Nx.Random, softmax cross-entropy, the gradient through
     # Nx.Defn.grad, an Adam update), a transformer block's training step (embedding take,
-    # attention with a causal mask, layer norm, GELU) and k-means (argmin, indexed_add).
+    # attention with a causal mask, layer norm, GELU), k-means (argmin, indexed_add) and PCA
+    # (eigh of a covariance) before k-means.
     import Nx.Defn
 
     defn cnn_loss(params, x, labels, key) do
@@ -99,6 +100,16 @@ if Code.ensure_loaded?(Nx) do
       |> Tuple.to_list()
       |> Enum.zip_with(Tuple.to_list(grads), fn p, g -> Nx.subtract(p, Nx.multiply(g, 0.1)) end)
       |> List.to_tuple()
+    end
+
+    # PCA to two components (eigh of the covariance: Nx orders eigenvalues by magnitude), then
+    # k-means on the projections, its centroids started at the first points
+    defn pca_kmeans(points) do
+      centered = points - Nx.mean(points, axes: [0])
+      covariance = Nx.dot(centered, [0], centered, [0]) / (Nx.axis_size(points, 0) - 1)
+      {_values, vectors} = Nx.LinAlg.eigh(covariance)
+      projected = Nx.dot(centered, vectors[[.., 0..1]])
+      kmeans(projected, projected[0..3])
     end
 
     # Lloyd's iterations: each point to its nearest centroid, each centroid to its points' mean
@@ -234,6 +245,20 @@ if Code.ensure_loaded?(Nx) do
 
           for {_compiler, expected, actual} <- run_everywhere(@device, [points, centroids], &Models.kmeans/2) do
             close(expected, actual, 1.0e-4)
+          end
+        end
+
+        # Nx 0.7's eigh is Nx.BinaryBackend's own (its composition fails Nx's own eigh property
+        # test): from Nx 0.8 on, eigh is Nx's composition, and it runs here
+        if Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0") do
+          test "PCA (eigh of the covariance) then k-means on the projections" do
+            Nx.default_backend(Nx.BinaryBackend)
+            {points, _} = normal(Nx.Random.key(4), {300, 6}, 1.0)
+            points = Nx.multiply(points, Nx.tensor([5.0, 3.0, 1.0, 0.5, 0.2, 0.1]))
+
+            for {_compiler, expected, actual} <- run_everywhere(@device, [points], &Models.pca_kmeans/1) do
+              close(expected, actual, 1.0e-3)
+            end
           end
         end
       end

@@ -50,11 +50,15 @@ if Code.ensure_loaded?(Nx) do
       * windows: `window_sum`, `window_product`, `window_max`, `window_min`,
         `window_scatter_max`, `window_scatter_min`, `cumulative_sum`, `cumulative_product`,
         `cumulative_max`, `cumulative_min`;
-      * `conv` (im2col and BLAS), `sort`, `argsort`, `erf_inv`.
+      * `conv` (im2col and BLAS), `sort`, `argsort`, `erf_inv`;
+      * the linear algebra with results Nx's compositions would give: `cholesky`, `solve` (so
+        `invert`), `triangular_solve`, `determinant` through LAPACK on the host in `f64`, and `qr`
+        as Nx's own Householder algorithm in C++ (Q and R in Nx's signs, which Nx's gradients
+        read); on Nx 0.13, `eigh`, `svd` and `lu` run as Nx's compositions of these operations.
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), `fft` and the linear-algebra decompositions, negative `pad`,
+    element), `fft`, `eigh` and `lu` on Nx 0.7 (the binary backend's own), negative `pad`,
     `count_leading_zeros`, `population_count`, complex arithmetic and parts. Each fallback emits
     the telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make
@@ -83,7 +87,7 @@ if Code.ensure_loaded?(Nx) do
     # from_pointer/5 arrived, map/4 left), and this module compiles against both.
     import Kernel, except: [inspect: 2]
 
-    alias Accel.Nx.{Fallback, Storage}
+    alias Accel.Nx.{Fallback, LinAlg, Storage}
     alias Accel.Tensor, as: AT
     alias Accel.Tensor.Elementwise
     alias Nx.Tensor, as: T
@@ -405,6 +409,26 @@ if Code.ensure_loaded?(Nx) do
     defdelegate sort(out, t, opts), to: Accel.Nx.Sort
     defdelegate argsort(out, t, opts), to: Accel.Nx.Sort
 
+    ## Linear algebra (Nx 0.7's callbacks; Nx 0.13 calls blocks): LAPACK on the host where the
+    ## result is unique (Accel.Nx.LinAlg), else what Nx runs without the callback: its
+    ## composition on this backend, or the binary backend where that composition is not public
+
+    def cholesky(out, t), do: LinAlg.cholesky(out, t, fn -> Nx.LinAlg.Cholesky.cholesky(t) end)
+    def qr(out, t, opts), do: LinAlg.qr(out, t, opts, fn -> Nx.LinAlg.QR.qr(t, opts) end)
+
+    def solve(out, a, b),
+      do: LinAlg.solve(out, a, b, fn -> Fallback.run(:solve, [out, a, b], &apply(Nx.LinAlg, :solve, &1)) end)
+
+    def determinant(out, t) do
+      LinAlg.determinant(out, t, fn ->
+        Fallback.run(:determinant, [out, t], &apply(Nx.LinAlg, :determinant, &1))
+      end)
+    end
+
+    def triangular_solve(out, a, b, opts) do
+      LinAlg.triangular_solve(out, a, b, opts, fn -> Fallback.run(:triangular_solve, [out, a, b, opts]) end)
+    end
+
     ## Nx.block/4 (Nx 0.13): operations Nx composes from others unless a backend runs them itself
 
     # logical_not, take, take_along_axis and the cumulative operations are kernels here; every
@@ -434,6 +458,16 @@ if Code.ensure_loaded?(Nx) do
           do: Accel.Nx.Window.unquote(op)(out, t, axis: axis, reverse: reverse)
     end
 
+    # the linear algebra with unique results: LAPACK; Nx's composition otherwise
+    def block(%{__struct__: Nx.Block.LinAlg.Cholesky} = s, out, [t], fun), do: LinAlg.cholesky(out, t, fn -> fun.(s, t) end)
+    def block(%{__struct__: Nx.Block.LinAlg.QR} = s, out, [t], fun), do: LinAlg.qr(out, t, [eps: s.eps], fn -> fun.(s, t) end)
+
+    def block(%{__struct__: Nx.Block.LinAlg.Determinant} = s, out, [t], fun),
+      do: LinAlg.determinant(out, t, fn -> fun.(s, t) end)
+
+    def block(%{__struct__: Nx.Block.LinAlg.Solve} = s, out, [a, b], fun),
+      do: LinAlg.solve(out, a, b, fn -> fun.(s, a, b) end)
+
     # a region Accel.Nx.Compiler fused
     def block(%Accel.Nx.Compiler.Fused{accel: spec}, out, inputs, _fun),
       do: Accel.Nx.Compiler.run(out, inputs, accel: spec)
@@ -442,7 +476,11 @@ if Code.ensure_loaded?(Nx) do
 
     ## Fallbacks: Nx.BinaryBackend computes, the result returns to the operands' device
 
+    # Nx 0.7's eigh and lu: Nx.BinaryBackend's own, which Nx 0.7's tests are written against (its
+    # Nx.LinAlg.Eigh composition fails Nx's own eigh property test)
     fallbacks = [
+      lu: 3,
+      eigh: 3,
       window_reduce: 6,
       reduce: 5,
       top_k: 3,
@@ -452,14 +490,6 @@ if Code.ensure_loaded?(Nx) do
       ifft: 3,
       fft2: 3,
       ifft2: 3,
-      lu: 3,
-      qr: 3,
-      svd: 3,
-      eigh: 3,
-      cholesky: 2,
-      triangular_solve: 4,
-      solve: 3,
-      determinant: 2,
       phase: 2
     ]
 

@@ -16,7 +16,14 @@ if Code.ensure_loaded?(Nx) do
     alias Nx.Tensor, as: T
 
     @doc "Runs `name` on Nx.BinaryBackend with `[out | args]` and returns its result on the operands' device."
-    def run(name, [out | args]) do
+    def run(name, [out | _] = args),
+      do: run(name, args, &apply(Nx.BinaryBackend, name, [template(out) | &1]))
+
+    @doc """
+    As run/2, with `fun` computing the result from the operands read to the host (`args` without
+    the output template), for operations Nx.BinaryBackend composes of others rather than exports.
+    """
+    def run(name, [out | args], fun) do
       {device, auto} = device_of(args, out)
 
       if forbidden?() do
@@ -36,7 +43,7 @@ if Code.ensure_loaded?(Nx) do
       previous = Nx.default_backend(Nx.BinaryBackend)
 
       try do
-        result = apply(Nx.BinaryBackend, name, [template(out) | Enum.map(args, &to_host/1)])
+        result = fun.(Enum.map(args, &to_host/1))
         back(result, device, auto)
       after
         Nx.default_backend(previous)

@@ -1,0 +1,304 @@
+// The linear algebra with results Nx's own compositions would give: Cholesky, QR, determinants,
+// solves (so inverses) and triangular solves, on the host in f64 (an f32 matrix is read as f64
+// and each result rounded once, as Accel computes f32 functions). The CPU backend's tensors are
+// host memory already; a device's are read to the host, computed there and written back: no GPU
+// solver is wired in yet, and an OpenCL device has no vendor LAPACK to call, so the host's is the
+// honest choice there. Each matrix of a batch is computed on its own; OpenBLAS's threads
+// parallelise the larger ones.
+//
+// Cholesky factors, determinants and solutions are unique, and come from LAPACK (OpenBLAS ships
+// it). Q and R are unique only up to signs, and Nx differentiates QR through its own Householder
+// composition, with that composition's factors: a Q in LAPACK's signs would make every gradient
+// through it wrong. So QR is Nx's algorithm itself, reflection by reflection, in C++.
+//
+// Tensors are row-major, LAPACK is column-major: LAPACK works on a column-major copy (it overwrites
+// its input anyway). A matrix holding NaN or an infinity gets NaN factors.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "core/tensor_checks.hpp"
+
+#ifdef ACCEL_WITH_OPENBLAS
+#include <cblas.h>
+
+// LAPACK's Fortran entry points (32-bit integers, as Debian's OpenBLAS builds them), with the
+// trailing lengths gfortran passes for character arguments.
+extern "C" {
+void dpotrf_(const char*, const int*, double*, const int*, int*, size_t);
+void dgetrf_(const int*, const int*, double*, const int*, int*, int*);
+void dgetrs_(const char*, const int*, const int*, const double*, const int*, const int*, double*, const int*, int*,
+             size_t);
+}
+#endif
+
+namespace accel {
+using namespace detail;
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool finite(const double* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
+}
+
+// ---- one matrix each, in f64; `out` points at the matrix's place in each result ----
+
+// Q m x k and R k x n (k = min(m, n)) as Nx.LinAlg.QR computes them: column i (its rows from i
+// on) is reflected onto +|x| e_i unless its part below the diagonal has a squared norm under eps;
+// a wide matrix is padded with rows of zeros to a square one; a square one's last column is not
+// reflected. Magnitudes at or below eps are written as zeros.
+void qr(const double* a, size_t m, size_t n, double eps, double* const* out) {
+  double *q = out[0], *r = out[1];
+  const size_t k = std::min(m, n), rows = std::max(m, n);  // rows: with a wide matrix's padding
+  if (!finite(a, m * n)) {
+    std::fill(q, q + m * k, kNaN);
+    std::fill(r, r + k * n, kNaN);
+    return;
+  }
+  std::vector<double> w(rows * n, 0.0);  // R as it is reduced
+  std::copy(a, a + m * n, w.begin());
+  const size_t steps = rows == n ? (n >= 2 ? n - 1 : 0) : n;  // Nx: 0..n-2 when square, else 0..n-1
+  std::vector<std::vector<double>> reflectors(steps);          // v (rows i.. of it), scale 2/|v|^2 first
+  for (size_t i = 0; i < steps; ++i) {
+    double norm_sq = 0;
+    for (size_t row = i; row < rows; ++row) norm_sq += w[row * n + i] * w[row * n + i];
+    const double xi = w[i * n + i], norm = std::sqrt(norm_sq), below = norm_sq - xi * xi;
+    if (below < eps) continue;  // Nx's reflector is then the identity
+    const double v0 = xi <= 0 ? xi - norm : -below / (xi + norm);
+    std::vector<double>& v = reflectors[i];
+    v.assign(rows - i + 1, 0.0);
+    double v_sq = 0;
+    for (size_t row = i; row < rows; ++row) {
+      v[row - i + 1] = (row == i ? v0 : w[row * n + i]) / v0;
+      v_sq += v[row - i + 1] * v[row - i + 1];
+    }
+    v[0] = 2 / v_sq;
+    for (size_t j = 0; j < n; ++j) {  // R = H R
+      double dot = 0;
+      for (size_t row = i; row < rows; ++row) dot += v[row - i + 1] * w[row * n + j];
+      dot *= v[0];
+      for (size_t row = i; row < rows; ++row) w[row * n + j] -= dot * v[row - i + 1];
+    }
+  }
+  // Q's first k columns: H_0 ... H_last applied, last first, to the identity's first k columns
+  std::vector<double> qf(rows * k, 0.0);
+  for (size_t j = 0; j < k; ++j) qf[j * k + j] = 1;
+  for (size_t i = steps; i-- > 0;) {
+    const std::vector<double>& v = reflectors[i];
+    if (v.empty()) continue;
+    for (size_t j = 0; j < k; ++j) {
+      double dot = 0;
+      for (size_t row = i; row < rows; ++row) dot += v[row - i + 1] * qf[row * k + j];
+      dot *= v[0];
+      for (size_t row = i; row < rows; ++row) qf[row * k + j] -= dot * v[row - i + 1];
+    }
+  }
+  const auto zeroed = [eps](double x) { return std::fabs(x) <= eps ? 0.0 : x; };
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < k; ++j) q[i * k + j] = zeroed(qf[i * k + j]);
+  for (size_t i = 0; i < k; ++i)
+    for (size_t j = 0; j < n; ++j) r[i * n + j] = j < i ? 0.0 : zeroed(w[i * n + j]);
+}
+
+#ifdef ACCEL_WITH_OPENBLAS
+
+int lapack_int(uint64_t v, const char* what) {
+  if (v > static_cast<uint64_t>(INT_MAX))
+    throw ArgumentError(std::string(what) + " of " + std::to_string(v) + " is beyond LAPACK's 32-bit sizes");
+  return static_cast<int>(v);
+}
+
+// Row-major rows x cols at `src` to column-major at `dst`, and back.
+void to_columns(const double* src, size_t rows, size_t cols, double* dst) {
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) dst[i + j * rows] = src[i * cols + j];
+}
+void to_rows(const double* src, size_t rows, size_t cols, double* dst) {
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i + j * rows];
+}
+
+// Cholesky–Banachiewicz as Nx writes it, for the matrices LAPACK finds not positive definite: the
+// square root of a negative pivot is NaN, and NaN flows to every element computed from it.
+void cholesky_plain(const double* a, size_t n, double* l) {
+  std::fill(l, l + n * n, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j <= i; ++j) {
+      double sum = 0;
+      for (size_t k = 0; k < j; ++k) sum += l[i * n + k] * l[j * n + k];
+      l[i * n + j] = i == j ? std::sqrt(a[i * n + i] - sum) : (a[i * n + j] - sum) / l[j * n + j];
+    }
+}
+
+// L (lower) with A = L L^T, read from A's lower triangle. Column-major 'U' over a row-major buffer
+// is the row-major lower triangle, and its factor U (A = U^T U) is L read row-major.
+void cholesky(const double* a, size_t n, double* const* out) {
+  double* l = out[0];
+  const int N = lapack_int(n, "a matrix size");
+  std::copy(a, a + n * n, l);
+  int info = 0;
+  if (n > 0) dpotrf_("U", &N, l, &N, &info, 1);
+  if (info != 0) return cholesky_plain(a, n, l);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      if (j > i || std::fabs(l[i * n + j]) <= 1e-10) l[i * n + j] = 0;  // Nx's eps: zeros
+}
+
+// det(A): for 2 x 2 and 3 x 3 Nx's closed forms, term by term as Nx sums them; beyond, from A's
+// LU factors, the product of U's diagonal negated once per row swap.
+void determinant(const double* a, size_t n, double* const* out) {
+  const auto e = [&](size_t i, size_t j) { return a[i * n + j]; };
+  if (n == 2) {
+    out[0][0] = e(0, 0) * e(1, 1) - e(0, 1) * e(1, 0);
+  } else if (n == 3) {
+    out[0][0] = e(0, 0) * e(1, 1) * e(2, 2) + e(0, 1) * e(1, 2) * e(2, 0) + e(0, 2) * e(1, 0) * e(2, 1) -
+                e(0, 2) * e(1, 1) * e(2, 0) - e(0, 1) * e(1, 0) * e(2, 2) - e(0, 0) * e(1, 2) * e(2, 1);
+  } else {
+    const int N = lapack_int(n, "a matrix size");
+    std::vector<double> f(a, a + n * n);  // det(A^T) = det(A): no transpose needed
+    std::vector<int> ipiv(n);
+    int info = 0;
+    if (n > 0) dgetrf_(&N, &N, f.data(), &N, ipiv.data(), &info);
+    double det = 1;
+    for (size_t i = 0; i < n; ++i) det *= ipiv[i] - 1 != static_cast<int>(i) ? -f[i + i * n] : f[i + i * n];
+    out[0][0] = det;
+  }
+}
+
+// X with A X = B (or X A = B when not `left`), B rows x cols: A triangular (its diagonal checked
+// first, as Nx's), or general (LU with partial pivoting).
+void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular, std::vector<double>& work,
+               std::vector<int>& ipiv) {
+  const uint64_t n = p.n, rows = p.b_rows, cols = p.b_cols;
+  const int N = lapack_int(n, "a matrix size");
+  const int R = lapack_int(rows, "the right side's rows"), C = lapack_int(cols, "the right side's columns");
+  if (triangular) {
+    for (uint64_t d = 0; d < n; ++d)
+      if (a[d * n + d] == 0) throw ArgumentError("can't solve for singular matrix");
+    if (rows != 0 && cols != 0)
+      cblas_dtrsm(CblasRowMajor, p.left ? CblasLeft : CblasRight, p.lower ? CblasLower : CblasUpper,
+                  p.transpose ? CblasTrans : CblasNoTrans, CblasNonUnit, R, C, 1.0, a, N, x, C);
+    return;
+  }
+  // the row-major A read column-major is A^T: factor that, and solve (A^T)^T X = B
+  work.assign(a, a + n * n);
+  work.resize(n * n + rows * cols);
+  ipiv.resize(n);
+  int info = 0;
+  dgetrf_(&N, &N, work.data(), &N, ipiv.data(), &info);
+  if (info > 0) throw ArgumentError("can't solve for singular matrix");
+  if (cols == 0) return;
+  double* b = work.data() + n * n;
+  to_columns(x, rows, cols, b);
+  dgetrs_("T", &N, &C, work.data(), &N, ipiv.data(), b, &N, &info, 1);
+  to_rows(b, rows, cols, x);
+}
+
+#endif  // ACCEL_WITH_OPENBLAS
+
+// A tensor's elements as f64, and f64 values as a tensor of `type` on `like`'s device.
+std::vector<double> read_f64(const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.count));
+  if (t.count == 0) return out;
+  if (t.type == DType::F64) {
+    t.backend->download(*t.buffer, out.data(), checked_bytes(t.count, t.type));
+  } else {
+    std::vector<float> f(static_cast<size_t>(t.count));
+    t.backend->download(*t.buffer, f.data(), checked_bytes(t.count, t.type));
+    std::copy(f.begin(), f.end(), out.begin());
+  }
+  return out;
+}
+
+Tensor write_as(const Tensor& like, DType type, const std::vector<double>& values) {
+  if (type == DType::F64)
+    return tensor_from_bytes(*like.backend, like.device, type, values.data(), values.size() * sizeof(double));
+  std::vector<float> f(values.begin(), values.end());
+  return tensor_from_bytes(*like.backend, like.device, type, f.data(), f.size() * sizeof(float));
+}
+
+// Runs `one(input matrix, result pointers)` over the batch of a's matrices and returns the results
+// (each `sizes[r]` elements per matrix) on a's device, in a's type.
+template <typename F>
+std::vector<Tensor> per_matrix(const Tensor& a, const LinalgPlan& p, const std::vector<uint64_t>& sizes, F&& one) {
+  const std::vector<double> in = read_f64(a);
+  std::vector<std::vector<double>> results;
+  for (uint64_t s : sizes) results.emplace_back(static_cast<size_t>(product(p.batch, s, "a result")));
+  std::vector<double*> at(sizes.size());
+  for (uint64_t b = 0; b < p.batch; ++b) {
+    for (size_t r = 0; r < sizes.size(); ++r) at[r] = results[r].data() + b * sizes[r];
+    one(in.data() + b * p.m * p.n, at.data());
+  }
+  std::vector<Tensor> out;
+  for (const auto& r : results) out.push_back(write_as(a, a.type, r));
+  return out;
+}
+
+void check_float(const Tensor& t, const char* op) {
+  if (t.type != DType::F32 && t.type != DType::F64)
+    throw ArgumentError(std::string(op) + " needs an :f32 or :f64 tensor, got :" + dtype_name(t.type));
+}
+
+void check_count(const Tensor& t, uint64_t batch, uint64_t rows, uint64_t cols, const char* what) {
+  if (product(product(batch, rows, "the shape"), cols, "the shape") != t.count)
+    throw ArgumentError(std::string(what) + " of " + std::to_string(batch) + " x " + std::to_string(rows) + " x " +
+                        std::to_string(cols) + " does not match a tensor of " + std::to_string(t.count) + " elements");
+}
+
+#ifndef ACCEL_WITH_OPENBLAS
+[[noreturn]] void no_lapack() {
+  throw ArgumentError("the linear algebra needs LAPACK (OpenBLAS), which this build did not find (run bin/setup, then rebuild)");
+}
+#endif
+
+}  // namespace
+
+std::vector<Tensor> tensor_decompose(LinalgOp op, const Tensor& a, const LinalgPlan& plan) {
+  check_float(a, "the linear algebra");
+  if (op != LinalgOp::QR && plan.m != plan.n) throw ArgumentError("this decomposition needs square matrices");
+  check_count(a, plan.batch, plan.m, plan.n, "matrices");
+  const uint64_t m = plan.m, n = plan.n, k = std::min(m, n);
+  if (op == LinalgOp::QR)
+    return per_matrix(a, plan, {m * k, k * n}, [&](const double* x, double* const* o) { qr(x, m, n, plan.eps, o); });
+#ifdef ACCEL_WITH_OPENBLAS
+  if (op == LinalgOp::Cholesky)
+    return per_matrix(a, plan, {n * n}, [&](const double* x, double* const* o) { cholesky(x, n, o); });
+  return per_matrix(a, plan, {1}, [&](const double* x, double* const* o) { determinant(x, n, o); });
+#else
+  no_lapack();
+#endif
+}
+
+Tensor tensor_solve(const Tensor& a, const Tensor& b, const LinalgPlan& plan, bool triangular) {
+  check_same_place(a, b);
+  check_same_type(a, b);
+  check_float(a, "solve");
+  check_count(a, plan.batch, plan.n, plan.n, "matrices");
+  check_count(b, plan.batch, plan.b_rows, plan.b_cols, "right sides");
+  if ((plan.left ? plan.b_rows : plan.b_cols) != plan.n)
+    throw ArgumentError("the right side's " + std::string(plan.left ? "rows" : "columns") + " (" +
+                        std::to_string(plan.left ? plan.b_rows : plan.b_cols) + ") must match the matrix size (" +
+                        std::to_string(plan.n) + ")");
+  if (!triangular && !plan.left) throw ArgumentError("solve takes its matrix on the left");
+#ifdef ACCEL_WITH_OPENBLAS
+  const std::vector<double> as = read_f64(a);
+  std::vector<double> x = read_f64(b), work;
+  std::vector<int> ipiv;
+  for (uint64_t i = 0; i < plan.batch && plan.n > 0; ++i)
+    solve_one(as.data() + i * plan.n * plan.n, x.data() + i * plan.b_rows * plan.b_cols, plan, triangular, work, ipiv);
+  return write_as(b, b.type, x);
+#else
+  no_lapack();
+#endif
+}
+
+}  // namespace accel

@@ -1,0 +1,108 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.LinAlg do
+    @moduledoc false
+    # Accel.Nx.Backend's linear algebra through LAPACK (OpenBLAS's) on the host: cholesky, qr,
+    # determinant, solve (so invert) and triangular_solve, for real float results (integers and
+    # f16/bf16 compute in f32 or f64, as Nx's output type says). Tensors of a device are read to
+    # the host, factored there and their factors written back (core/tensor_linalg.cpp). Leading
+    # axes are batches. Anything else runs `otherwise`: Nx's own composition (a block's default, on
+    # Nx 0.13) or Nx.BinaryBackend (Accel.Nx.Fallback).
+    #
+    # Only results Nx's own compositions would give: Nx differentiates a decomposition through its
+    # composition, with that composition's factors, so a factor in other signs (LAPACK's Q, or
+    # eigenvectors and singular vectors, unique only up to sign, or LU with other pivots) would
+    # make every gradient through it silently wrong. Q comes in Nx's signs; eigh, svd and lu stay
+    # Nx's compositions.
+
+    alias Accel.Nx.Storage
+    alias Accel.Tensor, as: AT
+    alias Nx.Tensor, as: T
+
+    def cholesky(%T{} = out, %T{shape: shape} = t, otherwise) do
+      {batch, n, n} = matrices(shape)
+      decompose(:cholesky, [out], t, [batch, n, n], 1.0e-10, otherwise)
+    end
+
+    # Q m x k and R k x n; Q m x m beyond k columns (mode: :complete of a tall matrix) is not unique
+    # even in its signs, so Nx's composition makes it.
+    def qr({%T{shape: q_shape}, _r} = out, %T{shape: shape} = t, opts, otherwise) do
+      {batch, m, n} = matrices(shape)
+
+      if elem(q_shape, tuple_size(q_shape) - 1) == min(m, n),
+        do: decompose(:qr, Tuple.to_list(out), t, [batch, m, n], opts[:eps] || 1.0e-10, otherwise),
+        else: otherwise.()
+    end
+
+    def determinant(%T{} = out, %T{shape: shape} = t, otherwise) do
+      {batch, n, n} = matrices(shape)
+      decompose(:determinant, [out], t, [batch, n, n], 0.0, otherwise)
+    end
+
+    # A X = B, B a vector or a matrix per batch
+    def solve(%T{type: type} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, otherwise) do
+      {batch, n, n} = matrices(a_shape)
+      cols = if tuple_size(b_shape) == tuple_size(a_shape), do: elem(b_shape, tuple_size(b_shape) - 1), else: 1
+      solved(out, a, b, [batch, n, n, cols], [true, true, false, false], type, otherwise)
+    end
+
+    def triangular_solve(%T{type: type} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, opts, otherwise) do
+      {batch, n, n} = matrices(a_shape)
+      left = Keyword.get(opts, :left_side, true)
+
+      {rows, cols} =
+        cond do
+          tuple_size(b_shape) == tuple_size(a_shape) ->
+            {elem(b_shape, tuple_size(b_shape) - 2), elem(b_shape, tuple_size(b_shape) - 1)}
+
+          left ->
+            {n, 1}
+
+          true ->
+            {1, n}
+        end
+
+      flags = [left, Keyword.get(opts, :lower, true), Keyword.get(opts, :transform_a, :none) == :transpose, true]
+      solved(out, a, b, [batch, n, rows, cols], flags, type, otherwise)
+    end
+
+    # {batch, rows, columns} of a tensor whose last two axes are matrices
+    defp matrices(shape) do
+      dims = Tuple.to_list(shape)
+      [m, n] = Enum.take(dims, -2)
+      {dims |> Enum.drop(-2) |> Enum.product(), m, n}
+    end
+
+    defp decompose(op, outs, %T{type: in_type} = t, dims, eps, otherwise) do
+      [%T{type: type} | _] = outs
+
+      if real?(type) and real?(in_type) and Enum.all?(outs, &Storage.compute?([&1.type])) do
+        [a] = Storage.operands!(op, [t])
+        a = Storage.cast(a, type)
+
+        factors =
+          AT.allocate(fn ref -> Accel.NIF.tensor_decompose(op, a.ref, dims, eps / 1, ref) end)
+          |> Enum.zip_with(outs, fn term, %T{shape: shape, type: type} = o ->
+            factor = term |> AT.wrap({Nx.size(shape)}, a.type) |> AT.reshape(shape) |> Storage.cast(type)
+            Storage.wrap(factor, o, Storage.auto?([t]))
+          end)
+
+        if length(outs) == 1, do: hd(factors), else: List.to_tuple(factors)
+      else
+        otherwise.()
+      end
+    end
+
+    defp solved(out, %T{} = a, %T{} = b, dims, flags, type, otherwise) do
+      if real?(type) and real?(a.type) and real?(b.type) and Storage.compute?([type, a.type, b.type]) do
+        [x, y] = Storage.operands!(:solve, [a, b]) |> Enum.map(&Storage.cast(&1, type))
+        result = AT.new({Nx.size(out.shape)}, x.type, &Accel.NIF.tensor_solve(x.ref, y.ref, dims, flags, &1))
+        Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([a, b]))
+      else
+        otherwise.()
+      end
+    end
+
+    defp real?({:c, _}), do: false
+    defp real?(_), do: true
+  end
+end

@@ -1,0 +1,223 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.LinAlgTest.Grads do
+    # Gradients Nx takes through the linear algebra (its compositions' rules, fed the factors)
+    import Nx.Defn
+
+    defn solve(a, b, _w), do: grad(a, &(&1 |> Nx.LinAlg.solve(b) |> Nx.sum()))
+    defn invert(a, _b, _w), do: grad(a, &(&1 |> Nx.LinAlg.invert() |> Nx.sum()))
+    defn determinant(a, _b, _w), do: grad(a, &Nx.LinAlg.determinant/1)
+    defn cholesky(a, _b, w), do: grad(a, &(&1 |> Nx.LinAlg.cholesky() |> Nx.multiply(w) |> Nx.sum()))
+
+    defn qr(a, _b, w) do
+      grad(a, fn a ->
+        {q, r} = Nx.LinAlg.qr(a)
+        Nx.sum(q * w) + Nx.sum(r * w)
+      end)
+    end
+  end
+
+  defmodule Accel.Nx.LinAlgTest do
+    # The linear algebra Accel computes itself (Accel.Nx.LinAlg, core/tensor_linalg.cpp): cholesky,
+    # qr, determinant, solve, invert and triangular_solve, against Nx.BinaryBackend (Nx's own
+    # compositions) on batches, tall, wide and square matrices, every triangular_solve option, f32,
+    # f64 and integer input; the gradients Nx takes through them, which read the factors of Nx's
+    # compositions and so need factors in the same signs; the edges (NaN, singular
+    # matrices, 1 x 1); and at sizes where only residuals can judge. With fallback: :raise: nothing here
+    # leaves the device. On the CPU backend and on OpenCL.
+    use ExUnit.Case, async: true
+    import Accel.Test.Fallbacks, only: [count: 1, none!: 0]
+
+    setup :count
+
+    defp on(device, t), do: Nx.backend_copy(t, {Accel.Nx.Backend, device: device})
+    defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+
+    defp random(shape, seed, type \\ :f64) do
+      {t, _} = Nx.Random.normal(Nx.Random.key(seed), shape: shape, type: type)
+      host(t)
+    end
+
+    # symmetric positive definite: A A^T + n I, per batch
+    defp spd(batch, n, seed, type \\ :f64) do
+      a = random(List.to_tuple(batch ++ [n, n]), seed, type)
+      axes = Enum.to_list(0..(length(batch) - 1)//1)
+      aat = Nx.dot(a, [length(batch) + 1], axes, a, [length(batch) + 1], axes)
+      Nx.add(aat, Nx.multiply(Nx.eye(n, type: type), n)) |> host()
+    end
+
+    defp device_run(device, fun) do
+      Nx.with_default_backend({Accel.Nx.Backend, device: device, fallback: :raise}, fun)
+    end
+
+    # `fun` of `inputs` on the binary backend and on the device: the same types and shapes, values
+    # within `tolerance` relative to the largest magnitude
+    defp same(device, inputs, fun, tolerance) do
+      expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> apply(fun, Enum.map(inputs, &host/1)) end)
+      actual = device_run(device, fn -> apply(fun, Enum.map(inputs, &on(device, &1))) end)
+      none!()
+
+      [expected, actual]
+      |> Enum.map(&(&1 |> List.wrap() |> Nx.Defn.Composite.flatten_list()))
+      |> Enum.zip_with(fn [e, a] ->
+        assert %Accel.Nx.Backend{} = a.data
+        a = host(a)
+        assert {a.type, a.shape} == {e.type, e.shape}
+        close(e, a, tolerance)
+      end)
+    end
+
+    defp close(expected, actual, tolerance) do
+      if Nx.size(expected) > 0 do
+        diff = Nx.subtract(actual, expected) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number()
+        scale = expected |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number() |> max(1.0)
+        assert diff <= tolerance * scale, "differs by #{diff} (scale #{scale})"
+      end
+    end
+
+    defp nx_0_8?, do: Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0")
+
+    defp nan?(t), do: t |> host() |> Nx.is_nan() |> Nx.all() |> Nx.to_number() == 1
+
+    for {device, opencl} <- [cpu: false, opencl: true] do
+      describe "on #{device}" do
+        @describetag opencl: opencl
+        @device device
+
+        test "cholesky of batches, f32 and f64, as Nx's composition" do
+          # Nx's composition divides by each pivot plus 1e-10
+          for {batch, n, type, tol} <- [{[], 1, :f64, 1.0e-9}, {[], 6, :f64, 1.0e-9}, {[3], 5, :f64, 1.0e-9}, {[2, 2], 4, :f32, 2.0e-6}] do
+            same(@device, [spd(batch, n, n, type)], &Nx.LinAlg.cholesky/1, tol)
+          end
+        end
+
+        test "cholesky of a matrix that is not positive definite: NaN from the failing pivot on" do
+          l = device_run(@device, fn -> Nx.LinAlg.cholesky(on(@device, Nx.tensor([[4.0, 2.0, 0.0], [2.0, -3.0, 1.0], [0.0, 1.0, 2.0]]))) end)
+          none!()
+          [[a, b, c], [d, e, f], [g, h, i]] = l |> host() |> Nx.to_list()
+          assert {a, b, c, d} == {2.0, 0.0, 0.0, 1.0}
+          assert e == :nan and h == :nan and i == :nan
+          assert {f, g} == {0.0, 0.0}
+        end
+
+        test "qr of square, tall and wide matrices, batched, in Nx's signs" do
+          for {shape, type, tol} <- [
+                {{5, 5}, :f64, 1.0e-12},
+                {{7, 3}, :f64, 1.0e-12},
+                {{3, 7}, :f64, 1.0e-12},
+                {{4, 6, 4}, :f64, 1.0e-12},
+                {{2, 9, 5}, :f32, 3.0e-6},
+                {{1, 1}, :f64, 0.0},
+                {{4, 1}, :f64, 1.0e-12}
+              ] do
+            same(@device, [random(shape, Tuple.sum(shape), type)], &Nx.LinAlg.qr/1, tol)
+          end
+
+          # structured: columns already reduced, where Nx reflects nothing
+          same(@device, [Nx.tensor([[2, -2, 18], [2, 1, 0], [1, 2, 0]])], &Nx.LinAlg.qr/1, 1.0e-6)
+          same(@device, [Nx.tensor([[3, 2, 1], [0, 1, 1], [0, 0, 1], [0, 0, 1]], type: :f64)], &Nx.LinAlg.qr/1, 1.0e-12)
+        end
+
+        test "qr's complete mode of a wide matrix is the reduced one; of a tall one, Nx's composition" do
+          same(@device, [random({3, 6}, 1)], &Nx.LinAlg.qr(&1, mode: :complete), 1.0e-12)
+          # Q's last columns are not unique even in sign: Nx's composition makes them, on the device
+          same(@device, [random({6, 3}, 2)], &Nx.LinAlg.qr(&1, mode: :complete), 1.0e-12)
+        end
+
+        test "determinant: Nx's closed forms for 2 x 2 and 3 x 3, LU beyond, batched, integers exact" do
+          same(@device, [Nx.tensor([[[1, 2], [3, 4]], [[5, 6], [7, 8]]])], &Nx.LinAlg.determinant/1, 0.0)
+          same(@device, [Nx.tensor([[1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], [4.0, 5.0, 6.0]])], &Nx.LinAlg.determinant/1, 0.0)
+          same(@device, [random({3, 6, 6}, 3)], &Nx.LinAlg.determinant/1, 1.0e-12)
+          same(@device, [Nx.tensor([[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]])], &Nx.LinAlg.determinant/1, 0.0)
+        end
+
+        test "solve and invert: vector and matrix right sides, batches" do
+          same(@device, [spd([], 6, 4), random({6}, 5)], &Nx.LinAlg.solve/2, 1.0e-12)
+          same(@device, [random({2, 5, 5}, 6), random({2, 5, 3}, 7)], &Nx.LinAlg.solve/2, 1.0e-10)
+          same(@device, [random({4, 4}, 8, :f32), random({4}, 9, :f32)], &Nx.LinAlg.solve/2, 1.0e-4)
+          same(@device, [Nx.tensor([[1, 3, 2, 1], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]]), Nx.tensor([-3, 0, 4, -2])], &Nx.LinAlg.solve/2, 1.0e-6)
+          same(@device, [random({3, 5, 5}, 10)], &Nx.LinAlg.invert/1, 1.0e-10)
+        end
+
+        test "triangular_solve with every side, triangle and transform, vector and matrix right sides" do
+          a = random({5, 5}, 11) |> Nx.add(Nx.multiply(Nx.eye(5, type: :f64), 4))
+
+          for left <- [true, false], lower <- [true, false], transform <- [:none, :transpose] do
+            opts = [left_side: left, lower: lower, transform_a: transform]
+            tri = if lower, do: Nx.tril(a), else: Nx.triu(a)
+            b = if left, do: random({5, 3}, 12), else: random({3, 5}, 12)
+            same(@device, [tri, b], &Nx.LinAlg.triangular_solve(&1, &2, opts), 1.0e-12)
+            same(@device, [tri, random({5}, 13)], &Nx.LinAlg.triangular_solve(&1, &2, opts), 1.0e-12)
+          end
+
+          batched = Nx.stack([Nx.tril(a), Nx.tril(Nx.transpose(a))])
+          same(@device, [batched, random({2, 5, 2}, 14)], &Nx.LinAlg.triangular_solve/2, 1.0e-12)
+        end
+
+        test "gradients through solve, invert, determinant and qr agree with Nx's" do
+          a = spd([], 4, 15)
+          b = random({4}, 16)
+          w = random({4, 4}, 17)
+
+          # Nx 0.7 differentiates the determinant through lu, which is Nx.BinaryBackend's on that line
+          funs = [:solve, :invert, :qr, :cholesky] ++ if(nx_0_8?(), do: [:determinant], else: [])
+          for fun <- funs, do: same(@device, [a, b, w], &apply(Accel.Nx.LinAlgTest.Grads, fun, [&1, &2, &3]), 1.0e-8)
+        end
+
+        test "the edges: NaN, singular matrices, 1 x 1, integer and half-precision input" do
+          nan = Nx.tensor([[1.0, :nan, 0.0], [0.0, 1.0, 0.0], [2.0, 0.0, 1.0]])
+          {q, r} = device_run(@device, fn -> Nx.LinAlg.qr(on(@device, nan)) end)
+          assert nan?(q) and nan?(r)
+
+          singular = Nx.tensor([[1.0, 2.0], [2.0, 4.0]])
+
+          assert_raise ArgumentError, "can't solve for singular matrix", fn ->
+            device_run(@device, fn -> Nx.LinAlg.solve(on(@device, singular), on(@device, Nx.tensor([1.0, 2.0]))) end)
+          end
+
+          assert_raise ArgumentError, "can't solve for singular matrix", fn ->
+            device_run(@device, fn ->
+              Nx.LinAlg.triangular_solve(on(@device, Nx.tensor([[1.0, 0.0], [2.0, 0.0]])), on(@device, Nx.tensor([1.0, 2.0])))
+            end)
+          end
+
+          # integers compute in the float type Nx gives the result
+          same(@device, [Nx.tensor([[4, 2], [2, 3]], type: :s64)], &Nx.LinAlg.cholesky/1, 1.0e-6)
+          same(@device, [Nx.tensor([[4, 2], [2, 3]], type: :s32), Nx.tensor([1, 2], type: :s32)], &Nx.LinAlg.solve/2, 1.0e-6)
+          same(@device, [Nx.tensor([[4, 2], [2, 3]], type: :f16)], &Nx.LinAlg.cholesky/1, 1.0e-3)
+          same(@device, [Nx.tensor([[-3.0]], type: :f64)], &Nx.LinAlg.determinant/1, 0.0)
+          same(@device, [Nx.tensor([[2.0]], type: :f64), Nx.tensor([3.0], type: :f64)], &Nx.LinAlg.solve/2, 0.0)
+        end
+
+        test "at sizes users factor: residuals of a 300 x 300 solve, Cholesky and QR" do
+          n = 300
+          a = spd([], n, 18)
+          b = random({n, 4}, 19)
+
+          device_run(@device, fn ->
+            {da, db} = {on(@device, a), on(@device, b)}
+            x = Nx.LinAlg.solve(da, db)
+            close(host(db), host(Nx.dot(da, x)), 1.0e-10)
+            l = Nx.LinAlg.cholesky(da)
+            close(host(da), host(Nx.dot(l, Nx.transpose(l))), 1.0e-12)
+            {q, r} = Nx.LinAlg.qr(da)
+            close(host(da), host(Nx.dot(q, r)), 1.0e-12)
+            close(Nx.eye(n, type: :f64), host(Nx.dot(Nx.transpose(q), q)), 1.0e-12)
+          end)
+
+          none!()
+        end
+      end
+    end
+
+    test "complex matrices run Nx's composition" do
+      a = Nx.tensor([[Complex.new(2, 1), 1], [1, Complex.new(3, -1)]])
+      b = Nx.tensor([Complex.new(1, 0), Complex.new(0, 1)])
+      expected = Nx.LinAlg.solve(host(a), host(b))
+
+      actual =
+        Nx.with_default_backend({Accel.Nx.Backend, device: :cpu}, fn -> Nx.LinAlg.solve(on(:cpu, a), on(:cpu, b)) end)
+
+      close(expected, host(actual), 1.0e-6)
+    end
+  end
+end
