@@ -2,7 +2,7 @@ if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.DeviceOpsTest do
     # The operations models use beyond elementwise work, on the device: indexing (gather, take,
     # take_along_axis, indexed_add, indexed_put), windows (window_* and their scatters, product),
-    # scans (cumulative_*), conv, sort and argsort, erf_inv. Each against Nx.BinaryBackend on shapes and options that
+    # scans (cumulative_*), conv, sort and argsort, erf_inv, bit counts. Each against Nx.BinaryBackend on shapes and options that
     # exercise its plan, at the edges (indices out of range, NaN in sorts, windows larger than
     # their input), and at 10^6 elements against closed forms where the binary backend
     # would take minutes; with `fallback: :raise`, so that nothing here leaves the device, and the
@@ -261,6 +261,20 @@ if Code.ensure_loaded?(Nx) do
           same(@device, [x], &Nx.erf_inv/1)
           # f64: the device's log within an ulp or two of Erlang's (the Nx guide's promise)
           same(@device, [Nx.as_type(x[1..7], :f64)], &Nx.erf_inv/1, 1.0e-15)
+          Accel.Test.Fallbacks.none!()
+        end
+
+        test "population_count and count_leading_zeros in every integer type's width" do
+          for {kind, width} = type <- [{:s, 8}, {:s, 16}, {:s, 32}, {:s, 64}, {:u, 8}, {:u, 16}, {:u, 32}, {:u, 64}] do
+            {low, high} = if kind == :s, do: {-Bitwise.bsl(1, width - 1), Bitwise.bsl(1, width - 1) - 1}, else: {0, Bitwise.bsl(1, width) - 1}
+            edges = Enum.filter([low, low + 1, -1, 0, 1, 2, 3, 127, 128, 255, 256, 65_535, 123_456_789, high - 1, high], &(&1 >= low and &1 <= high))
+            # and a spread of values across the range
+            spread = for i <- 0..4095, do: low + rem(i * 2_654_435_761 * 40_503, high - low + 1)
+            t = Nx.tensor(edges ++ spread, type: type)
+            same(@device, [t], &Nx.population_count/1)
+            same(@device, [t], &Nx.count_leading_zeros/1)
+          end
+
           Accel.Test.Fallbacks.none!()
         end
 

@@ -50,7 +50,8 @@ if Code.ensure_loaded?(Nx) do
       * windows: `window_sum`, `window_product`, `window_max`, `window_min`,
         `window_scatter_max`, `window_scatter_min`, `cumulative_sum`, `cumulative_product`,
         `cumulative_max`, `cumulative_min`;
-      * `conv` (im2col and BLAS), `sort`, `argsort`, `erf_inv`;
+      * `conv` (im2col and BLAS), `sort`, `argsort`, `erf_inv`, `population_count`,
+        `count_leading_zeros`;
       * the linear algebra with results Nx's compositions would give: `cholesky`, `solve` (so
         `invert`), `triangular_solve`, `determinant` through LAPACK on the host in `f64`, and `qr`
         as Nx's own Householder algorithm in C++ (Q and R in Nx's signs, which Nx's gradients
@@ -59,7 +60,7 @@ if Code.ensure_loaded?(Nx) do
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
     element), `fft`, `eigh` and `lu` on Nx 0.7 (the binary backend's own), negative `pad`,
-    `count_leading_zeros`, `population_count`, complex arithmetic and parts. Each fallback emits
+    complex arithmetic and parts. Each fallback emits
     the telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make
     fallbacks raise (below).
@@ -86,6 +87,7 @@ if Code.ensure_loaded?(Nx) do
     # No @impl: the callbacks differ between Nx 0.7 and 0.11 (stack/3, to_pointer/2 and
     # from_pointer/5 arrived, map/4 left), and this module compiles against both.
     import Kernel, except: [inspect: 2]
+    import Bitwise
 
     alias Accel.Nx.{Fallback, LinAlg, Storage}
     alias Accel.Tensor, as: AT
@@ -295,8 +297,52 @@ if Code.ensure_loaded?(Nx) do
       def unquote(op)(out, t), do: unary(unquote(op), out, t)
     end
 
-    for op <- [:count_leading_zeros, :population_count, :real, :imag, :conjugate] do
+    for op <- [:real, :imag, :conjugate] do
       def unquote(op)(out, t), do: Fallback.run(unquote(op), [out, t])
+    end
+
+    # Bit counts in the Nx type's width, of the registry's shifts, masks and adds (no kernel of
+    # their own): a population count sums bit pairs, nibbles, bytes, then the bytes; leading zeros
+    # are the width less the population count of the value with every bit below its highest set.
+    def population_count(out, t), do: bits(:population_count, out, t)
+    def count_leading_zeros(out, t), do: bits(:count_leading_zeros, out, t)
+
+    defp bits(name, %T{type: {kind, width} = type} = out, %T{} = t) when kind in [:s, :u] do
+      if Storage.compute?([type, t.type]) do
+        [a] = Storage.operands!(name, [t])
+        a = Storage.cast(a, type)
+        bits = Accel.Tensor.Types.bytes(a.type) * 8
+        # the value's own bits: s8 and s16 compute in s32, sign-extended
+        a = if width < bits, do: AT.bitwise_and(a, (1 <<< width) - 1), else: a
+
+        result =
+          case name do
+            :population_count ->
+              popcount(a, bits)
+
+            :count_leading_zeros ->
+              smeared = Enum.reduce([1, 2, 4, 8, 16, 32], a, &if(&1 < width, do: AT.bitwise_or(&2, AT.right_shift(&2, &1)), else: &2))
+              AT.negate(AT.subtract(popcount(smeared, bits), width))
+          end
+
+        Storage.wrap(result, out, Storage.auto?([t]))
+      else
+        Fallback.run(name, [out, t])
+      end
+    end
+
+    defp bits(name, out, t), do: Fallback.run(name, [out, t])
+
+    # masks of `bits` bits repeating 01, 0011 and 00001111: their top bit clear, so that an
+    # arithmetic shift's copies of the sign bit are masked away
+    defp popcount(x, bits) do
+      all = (1 <<< bits) - 1
+      [m1, m2, m4] = [div(all, 3), div(all, 5), div(all, 17)]
+      x = AT.subtract(x, AT.bitwise_and(AT.right_shift(x, 1), m1))
+      x = AT.add(AT.bitwise_and(x, m2), AT.bitwise_and(AT.right_shift(x, 2), m2))
+      x = AT.bitwise_and(AT.add(x, AT.right_shift(x, 4)), m4)
+      x = Enum.reduce([8, 16, 32], x, &if(&1 < bits, do: AT.add(&2, AT.right_shift(&2, &1)), else: &2))
+      AT.bitwise_and(x, 0x7F)
     end
 
     # Arithmetic in the output type Nx computed; comparisons in the operands' merged type.
