@@ -13,11 +13,22 @@
 //
 // Tensors are row-major, LAPACK is column-major: LAPACK works on a column-major copy (it overwrites
 // its input anyway). A matrix holding NaN or an infinity gets NaN factors.
+//
+// The arithmetic runs on one thread of Accel's with a 64 MiB stack, one call at a time: OpenBLAS's
+// factorisations need more stack than a BEAM dirty scheduler has (a 128 x 128 Cholesky overflowed
+// one and took the VM down), and its threaded LAPACK routines are not safe to enter from several
+// threads at once. The caller (a dirty scheduler, or a device's queue) waits for it.
+#include <pthread.h>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,6 +54,65 @@ using namespace detail;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The thread the arithmetic runs on: started on first use, never stopped (a static destructor could
+// run while a dirty scheduler is still inside a call at VM exit).
+class ArithmeticThread {
+ public:
+  static ArithmeticThread& get() {
+    static ArithmeticThread* t = new ArithmeticThread();
+    return *t;
+  }
+
+  // Runs `work` there and returns when it has; its exception, if any, is rethrown here.
+  void run(const std::function<void()>& work) {
+    std::lock_guard<std::mutex> one_at_a_time(calls_);
+    if (!started_) start();
+    std::unique_lock<std::mutex> lock(mutex_);
+    work_ = &work;
+    error_ = nullptr;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return work_ == nullptr; });
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void start() {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, size_t{64} << 20);
+    pthread_t thread;
+    const int failed = pthread_create(&thread, &attr, &ArithmeticThread::main, this);
+    pthread_attr_destroy(&attr);
+    if (failed != 0) throw Error("out_of_memory", "could not start the linear algebra's thread");
+    pthread_detach(thread);
+    started_ = true;
+  }
+
+  static void* main(void* self) {
+    auto* t = static_cast<ArithmeticThread*>(self);
+    std::unique_lock<std::mutex> lock(t->mutex_);
+    for (;;) {
+      t->cv_.wait(lock, [&] { return t->work_ != nullptr; });
+      try {
+        (*t->work_)();
+      } catch (...) {
+        t->error_ = std::current_exception();
+      }
+      t->work_ = nullptr;
+      t->cv_.notify_all();
+    }
+  }
+
+  std::mutex calls_;  // one caller at a time
+  bool started_ = false;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  const std::function<void()>* work_ = nullptr;
+  std::exception_ptr error_;
+};
+
+void on_arithmetic_thread(const std::function<void()>& work) { ArithmeticThread::get().run(work); }
 
 bool finite(const double* p, size_t n) {
   for (size_t i = 0; i < n; ++i)
@@ -233,11 +303,13 @@ std::vector<Tensor> per_matrix(const Tensor& a, const LinalgPlan& p, const std::
   const std::vector<double> in = read_f64(a);
   std::vector<std::vector<double>> results;
   for (uint64_t s : sizes) results.emplace_back(static_cast<size_t>(product(p.batch, s, "a result")));
-  std::vector<double*> at(sizes.size());
-  for (uint64_t b = 0; b < p.batch; ++b) {
-    for (size_t r = 0; r < sizes.size(); ++r) at[r] = results[r].data() + b * sizes[r];
-    one(in.data() + b * p.m * p.n, at.data());
-  }
+  on_arithmetic_thread([&] {
+    std::vector<double*> at(sizes.size());
+    for (uint64_t b = 0; b < p.batch; ++b) {
+      for (size_t r = 0; r < sizes.size(); ++r) at[r] = results[r].data() + b * sizes[r];
+      one(in.data() + b * p.m * p.n, at.data());
+    }
+  });
   std::vector<Tensor> out;
   for (const auto& r : results) out.push_back(write_as(a, a.type, r));
   return out;
@@ -293,8 +365,10 @@ Tensor tensor_solve(const Tensor& a, const Tensor& b, const LinalgPlan& plan, bo
   const std::vector<double> as = read_f64(a);
   std::vector<double> x = read_f64(b), work;
   std::vector<int> ipiv;
-  for (uint64_t i = 0; i < plan.batch && plan.n > 0; ++i)
-    solve_one(as.data() + i * plan.n * plan.n, x.data() + i * plan.b_rows * plan.b_cols, plan, triangular, work, ipiv);
+  on_arithmetic_thread([&] {
+    for (uint64_t i = 0; i < plan.batch && plan.n > 0; ++i)
+      solve_one(as.data() + i * plan.n * plan.n, x.data() + i * plan.b_rows * plan.b_cols, plan, triangular, work, ipiv);
+  });
   return write_as(b, b.type, x);
 #else
   no_lapack();
