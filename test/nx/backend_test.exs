@@ -187,7 +187,7 @@ if Code.ensure_loaded?(Nx) do
           :telemetry.attach(id, [:accel, :nx, :fallback], &__MODULE__.forward/4, parent)
 
           try do
-            t = same(@device, [Nx.tensor([1.0, 255.0, 65536.0])], &Nx.reduce(&1, 0, fn x, acc -> Nx.max(x, acc) end))
+            t = same(@device, [Nx.tensor([1.0, 255.0, 65536.0])], &Nx.reduce(&1, 0.0, fn x, acc -> Nx.max(x, acc) end))
             assert %Accel.Nx.Backend{tensor: %Accel.Tensor{device: {@device, _}}} = t.data
             assert_received {:fallback, %{count: 1}, %{operation: :reduce, device: {@device, _}}}
 
@@ -213,8 +213,8 @@ if Code.ensure_loaded?(Nx) do
 
           Nx.with_default_backend({Accel.Nx.Backend, device: @device, fallback: :raise}, fn ->
             assert_raise ArgumentError,
-                         ~r/no #{@device}:0 kernel for reduce on these operands \(f32\{2\}, s64\{\}\), and fallback: :raise/,
-                         fn -> Nx.reduce(t, 0, fn x, acc -> Nx.max(x, acc) end) end
+                         ~r/no #{@device}:0 kernel for reduce on these operands \(f32\{2\}, f32\{\}\), and fallback: :raise/,
+                         fn -> Nx.reduce(t, 0.0, fn x, acc -> Nx.max(x, acc) end) end
           end)
 
           # (the application's configuration: test/nx/fallback_config_test.exs, not async)

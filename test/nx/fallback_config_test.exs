@@ -13,17 +13,17 @@ if Code.ensure_loaded?(Nx) do
         assert_raise ArgumentError,
                      ~r/no cpu:0 kernel for reduce .* fallback: :raise forbids/,
                      fn ->
-                       Nx.reduce(t, 0, fn x, acc -> Nx.max(x, acc) end)
+                       Nx.reduce(t, 0.0, fn x, acc -> Nx.max(x, acc) end)
                      end
 
         Nx.with_default_backend({Accel.Nx.Backend, device: :cpu, fallback: :host}, fn ->
-          assert Nx.to_number(Nx.reduce(t, 0, fn x, acc -> Nx.max(x, acc) end)) == 2.0
+          assert Nx.to_number(Nx.reduce(t, 0.0, fn x, acc -> Nx.max(x, acc) end)) == 2.0
         end)
       after
         Application.delete_env(:accel, :nx_fallback)
       end
 
-      assert Nx.to_number(Nx.reduce(t, 0, fn x, acc -> Nx.max(x, acc) end)) == 2.0
+      assert Nx.to_number(Nx.reduce(t, 0.0, fn x, acc -> Nx.max(x, acc) end)) == 2.0
     end
   end
 end
