@@ -39,13 +39,16 @@ if Code.ensure_loaded?(Nx) do
     end
 
     # A X = B, B a vector or a matrix per batch
-    def solve(%T{type: type} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, otherwise) do
+    def solve(%T{} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, otherwise) do
       {batch, n, n} = matrices(a_shape)
-      cols = if tuple_size(b_shape) == tuple_size(a_shape), do: elem(b_shape, tuple_size(b_shape) - 1), else: 1
-      solved(out, a, b, [batch, n, n, cols], [true, true, false, false], type, otherwise)
+
+      cols =
+        if tuple_size(b_shape) == tuple_size(a_shape), do: elem(b_shape, tuple_size(b_shape) - 1), else: 1
+
+      solved(out, a, b, [batch, n, n, cols], [true, true, false, false], otherwise)
     end
 
-    def triangular_solve(%T{type: type} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, opts, otherwise) do
+    def triangular_solve(%T{} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, opts, otherwise) do
       {batch, n, n} = matrices(a_shape)
       left = Keyword.get(opts, :left_side, true)
 
@@ -61,8 +64,14 @@ if Code.ensure_loaded?(Nx) do
             {1, n}
         end
 
-      flags = [left, Keyword.get(opts, :lower, true), Keyword.get(opts, :transform_a, :none) == :transpose, true]
-      solved(out, a, b, [batch, n, rows, cols], flags, type, otherwise)
+      flags = [
+        left,
+        Keyword.get(opts, :lower, true),
+        Keyword.get(opts, :transform_a, :none) == :transpose,
+        true
+      ]
+
+      solved(out, a, b, [batch, n, rows, cols], flags, otherwise)
     end
 
     # {batch, rows, columns} of a tensor whose last two axes are matrices
@@ -75,7 +84,8 @@ if Code.ensure_loaded?(Nx) do
     defp decompose(op, outs, %T{type: in_type} = t, dims, eps, otherwise) do
       [%T{type: type} | _] = outs
 
-      if real?(type) and real?(in_type) and Enum.all?(outs, &Storage.compute?([&1.type])) do
+      # (complex types have no compute type: their matrices run `otherwise`)
+      if Storage.compute?([in_type | Enum.map(outs, & &1.type)]) do
         [a] = Storage.operands!(op, [t])
         a = Storage.cast(a, type)
 
@@ -92,8 +102,8 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    defp solved(out, %T{} = a, %T{} = b, dims, flags, type, otherwise) do
-      if real?(type) and real?(a.type) and real?(b.type) and Storage.compute?([type, a.type, b.type]) do
+    defp solved(%T{type: type} = out, %T{} = a, %T{} = b, dims, flags, otherwise) do
+      if Storage.compute?([type, a.type, b.type]) do
         [x, y] = Storage.operands!(:solve, [a, b]) |> Enum.map(&Storage.cast(&1, type))
         result = AT.new({Nx.size(out.shape)}, x.type, &Accel.NIF.tensor_solve(x.ref, y.ref, dims, flags, &1))
         Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([a, b]))
@@ -101,8 +111,5 @@ if Code.ensure_loaded?(Nx) do
         otherwise.()
       end
     end
-
-    defp real?({:c, _}), do: false
-    defp real?(_), do: true
   end
 end
