@@ -549,7 +549,10 @@ defmodule Accel.HostileTest do
       {"linalg NIF: a solve whose right side does not match the matrix",
        fn ->
          a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
-         Accel.Job.call(&nif.tensor_solve(a.ref, T.as_type(t, :f64).ref, [1, 2, 3, 2], [true, true, false, false], &1))
+
+         Accel.Job.call(
+           &nif.tensor_solve(a.ref, T.as_type(t, :f64).ref, [1, 2, 3, 2], [true, true, false, false], &1)
+         )
        end, ArgumentError, ~r/right side's rows \(3\) must match the matrix size \(2\)/},
       {"linalg NIF: solve flags that are not booleans",
        fn ->

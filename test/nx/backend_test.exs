@@ -187,7 +187,13 @@ if Code.ensure_loaded?(Nx) do
           :telemetry.attach(id, [:accel, :nx, :fallback], &__MODULE__.forward/4, parent)
 
           try do
-            t = same(@device, [Nx.tensor([1.0, 255.0, 65536.0])], &Nx.reduce(&1, 0.0, fn x, acc -> Nx.max(x, acc) end))
+            t =
+              same(
+                @device,
+                [Nx.tensor([1.0, 255.0, 65536.0])],
+                &Nx.reduce(&1, 0.0, fn x, acc -> Nx.max(x, acc) end)
+              )
+
             assert %Accel.Nx.Backend{tensor: %Accel.Tensor{device: {@device, _}}} = t.data
             assert_received {:fallback, %{count: 1}, %{operation: :reduce, device: {@device, _}}}
 

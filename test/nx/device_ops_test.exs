@@ -265,9 +265,27 @@ if Code.ensure_loaded?(Nx) do
         end
 
         test "population_count and count_leading_zeros in every integer type's width" do
-          for {kind, width} = type <- [{:s, 8}, {:s, 16}, {:s, 32}, {:s, 64}, {:u, 8}, {:u, 16}, {:u, 32}, {:u, 64}] do
-            {low, high} = if kind == :s, do: {-Bitwise.bsl(1, width - 1), Bitwise.bsl(1, width - 1) - 1}, else: {0, Bitwise.bsl(1, width) - 1}
-            edges = Enum.filter([low, low + 1, -1, 0, 1, 2, 3, 127, 128, 255, 256, 65_535, 123_456_789, high - 1, high], &(&1 >= low and &1 <= high))
+          for {kind, width} = type <- [
+                {:s, 8},
+                {:s, 16},
+                {:s, 32},
+                {:s, 64},
+                {:u, 8},
+                {:u, 16},
+                {:u, 32},
+                {:u, 64}
+              ] do
+            {low, high} =
+              if kind == :s,
+                do: {-Bitwise.bsl(1, width - 1), Bitwise.bsl(1, width - 1) - 1},
+                else: {0, Bitwise.bsl(1, width) - 1}
+
+            edges =
+              Enum.filter(
+                [low, low + 1, -1, 0, 1, 2, 3, 127, 128, 255, 256, 65_535, 123_456_789, high - 1, high],
+                &(&1 >= low and &1 <= high)
+              )
+
             # and a spread of values across the range
             spread = for i <- 0..4095, do: low + rem(i * 2_654_435_761 * 40_503, high - low + 1)
             t = Nx.tensor(edges ++ spread, type: type)

@@ -3,10 +3,10 @@ if Code.ensure_loaded?(Nx) do
     # Gradients Nx takes through the linear algebra (its compositions' rules, fed the factors)
     import Nx.Defn
 
-    defn solve(a, b, _w), do: grad(a, &(&1 |> Nx.LinAlg.solve(b) |> Nx.sum()))
-    defn invert(a, _b, _w), do: grad(a, &(&1 |> Nx.LinAlg.invert() |> Nx.sum()))
-    defn determinant(a, _b, _w), do: grad(a, &Nx.LinAlg.determinant/1)
-    defn cholesky(a, _b, w), do: grad(a, &(&1 |> Nx.LinAlg.cholesky() |> Nx.multiply(w) |> Nx.sum()))
+    defn(solve(a, b, _w), do: grad(a, &(&1 |> Nx.LinAlg.solve(b) |> Nx.sum())))
+    defn(invert(a, _b, _w), do: grad(a, &(&1 |> Nx.LinAlg.invert() |> Nx.sum())))
+    defn(determinant(a, _b, _w), do: grad(a, &Nx.LinAlg.determinant/1))
+    defn(cholesky(a, _b, w), do: grad(a, &(&1 |> Nx.LinAlg.cholesky() |> Nx.multiply(w) |> Nx.sum())))
 
     defn qr(a, _b, w) do
       grad(a, fn a ->
@@ -85,13 +85,22 @@ if Code.ensure_loaded?(Nx) do
 
         test "cholesky of batches, f32 and f64, as Nx's composition" do
           # Nx's composition divides by each pivot plus 1e-10
-          for {batch, n, type, tol} <- [{[], 1, :f64, 1.0e-9}, {[], 6, :f64, 1.0e-9}, {[3], 5, :f64, 1.0e-9}, {[2, 2], 4, :f32, 2.0e-6}] do
+          for {batch, n, type, tol} <- [
+                {[], 1, :f64, 1.0e-9},
+                {[], 6, :f64, 1.0e-9},
+                {[3], 5, :f64, 1.0e-9},
+                {[2, 2], 4, :f32, 2.0e-6}
+              ] do
             same(@device, [spd(batch, n, n, type)], &Nx.LinAlg.cholesky/1, tol)
           end
         end
 
         test "cholesky of a matrix that is not positive definite: NaN from the failing pivot on" do
-          l = device_run(@device, fn -> Nx.LinAlg.cholesky(on(@device, Nx.tensor([[4.0, 2.0, 0.0], [2.0, -3.0, 1.0], [0.0, 1.0, 2.0]]))) end)
+          l =
+            device_run(@device, fn ->
+              Nx.LinAlg.cholesky(on(@device, Nx.tensor([[4.0, 2.0, 0.0], [2.0, -3.0, 1.0], [0.0, 1.0, 2.0]])))
+            end)
+
           none!()
           [[a, b, c], [d, e, f], [g, h, i]] = l |> host() |> Nx.to_list()
           assert {a, b, c, d} == {2.0, 0.0, 0.0, 1.0}
@@ -114,7 +123,13 @@ if Code.ensure_loaded?(Nx) do
 
           # structured: columns already reduced, where Nx reflects nothing
           same(@device, [Nx.tensor([[2, -2, 18], [2, 1, 0], [1, 2, 0]])], &Nx.LinAlg.qr/1, 1.0e-6)
-          same(@device, [Nx.tensor([[3, 2, 1], [0, 1, 1], [0, 0, 1], [0, 0, 1]], type: :f64)], &Nx.LinAlg.qr/1, 1.0e-12)
+
+          same(
+            @device,
+            [Nx.tensor([[3, 2, 1], [0, 1, 1], [0, 0, 1], [0, 0, 1]], type: :f64)],
+            &Nx.LinAlg.qr/1,
+            1.0e-12
+          )
         end
 
         test "qr's complete mode of a wide matrix is the reduced one; of a tall one, Nx's composition" do
@@ -125,16 +140,43 @@ if Code.ensure_loaded?(Nx) do
 
         test "determinant: Nx's closed forms for 2 x 2 and 3 x 3, LU beyond, batched, integers exact" do
           same(@device, [Nx.tensor([[[1, 2], [3, 4]], [[5, 6], [7, 8]]])], &Nx.LinAlg.determinant/1, 0.0)
-          same(@device, [Nx.tensor([[1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], [4.0, 5.0, 6.0]])], &Nx.LinAlg.determinant/1, 0.0)
+
+          same(
+            @device,
+            [Nx.tensor([[1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], [4.0, 5.0, 6.0]])],
+            &Nx.LinAlg.determinant/1,
+            0.0
+          )
+
           same(@device, [random({3, 6, 6}, 3)], &Nx.LinAlg.determinant/1, 1.0e-12)
-          same(@device, [Nx.tensor([[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]])], &Nx.LinAlg.determinant/1, 0.0)
+
+          same(
+            @device,
+            [
+              Nx.tensor([
+                [0.0, 1.0, 0.0, 0.0],
+                [1.0, 0.0, 0.0, 0.0],
+                [0.0, 0.0, 0.0, 1.0],
+                [0.0, 0.0, 1.0, 0.0]
+              ])
+            ],
+            &Nx.LinAlg.determinant/1,
+            0.0
+          )
         end
 
         test "solve and invert: vector and matrix right sides, batches" do
           same(@device, [spd([], 6, 4), random({6}, 5)], &Nx.LinAlg.solve/2, 1.0e-12)
           same(@device, [random({2, 5, 5}, 6), random({2, 5, 3}, 7)], &Nx.LinAlg.solve/2, 1.0e-10)
           same(@device, [random({4, 4}, 8, :f32), random({4}, 9, :f32)], &Nx.LinAlg.solve/2, 1.0e-4)
-          same(@device, [Nx.tensor([[1, 3, 2, 1], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]]), Nx.tensor([-3, 0, 4, -2])], &Nx.LinAlg.solve/2, 1.0e-6)
+
+          same(
+            @device,
+            [Nx.tensor([[1, 3, 2, 1], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]]), Nx.tensor([-3, 0, 4, -2])],
+            &Nx.LinAlg.solve/2,
+            1.0e-6
+          )
+
           same(@device, [random({3, 5, 5}, 10)], &Nx.LinAlg.invert/1, 1.0e-10)
         end
 
@@ -160,7 +202,9 @@ if Code.ensure_loaded?(Nx) do
 
           # Nx 0.7 differentiates the determinant through lu, which is Nx.BinaryBackend's on that line
           funs = [:solve, :invert, :qr, :cholesky] ++ if(nx_0_8?(), do: [:determinant], else: [])
-          for fun <- funs, do: same(@device, [a, b, w], &apply(Accel.Nx.LinAlgTest.Grads, fun, [&1, &2, &3]), 1.0e-8)
+
+          for fun <- funs,
+              do: same(@device, [a, b, w], &apply(Accel.Nx.LinAlgTest.Grads, fun, [&1, &2, &3]), 1.0e-8)
         end
 
         test "the edges: NaN, singular matrices, 1 x 1, integer and half-precision input" do
@@ -171,21 +215,39 @@ if Code.ensure_loaded?(Nx) do
           singular = Nx.tensor([[1.0, 2.0], [2.0, 4.0]])
 
           assert_raise ArgumentError, "can't solve for singular matrix", fn ->
-            device_run(@device, fn -> Nx.LinAlg.solve(on(@device, singular), on(@device, Nx.tensor([1.0, 2.0]))) end)
+            device_run(@device, fn ->
+              Nx.LinAlg.solve(on(@device, singular), on(@device, Nx.tensor([1.0, 2.0])))
+            end)
           end
 
           assert_raise ArgumentError, "can't solve for singular matrix", fn ->
             device_run(@device, fn ->
-              Nx.LinAlg.triangular_solve(on(@device, Nx.tensor([[1.0, 0.0], [2.0, 0.0]])), on(@device, Nx.tensor([1.0, 2.0])))
+              Nx.LinAlg.triangular_solve(
+                on(@device, Nx.tensor([[1.0, 0.0], [2.0, 0.0]])),
+                on(@device, Nx.tensor([1.0, 2.0]))
+              )
             end)
           end
 
           # integers compute in the float type Nx gives the result
           same(@device, [Nx.tensor([[4, 2], [2, 3]], type: :s64)], &Nx.LinAlg.cholesky/1, 1.0e-6)
-          same(@device, [Nx.tensor([[4, 2], [2, 3]], type: :s32), Nx.tensor([1, 2], type: :s32)], &Nx.LinAlg.solve/2, 1.0e-6)
+
+          same(
+            @device,
+            [Nx.tensor([[4, 2], [2, 3]], type: :s32), Nx.tensor([1, 2], type: :s32)],
+            &Nx.LinAlg.solve/2,
+            1.0e-6
+          )
+
           same(@device, [Nx.tensor([[4, 2], [2, 3]], type: :f16)], &Nx.LinAlg.cholesky/1, 1.0e-3)
           same(@device, [Nx.tensor([[-3.0]], type: :f64)], &Nx.LinAlg.determinant/1, 0.0)
-          same(@device, [Nx.tensor([[2.0]], type: :f64), Nx.tensor([3.0], type: :f64)], &Nx.LinAlg.solve/2, 0.0)
+
+          same(
+            @device,
+            [Nx.tensor([[2.0]], type: :f64), Nx.tensor([3.0], type: :f64)],
+            &Nx.LinAlg.solve/2,
+            0.0
+          )
         end
 
         # (OpenBLAS's factorisations of these sizes overflowed a dirty scheduler's stack: they run on
@@ -209,7 +271,10 @@ if Code.ensure_loaded?(Nx) do
             close(Nx.eye(n, type: :f64), host(Nx.dot(Nx.transpose(q), q)), 1.0e-12)
             # det(A) = prod(diag(L))^2
             log_det = l |> Nx.take_diagonal() |> Nx.log() |> Nx.sum() |> Nx.multiply(2) |> Nx.to_number()
-            assert_in_delta :math.log(Nx.to_number(Nx.LinAlg.determinant(Nx.divide(da, n)))), log_det - n * :math.log(n), 1.0e-6
+
+            assert_in_delta :math.log(Nx.to_number(Nx.LinAlg.determinant(Nx.divide(da, n)))),
+                            log_det - n * :math.log(n),
+                            1.0e-6
           end)
 
           none!()
@@ -223,7 +288,9 @@ if Code.ensure_loaded?(Nx) do
       expected = Nx.LinAlg.solve(host(a), host(b))
 
       actual =
-        Nx.with_default_backend({Accel.Nx.Backend, device: :cpu}, fn -> Nx.LinAlg.solve(on(:cpu, a), on(:cpu, b)) end)
+        Nx.with_default_backend({Accel.Nx.Backend, device: :cpu}, fn ->
+          Nx.LinAlg.solve(on(:cpu, a), on(:cpu, b))
+        end)
 
       close(expected, host(actual), 1.0e-6)
     end

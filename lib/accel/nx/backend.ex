@@ -321,7 +321,13 @@ if Code.ensure_loaded?(Nx) do
               popcount(a, bits)
 
             :count_leading_zeros ->
-              smeared = Enum.reduce([1, 2, 4, 8, 16, 32], a, &if(&1 < width, do: AT.bitwise_or(&2, AT.right_shift(&2, &1)), else: &2))
+              smeared =
+                Enum.reduce(
+                  [1, 2, 4, 8, 16, 32],
+                  a,
+                  &if(&1 < width, do: AT.bitwise_or(&2, AT.right_shift(&2, &1)), else: &2)
+                )
+
               AT.negate(AT.subtract(popcount(smeared, bits), width))
           end
 
@@ -505,8 +511,11 @@ if Code.ensure_loaded?(Nx) do
     end
 
     # the linear algebra with unique results: LAPACK; Nx's composition otherwise
-    def block(%{__struct__: Nx.Block.LinAlg.Cholesky} = s, out, [t], fun), do: LinAlg.cholesky(out, t, fn -> fun.(s, t) end)
-    def block(%{__struct__: Nx.Block.LinAlg.QR} = s, out, [t], fun), do: LinAlg.qr(out, t, [eps: s.eps], fn -> fun.(s, t) end)
+    def block(%{__struct__: Nx.Block.LinAlg.Cholesky} = s, out, [t], fun),
+      do: LinAlg.cholesky(out, t, fn -> fun.(s, t) end)
+
+    def block(%{__struct__: Nx.Block.LinAlg.QR} = s, out, [t], fun),
+      do: LinAlg.qr(out, t, [eps: s.eps], fn -> fun.(s, t) end)
 
     def block(%{__struct__: Nx.Block.LinAlg.Determinant} = s, out, [t], fun),
       do: LinAlg.determinant(out, t, fn -> fun.(s, t) end)
