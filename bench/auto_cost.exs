@@ -14,7 +14,10 @@
 # costs that large calls depend on.
 #
 #   mix run bench/auto_cost.exs [--runs 31] [--elements 100000] [--tag TAG]
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule AutoCostBench do
+  alias Accel.Bench.Results
   require Accel
   alias Accel.Placement
 
@@ -74,7 +77,7 @@ defmodule AutoCostBench do
     #{teach_row("after", taught_after)}
     """
 
-    path = if opts[:tag], do: "bench/results/auto_cost_#{opts[:tag]}.md", else: "bench/results/auto_cost.md"
+    path = Results.path(if opts[:tag], do: "auto_cost_#{opts[:tag]}.md", else: "auto_cost.md")
     File.write!(path, text)
     IO.puts(text)
   end

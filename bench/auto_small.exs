@@ -7,7 +7,10 @@
 # 4x as many rounds: :auto's ratio to it. Writes bench/results/auto_small.md.
 #
 #   mix run bench/auto_small.exs [--rounds 101]
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule AutoSmallBench do
+  alias Accel.Bench.Results
   require Accel
 
   def main(args) do
@@ -57,7 +60,7 @@ defmodule AutoSmallBench do
     """
 
     IO.puts(text)
-    File.write!(Path.join([__DIR__, "results", "auto_small.md"]), text)
+    File.write!(Results.path("auto_small.md"), text)
   end
 
   # Per-call medians (us) of each function over `rounds` rounds of a batch of `batch` calls each,

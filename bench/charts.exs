@@ -4,10 +4,11 @@
 # when they run; this needs gnuplot only (bin/setup --bench installs it), not Accel's devices.
 #
 #   mix run bench/charts.exs
+Code.require_file("support/results.ex", __DIR__)
 Code.require_file("support/chart.ex", __DIR__)
 alias Accel.Bench.Chart
 
-results = Path.expand("results", __DIR__)
+results = Accel.Bench.Results.dir()
 
 for csv <- Path.wildcard(Path.join(results, "logistic_map*.csv")) do
   md = File.read!(String.replace_suffix(csv, ".csv", ".md"))

@@ -6,7 +6,10 @@
 # Writes bench/results/crossing.md (crossing_N.md for another --elements N).
 #
 #   mix run bench/crossing.exs [--runs 5] [--elements N]
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule CrossingBench do
+  alias Accel.Bench.Results
   @elements 0x2000000
 
   def main(args) do
@@ -90,7 +93,7 @@ defmodule CrossingBench do
 
     IO.puts(report)
     name = if n == @elements, do: "crossing.md", else: "crossing_#{n}.md"
-    path = Path.expand("results/" <> name, __DIR__)
+    path = Results.path(name)
     File.write!(path, "# Crossing benchmark\n\n" <> report)
     IO.puts("wrote #{path}")
   end

@@ -13,7 +13,10 @@ unless Code.ensure_loaded?(Flow) do
   System.halt(0)
 end
 
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule FlowBench do
+  alias Accel.Bench.Results
   @compile {:no_warn_undefined, [Flow, Accel.Flow]}
 
   @chunk 1_048_576
@@ -117,7 +120,7 @@ defmodule FlowBench do
     """
 
     IO.puts(report)
-    path = Path.expand(if(n == @elements, do: "results/flow.md", else: "results/flow_#{n}.md"), __DIR__)
+    path = Results.path(if(n == @elements, do: "flow.md", else: "flow_#{n}.md"))
     File.write!(path, "# Accel.Flow benchmark\n\n" <> report)
     IO.puts("wrote #{path}")
   end

@@ -13,7 +13,10 @@
 #   mix run bench/kernel_stop_cost.exs [--runs 9]
 require Accel
 
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule KernelStopCost do
+  alias Accel.Bench.Results
   @n 16_777_216
   @poll ~r/\n[ \t]*if \(\(t\d+k & 0xFFFFUL\) == 0 && ACCEL_STOPPED\(\)\) \{ bad = 1; break; \}/
 
@@ -74,7 +77,7 @@ defmodule KernelStopCost do
     """
 
     IO.puts(report)
-    File.write!(Path.join([__DIR__, "results", "kernel_stop_cost.md"]), report)
+    File.write!(Results.path("kernel_stop_cost.md"), report)
   end
 
   # A launch of `source` (the kernel's text, or a variant of it) over `input`, its result as a binary.

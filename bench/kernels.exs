@@ -11,7 +11,11 @@
 #   mix run bench/kernels.exs [--runs 5] [--elements N] [--tag TAG]
 require Accel
 
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule KernelBench do
+  alias Accel.Bench.Results
+
   def main(args) do
     {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, elements: :integer, tag: :string])
     n = opts[:elements] || 0x2000000
@@ -61,7 +65,7 @@ defmodule KernelBench do
         true -> "kernels_#{n}.md"
       end
 
-    path = Path.expand("results/" <> name, __DIR__)
+    path = Results.path(name)
     File.write!(path, "# Accel.Kernel benchmark\n\n" <> report)
     IO.puts("wrote #{path}")
   end

@@ -4,6 +4,7 @@
 # time counts. Writes bench/results/logistic_map.{md,csv,svg}.
 #
 #   bin/bench [--runs 3] [--quick] [--elements N] [--tag NAME: results go to logistic_map_NAME.*]
+Code.require_file("support/results.ex", __DIR__)
 Code.require_file("support/report.ex", __DIR__)
 Code.require_file("support/logistic_map_elixir.ex", __DIR__)
 Code.require_file("support/chart.ex", __DIR__)
@@ -399,18 +400,13 @@ defmodule LogisticMapBench do
         """
 
     suffix = if(tag, do: "_#{tag}", else: "") <> if(n == @full, do: "", else: "_#{n}")
-    File.mkdir_p!("bench/results")
-    File.write!("bench/results/logistic_map#{suffix}.md", md)
-    File.write!("bench/results/logistic_map#{suffix}.csv", Report.csv(rows, best))
-
-    Accel.Bench.Chart.logistic_map(
-      "bench/results/logistic_map#{suffix}.csv",
-      "bench/results/logistic_map#{suffix}.svg",
-      "Logistic map, #{n} elements"
-    )
+    base = Accel.Bench.Results.path("logistic_map#{suffix}")
+    File.write!(base <> ".md", md)
+    File.write!(base <> ".csv", Report.csv(rows, best))
+    Accel.Bench.Chart.logistic_map(base <> ".csv", base <> ".svg", "Logistic map, #{n} elements")
 
     IO.puts("\n" <> md)
-    IO.puts("Wrote bench/results/logistic_map#{suffix}.{md,csv,svg}")
+    IO.puts("Wrote #{base}.{md,csv,svg}")
   end
 
   defp devices_line do

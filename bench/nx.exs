@@ -9,9 +9,11 @@
 # rounds. Results checked against the binary backend. Writes bench/results/nx.md.
 #
 #   mix run bench/nx.exs [--runs 7] [--tag TAG]
+Code.require_file("support/results.ex", __DIR__)
 Code.require_file("support/peers.ex", __DIR__)
 
 defmodule NxBench do
+  alias Accel.Bench.Results
   @dot_n 1024
   @sum_n 16_777_216
   @rows 4096
@@ -37,7 +39,7 @@ defmodule NxBench do
     report = report(rounds, devices)
     IO.puts(report)
     name = if opts[:tag], do: "nx_#{opts[:tag]}.md", else: "nx.md"
-    File.write!(Path.join([__DIR__, "results", name]), report)
+    File.write!(Results.path(name), report)
   end
 
   defp inputs(backend) do

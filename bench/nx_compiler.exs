@@ -14,9 +14,11 @@
 # checked against Nx.Defn.Evaluator on Nx.BinaryBackend. Writes bench/results/nx_compiler.md.
 #
 #   mix run bench/nx_compiler.exs [--runs 7] [--tag TAG]
+Code.require_file("support/results.ex", __DIR__)
 Code.require_file("support/peers.ex", __DIR__)
 
 defmodule NxCompilerBench do
+  alias Accel.Bench.Results
   import Nx.Defn
 
   @chain_n 16_777_216
@@ -70,7 +72,7 @@ defmodule NxCompilerBench do
     report = report(rounds, devices, compile)
     IO.puts(report)
     name = if opts[:tag], do: "nx_compiler_#{opts[:tag]}.md", else: "nx_compiler.md"
-    File.write!(Path.join([__DIR__, "results", name]), report)
+    File.write!(Results.path(name), report)
   end
 
   defp ramp(shape, scale, backend),

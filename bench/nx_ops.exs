@@ -17,7 +17,10 @@
 # result). Writes bench/results/nx_ops.md.
 #
 #   mix run bench/nx_ops.exs [--runs 5]
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule NxOpsBench do
+  alias Accel.Bench.Results
   @threads System.schedulers_online()
 
   def main(args) do
@@ -206,7 +209,7 @@ defmodule NxOpsBench do
     #{Enum.join(rows, "\n")}
     """
 
-    File.write!(Path.join(__DIR__, "results/nx_ops.md"), text)
+    File.write!(Results.path("nx_ops.md"), text)
     IO.puts(text)
   end
 end

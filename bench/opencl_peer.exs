@@ -11,7 +11,10 @@
 #   mix run bench/opencl_peer.exs [--runs 5] [--max 25]
 require Accel
 
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule OpenCLPeerBench do
+  alias Accel.Bench.Results
   @p 6_700_417
   @mu 22
   @source """
@@ -75,7 +78,7 @@ defmodule OpenCLPeerBench do
     """
 
     IO.puts(text)
-    File.write!(Path.join([__DIR__, "results", "opencl_peer.md"]), text)
+    File.write!(Results.path("opencl_peer.md"), text)
   end
 
   # The binding's device: the OpenCL device Accel's :opencl backend uses first (same platform and name).

@@ -4,9 +4,11 @@
 # against the pure-Elixir reference by bench/logistic_map.exs. Writes bench/results/pipelines.md.
 #
 #   mix run bench/pipelines.exs [--runs 5] [--elements N]
+Code.require_file("support/results.ex", __DIR__)
 Code.require_file("support/report.ex", __DIR__)
 
 defmodule PipelinesBench do
+  alias Accel.Bench.Results
   alias Accel.Bench.Report
 
   @full 0x2000000
@@ -121,7 +123,7 @@ defmodule PipelinesBench do
     """
 
     suffix = if n == @full, do: "", else: "_#{n}"
-    File.write!("bench/results/pipelines#{suffix}.md", md)
+    File.write!(Results.path("pipelines#{suffix}.md"), md)
     IO.puts("\n" <> md)
   end
 end

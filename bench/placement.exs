@@ -7,9 +7,11 @@
 # placement.svg (placement_TAG.* with --tag).
 #
 #   mix run bench/placement.exs [--runs 11] [--tag TAG]
+Code.require_file("support/results.ex", __DIR__)
 Code.require_file("support/chart.ex", __DIR__)
 
 defmodule PlacementBench do
+  alias Accel.Bench.Results
   require Accel
 
   def main(args) do
@@ -128,7 +130,7 @@ defmodule PlacementBench do
 
     IO.puts(report)
     name = if opts[:tag], do: "placement_#{opts[:tag]}.md", else: "placement.md"
-    path = Path.expand("results/" <> name, __DIR__)
+    path = Results.path(name)
     File.write!(path, "# Placement benchmark\n\n" <> report)
     IO.puts("wrote #{path}")
     Accel.Bench.Chart.placement(path, String.replace_suffix(path, ".md", ".svg"))

@@ -9,10 +9,12 @@
 # bench/results/speedup.{md,csv,svg} (speedup_TAG.* with --tag TAG).
 #
 #   mix run bench/speedup.exs [--runs 5] [--max 33554432] [--tag NAME]
+Code.require_file("support/results.ex", __DIR__)
 Code.require_file("support/logistic_map_elixir.ex", __DIR__)
 Code.require_file("support/chart.ex", __DIR__)
 
 defmodule SpeedupBench do
+  alias Accel.Bench.Results
   @p 6_700_417
   @mu 22
 
@@ -104,7 +106,7 @@ defmodule SpeedupBench do
 
   defp write(rows, backends, runs, tag) do
     suffix = if tag, do: "_#{tag}", else: ""
-    base = Path.expand("results/speedup#{suffix}", __DIR__)
+    base = Results.path("speedup#{suffix}")
     columns = for b <- backends, form <- ["list", "binary"], do: {b, form}
 
     header =

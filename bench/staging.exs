@@ -7,7 +7,10 @@
 # it cannot pay. Writes bench/results/staging.md (staging_TAG.md with --tag).
 #
 #   mix run bench/staging.exs [--runs 9] [--elements 33554432] [--tag TAG]
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule StagingBench do
+  alias Accel.Bench.Results
   @calls ["VM binary -> binary", "Tensor.from_binary(VM binary)", "Tensor.to_binary"]
 
   def main(args) do
@@ -49,7 +52,7 @@ defmodule StagingBench do
     #{Enum.join(rows, "\n")}
     """
 
-    path = if tag, do: "bench/results/staging_#{tag}.md", else: "bench/results/staging.md"
+    path = Results.path(if tag, do: "staging_#{tag}.md", else: "staging.md")
     File.write!(path, text)
     IO.puts(text)
   end

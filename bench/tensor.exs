@@ -6,6 +6,8 @@
 import Bitwise
 alias Accel.Tensor, as: T
 
+Code.require_file("support/results.ex", __DIR__)
+
 defmodule TensorBench do
   def median(fun, runs) do
     fun.()
@@ -206,5 +208,6 @@ Medians of #{runs} runs after a warm-up; each timed call waits for its device wo
 
 IO.puts("\n" <> md)
 suffix = if(opts[:tag], do: "_#{opts[:tag]}", else: "") <> if(opts[:quick], do: "_quick", else: "")
-File.write!("bench/results/tensor#{suffix}.md", md)
-IO.puts("Wrote bench/results/tensor#{suffix}.md")
+path = Accel.Bench.Results.path("tensor#{suffix}.md")
+File.write!(path, md)
+IO.puts("Wrote #{path}")
