@@ -11,10 +11,27 @@ defmodule Accel.Test.ClusterHelper do
     unless Node.alive?() do
       epmd = System.find_executable("epmd") || Path.join([:code.root_dir(), "bin", "epmd"])
       {_, 0} = System.cmd(epmd, ["-daemon"])
+      # `epmd -daemon` returns before a new daemon listens: Node.start then fails with
+      # econnrefused (seen in CI), so wait until it answers
+      wait_for_epmd(100)
       {:ok, _} = Node.start(:"accel_test_#{System.unique_integer([:positive])}@127.0.0.1", :longnames)
     end
 
     :ok
+  end
+
+  defp wait_for_epmd(tries) do
+    case :erl_epmd.names(~c"127.0.0.1") do
+      {:ok, _} ->
+        :ok
+
+      {:error, _} when tries > 0 ->
+        Process.sleep(50)
+        wait_for_epmd(tries - 1)
+
+      {:error, reason} ->
+        raise "epmd did not answer: #{inspect(reason)}"
+    end
   end
 
   # A peer node on this machine with this node's code paths and cookie, Elixir started.
