@@ -1,12 +1,15 @@
-# Accel's OpenCL paths against what a user would write instead: the seed's own OpenCL kernel (ten
-# plain `x = mu * x * (x + 1) % p` steps on `long`) through a plain Erlang OpenCL binding,
-# Debian's erlang-cl (the tonyrog/cl NIF; bin/setup installs it), creating buffers, writing,
-# launching and reading on every call, on the same device. Against it: Accel.logistic_map/2 and
-# the same computation as an Accel user kernel (Accel.map/3), both `backend: :opencl`, int64
-# binary in and out. Sizes 2^16 to 2^25, medians of 5 rounds (more below 2^22), variants
-# round-robin, results checked equal. The binding's calls run with SIGCHLD handled (PoCL runs its
-# linker as a child process and aborts when it cannot wait for it; the VM ignores SIGCHLD).
-# Writes bench/results/opencl_peer.md.
+# Accel's OpenCL paths against what a user would write instead: the seed's own OpenCL kernel through
+# a plain Erlang OpenCL binding, Debian's erlang-cl (the tonyrog/cl NIF; bin/setup installs it),
+# creating buffers, writing, launching and reading on every call, on the same device. The seed's
+# kernel as the seed wrote it: ten unrolled `x = mu * x * (x + 1) % p;` steps on `long`, an input
+# and an output buffer, `p` and `mu` kernel arguments. A second row gives the binding the same loop
+# with `p` and `mu` compile-time constants (-D), in place in one buffer: on PoCL that turns the 64-bit
+# `%` into a slower library routine, so it is not the peer, only a note on what a constant costs.
+# Against them: Accel.logistic_map/2 and the same computation as an Accel user kernel
+# (Accel.map/3), both `backend: :opencl`, int64 binary in and out. Sizes 2^16 to 2^25, medians of 5
+# rounds (more below 2^22), variants round-robin, results checked equal. The binding's calls run
+# with SIGCHLD handled (PoCL runs its linker as a child process and aborts when it cannot wait for
+# it; the VM ignores SIGCHLD). Writes bench/results/opencl_peer.md.
 #
 #   mix run bench/opencl_peer.exs [--runs 5] [--max 25]
 require Accel
@@ -17,7 +20,16 @@ defmodule OpenCLPeerBench do
   alias Accel.Bench.Results
   @p 6_700_417
   @mu 22
-  @source """
+  # the seed's kernel: p and mu arguments, input and output buffers, the ten steps unrolled
+  @seed """
+  __kernel void calc(__global long* input, __global long* output, long p, long mu) {
+    size_t i = get_global_id(0);
+    long x = input[i];
+  #{String.duplicate("  x = mu * x * (x + 1) % p;\n", 10)}  output[i] = x;
+  }
+  """
+  # the constant form (-D P=... -D MU=...), in place
+  @constants """
   __kernel void logistic(__global long* x) {
     const size_t i = get_global_id(0);
     long v = x[i];
@@ -40,7 +52,8 @@ defmodule OpenCLPeerBench do
         bin = Accel.logistic_map(1..n, iterations: 0, as: :binary, backend: :cpu)
 
         variants = [
-          {"erlang-cl", fn -> peer_call(peer, bin) end},
+          {"erlang-cl, the seed's kernel", fn -> seed_call(peer, bin) end},
+          {"erlang-cl, constants", fn -> constants_call(peer, bin) end},
           {"Accel.logistic_map", fn -> Accel.logistic_map(bin, backend: :opencl) end},
           {"Accel user kernel", fn -> Accel.map(bin, k, backend: :opencl) end}
         ]
@@ -65,16 +78,18 @@ defmodule OpenCLPeerBench do
     text = """
     # Accel's OpenCL paths against a plain OpenCL binding
 
-    The seed's OpenCL kernel through erlang-cl (buffers made, written, launched and read per call)
-    against `Accel.logistic_map/2` and the same computation as an Accel user kernel, on one OpenCL
-    device (#{device}), int64 binary in and out. Medians of #{runs} rounds from 2^22 elements up,
-    #{runs} x 2^(22 - k) rounds at 2^k below it (small calls are short, and the machine noisy);
-    variants round-robin within a round, results equal. Speed relative to the binding: above 1 is
-    faster than it.
+    The seed's OpenCL kernel as the seed wrote it (ten `x = mu * x * (x + 1) % p;` steps, `p` and
+    `mu` kernel arguments, an input and an output buffer) through erlang-cl, buffers made, written,
+    launched and read per call, against `Accel.logistic_map/2` and the same computation as an Accel
+    user kernel, on one OpenCL device (#{device}), int64 binary in and out. A second binding row
+    compiles `p` and `mu` in as constants (in place, one buffer): not the peer, but what a constant
+    costs on this device. Medians of #{runs} rounds from 2^22 elements up, #{runs} x 2^(22 - k)
+    rounds at 2^k below it (small calls are short, and the machine noisy); variants round-robin
+    within a round, results equal. Speed relative to the seed's kernel: above 1 is faster than it.
 
-    | elements | rounds | erlang-cl, ms | logistic_map, ms | user kernel, ms | logistic_map vs binding | user kernel vs binding |
-    |---:|---:|---:|---:|---:|---:|---:|
-    #{Enum.map_join(rows, "\n", fn {bits, rounds, [c, l, u]} -> "| 2^#{bits} | #{rounds} | #{ms(c)} | #{ms(l)} | #{ms(u)} | #{ratio(c, l)} | #{ratio(c, u)} |" end)}
+    | elements | rounds | seed's kernel, ms | constants, ms | logistic_map, ms | user kernel, ms | constants vs seed | logistic_map vs seed | user kernel vs seed |
+    |---:|---:|---:|---:|---:|---:|---:|---:|---:|
+    #{Enum.map_join(rows, "\n", fn {bits, rounds, [s, c, l, u]} -> "| 2^#{bits} | #{rounds} | #{ms(s)} | #{ms(c)} | #{ms(l)} | #{ms(u)} | #{ratio(s, c)} | #{ratio(s, l)} | #{ratio(s, u)} |" end)}
     """
 
     IO.puts(text)
@@ -101,27 +116,62 @@ defmodule OpenCLPeerBench do
       {:ok, pname} = :cl.get_platform_info(platform, :name)
       {:ok, context} = :cl.create_context([device])
       {:ok, queue} = :cl.create_queue(context, device, [])
-      {:ok, program} = :cl.create_program_with_source(context, @source)
-      :ok = :cl.build_program(program, [device], ~c"-D P=#{@p}L -D MU=#{@mu}L")
-      {:ok, kernel} = :cl.create_kernel(program, ~c"logistic")
-      %{context: context, queue: queue, kernel: kernel, names: [to_string(pname), target.name]}
+      seed = build(context, device, @seed, ~c"", ~c"calc")
+      constants = build(context, device, @constants, ~c"-D P=#{@p}L -D MU=#{@mu}L", ~c"logistic")
+
+      %{
+        context: context,
+        queue: queue,
+        seed: seed,
+        constants: constants,
+        names: [to_string(pname), target.name]
+      }
     end)
   end
 
-  # One call as a plain binding makes it: a buffer, the input written, the kernel, the result read.
-  defp peer_call(%{context: c, queue: q, kernel: k}, bin) do
+  defp build(context, device, source, options, name) do
+    {:ok, program} = :cl.create_program_with_source(context, source)
+    :ok = :cl.build_program(program, [device], options)
+    {:ok, kernel} = :cl.create_kernel(program, name)
+    kernel
+  end
+
+  # One call as the seed made it: an input buffer written, an output buffer, p and mu set as
+  # arguments (erlang-cl takes a scalar argument as its bytes), the kernel, the result read.
+  defp seed_call(%{context: c, queue: q, seed: k}, bin) do
+    with_sigchld(fn ->
+      size = byte_size(bin)
+      {:ok, input} = :cl.create_buffer(c, [:read_write], size)
+      {:ok, output} = :cl.create_buffer(c, [:read_write], size)
+      {:ok, w} = :cl.enqueue_write_buffer(q, input, 0, size, bin, [])
+      :ok = :cl.set_kernel_arg(k, 0, input)
+      :ok = :cl.set_kernel_arg(k, 1, output)
+      :ok = :cl.set_kernel_arg(k, 2, <<@p::signed-native-64>>)
+      :ok = :cl.set_kernel_arg(k, 3, <<@mu::signed-native-64>>)
+      out = launch_and_read(q, k, output, size, w)
+      :cl.release_mem_object(input)
+      out
+    end)
+  end
+
+  # The constant form, in place in one buffer.
+  defp constants_call(%{context: c, queue: q, constants: k}, bin) do
     with_sigchld(fn ->
       size = byte_size(bin)
       {:ok, buf} = :cl.create_buffer(c, [:read_write], size)
       {:ok, w} = :cl.enqueue_write_buffer(q, buf, 0, size, bin, [])
       :ok = :cl.set_kernel_arg(k, 0, buf)
-      {:ok, run} = :cl.enqueue_nd_range_kernel(q, k, [div(size, 8)], [], [w])
-      {:ok, r} = :cl.enqueue_read_buffer(q, buf, 0, size, [run])
-      {:ok, out} = :cl.wait(r, :infinity)
-      Enum.each([w, run, r], &:cl.release_event/1)
-      :cl.release_mem_object(buf)
-      out
+      launch_and_read(q, k, buf, size, w)
     end)
+  end
+
+  defp launch_and_read(q, k, buf, size, written) do
+    {:ok, run} = :cl.enqueue_nd_range_kernel(q, k, [div(size, 8)], [], [written])
+    {:ok, r} = :cl.enqueue_read_buffer(q, buf, 0, size, [run])
+    {:ok, out} = :cl.wait(r, :infinity)
+    Enum.each([written, run, r], &:cl.release_event/1)
+    :cl.release_mem_object(buf)
+    out
   end
 
   # (ERTS ignores SIGCHLD by default, so that waitpid fails; :handle installs its handler for the

@@ -150,6 +150,43 @@ ACCEL_FN accel_i64 accel_int_right_shift(accel_i64 a, accel_i64 b, int* flag) {
 #else
 #define ACCEL_F32_VIA_F64(fn, x) ACCEL_F32(fn)(x)
 #endif
+
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__CUDACC__) && !defined(__OPENCL_VERSION__) && !defined(ACCEL_NO_VECTOR_LIBM)
+/* On the host, with GCC and glibc: the f64 functions the f32 ones round are glibc's, called through
+ * names declared with their SIMD variants (libmvec: _ZGVdN4v_exp and so on, what glibc's own
+ * math-vector.h declares under -ffast-math), so that a loop over f32 elements vectorises: a loop
+ * calling plain exp stays scalar. Only the f32 functions use them: libmvec's f64 results are within
+ * 4 ulps of the scalar functions' (often not equal), which f32's rounding hides (swept against the
+ * scalar functions in c_src/test/host_math_test.cpp), while f64 results keep the scalar functions.
+ * What includes this links libmvec (-lmvec): CMake links the NIF with it, Accel.Kernel.Native each
+ * generated kernel; where it is missing they define ACCEL_NO_VECTOR_LIBM, and loops stay scalar. */
+#define ACCEL_VECTOR_LIBM 1
+#ifdef __cplusplus
+#define ACCEL_LIBM_LINKAGE extern "C"
+#else
+#define ACCEL_LIBM_LINKAGE extern
+#endif
+#define ACCEL_LIBM_SIMD(fn)                                                                        \
+  ACCEL_LIBM_LINKAGE __attribute__((simd("notinbranch"), const, nothrow)) double accel_libm_##fn(double) \
+      __asm__(#fn);
+#define ACCEL_LIBM_SIMD2(fn)                                                                       \
+  ACCEL_LIBM_LINKAGE __attribute__((simd("notinbranch"), const, nothrow)) double accel_libm_##fn(double, \
+                                                                                                 double) \
+      __asm__(#fn);
+ACCEL_LIBM_SIMD(exp) ACCEL_LIBM_SIMD(expm1) ACCEL_LIBM_SIMD(log) ACCEL_LIBM_SIMD(log1p) ACCEL_LIBM_SIMD(tanh)
+ACCEL_LIBM_SIMD(sin) ACCEL_LIBM_SIMD(cos) ACCEL_LIBM_SIMD(tan) ACCEL_LIBM_SIMD(asin) ACCEL_LIBM_SIMD(acos)
+ACCEL_LIBM_SIMD(atan) ACCEL_LIBM_SIMD(sinh) ACCEL_LIBM_SIMD(cosh) ACCEL_LIBM_SIMD(asinh) ACCEL_LIBM_SIMD(acosh)
+ACCEL_LIBM_SIMD(atanh) ACCEL_LIBM_SIMD(cbrt) ACCEL_LIBM_SIMD(erf) ACCEL_LIBM_SIMD(erfc) ACCEL_LIBM_SIMD2(pow)
+ACCEL_LIBM_SIMD2(atan2)
+#undef ACCEL_F32_VIA_F64
+#define ACCEL_F32_VIA_F64(fn, x) ((float)accel_libm_##fn((double)(x)))
+#define ACCEL_F32_LIBM(fn) accel_libm_##fn
+#else
+#define ACCEL_VECTOR_LIBM 0
+#define ACCEL_F32_LIBM(fn) fn
+#endif
+
 ACCEL_FN float accel_f32_negate(float x) { return -x; }
 ACCEL_FN float accel_f32_abs(float x) { return ACCEL_F32(fabs)(x); }
 ACCEL_FN float accel_f32_exp(float x) { return ACCEL_F32_VIA_F64(exp, x); }
@@ -157,10 +194,10 @@ ACCEL_FN float accel_f32_log(float x) { return ACCEL_F32_VIA_F64(log, x); }
 ACCEL_FN float accel_f32_sqrt(float x) { return ACCEL_F32(sqrt)(x); }
 ACCEL_FN float accel_f32_tanh(float x) { return ACCEL_F32_VIA_F64(tanh, x); }
 #if ACCEL_HAS_F64
-ACCEL_FN float accel_f32_sigmoid(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+ACCEL_FN float accel_f32_sigmoid(float x) { return (float)(1.0 / (1.0 + ACCEL_F32_LIBM(exp)(-(double)x))); }
 ACCEL_FN float accel_f32_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
-ACCEL_FN float accel_f32_pow(float a, float b) { return (float)pow((double)a, (double)b); }
-ACCEL_FN float accel_f32_atan2(float a, float b) { return (float)atan2((double)a, (double)b); }
+ACCEL_FN float accel_f32_pow(float a, float b) { return (float)ACCEL_F32_LIBM(pow)((double)a, (double)b); }
+ACCEL_FN float accel_f32_atan2(float a, float b) { return (float)ACCEL_F32_LIBM(atan2)((double)a, (double)b); }
 #else
 ACCEL_FN float accel_f32_sigmoid(float x) { return 1.0f / (1.0f + ACCEL_F32(exp)(-x)); }
 ACCEL_FN float accel_f32_rsqrt(float x) { return 1.0f / ACCEL_F32(sqrt)(x); }

@@ -19,7 +19,10 @@ defmodule Accel.Kernel.Native do
   # The C++ compiler runs as an external program (a port): the calling process waits in `receive`,
   # holding no scheduler, normal or dirty. NVRTC runs in the NIF, on a dirty CPU scheduler.
 
-  @flags ~w(-x c++ -std=c++17 -O3 -fPIC -shared -fno-math-errno -fno-trapping-math -ffp-contract=off -fno-plt)
+  @base_flags ~w(-x c++ -std=c++17 -O3 -fPIC -shared -fno-math-errno -fno-trapping-math -ffp-contract=off -fno-plt)
+  # glibc's vector math library, which kernels/tensor.h's f32 functions call through their SIMD
+  # variants (x86-64 glibc: libc6-dev's libmvec.so); where it is not, the header is told so
+  @libmvec ["/usr/lib/x86_64-linux-gnu/libmvec.so", "/usr/lib64/libmvec.so", "/usr/lib/libmvec.so"]
 
   @doc """
   The loaded library for compiled kernel text `source`: loaded once per VM, from `app`'s
@@ -32,7 +35,7 @@ defmodule Accel.Kernel.Native do
   @doc "The path of the shared object for `source`, compiling it when the cache lacks a valid one."
   def ensure_built(source) do
     {cc, version} = compiler!()
-    id = hash([source, cc, version, Enum.join(@flags, " "), :erlang.system_info(:system_architecture)])
+    id = hash([source, cc, version, Enum.join(flags(), " "), :erlang.system_info(:system_architecture)])
     cached(cache_dir(), id, ".so", &compile(cc, source, &1))
   end
 
@@ -60,7 +63,7 @@ defmodule Accel.Kernel.Native do
   end
 
   defp precompiled_id(source),
-    do: hash([source, Enum.join(@flags, " "), :erlang.system_info(:system_architecture)])
+    do: hash([source, Enum.join(flags(), " "), :erlang.system_info(:system_architecture)])
 
   defp compile(cc, source, so) do
     cpp = so <> ".cpp"
@@ -68,7 +71,9 @@ defmodule Accel.Kernel.Native do
     try do
       File.write!(cpp, source)
 
-      case System.cmd(cc, @flags ++ ["-o", so, cpp], stderr_to_stdout: true) do
+      {compile_flags, libs} = toolchain()
+
+      case System.cmd(cc, compile_flags ++ ["-o", so, cpp] ++ libs, stderr_to_stdout: true) do
         {_, 0} ->
           :ok
 
@@ -293,6 +298,25 @@ defmodule Accel.Kernel.Native do
         version
     end
   end
+
+  # {compiler flags, libraries after the source}, decided once per VM
+  defp toolchain do
+    case :persistent_term.get({__MODULE__, :toolchain}, nil) do
+      nil ->
+        toolchain =
+          if Enum.any?(@libmvec, &File.exists?/1),
+            do: {@base_flags, ["-lmvec"]},
+            else: {@base_flags ++ ["-DACCEL_NO_VECTOR_LIBM=1"], []}
+
+        :persistent_term.put({__MODULE__, :toolchain}, toolchain)
+        toolchain
+
+      toolchain ->
+        toolchain
+    end
+  end
+
+  defp flags, do: toolchain() |> Tuple.to_list() |> Enum.concat()
 
   defp hash(data), do: :crypto.hash(:sha256, data) |> Base.encode16(case: :lower)
 end

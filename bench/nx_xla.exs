@@ -1,0 +1,405 @@
+# Compiled Nx against XLA: the workloads neural networks and their users run, through
+# Accel.Nx.Compiler (on each Accel device) and through XLA's CPU compiler (`jax.jit`, EXLA's engine,
+# jax in _build/bench-venv: `bin/setup --bench`; bench/nx_xla.py), side by side in one run:
+#   * chain: max(x * 1.5 + 0.25, 0) * x - 1 over 2^24 f32 (5 elementwise operations);
+#   * softmax over the rows of 4096 x 1024; layer norm over them (mean, variance, scale, shift);
+#   * GELU MLP: dot, bias, tanh-GELU, dot, bias, 256 x 1024 -> 4096 -> 1024;
+#   * conv, padding same, 32 x 64 x 32 x 32 with a 64 x 64 x 3 x 3 kernel;
+#   * MLP training step: forward, the gradient (Nx.Defn.grad / jax.grad), SGD update, 128 x 784 ->
+#     256 -> 10, softmax cross-entropy;
+#   * attention: softmax(q k^T / sqrt(64)) v for 8 heads x 512 tokens x 64;
+#   * CNN training step: conv 1 -> 16 3 x 3, relu, 2 x 2 max-pool, dense 3136 -> 10, cross-entropy,
+#     gradient, SGD, batch 32 x 1 x 28 x 28;
+#   * Nx.Random.normal of 2^24 (jax.random.normal), Nx.sort of 2^20, an embedding take of 512 rows
+#     of 30,000 x 768;
+#   * a call's fixed cost: the MLP training step at toy size (batch 1, 8 -> 4 -> 2) and a 1 x 8
+#     softmax, per call (the mean over 2,000 calls).
+# Per workload: the time per call (the fastest of 3 after a first call, medians over rounds; the
+# peers in their own process each round), XLA's time over Accel's (above 1: Accel is faster), the
+# first (compiling) call of each with an empty kernel cache, and the fallbacks to
+# Nx.BinaryBackend counted with the telemetry event [:accel, :nx, :fallback]. Results checked
+# against XLA's: the sums of their magnitudes within 1e-3 (the random draw: the mean of its squares
+# within 1e-2, a different generator). Writes bench/results/nx_xla.md and nx_xla.svg.
+#
+#   mix run bench/nx_xla.exs [--runs 5] [--devices cpu,opencl] [--only softmax,layer_norm]
+Code.require_file("support/results.ex", __DIR__)
+Code.require_file("support/chart.ex", __DIR__)
+
+defmodule NxXlaBench do
+  alias Accel.Bench.Results
+  import Nx.Defn
+
+  @threads System.schedulers_online()
+  @per_call %{toy_step: 2000, toy_softmax: 2000}
+  @workloads [
+    :chain,
+    :softmax,
+    :layer_norm,
+    :gelu_mlp,
+    :conv,
+    :mlp_step,
+    :attention,
+    :cnn_step,
+    :random_normal,
+    :sort,
+    :take,
+    :toy_step,
+    :toy_softmax
+  ]
+  @titles %{
+    chain: "elementwise chain of 5 ops, 2^24",
+    softmax: "softmax over rows, 4096x1024",
+    layer_norm: "layer norm over rows, 4096x1024",
+    gelu_mlp: "GELU MLP 256x1024 -> 4096 -> 1024",
+    conv: "conv, same, 32x64x32x32 * 64x64x3x3",
+    mlp_step: "MLP training step 128x784 -> 256 -> 10",
+    attention: "attention, 8 heads x 512 x 64",
+    cnn_step: "CNN training step, 32x1x28x28",
+    random_normal: "Nx.Random.normal, 2^24",
+    sort: "sort, 2^20",
+    take: "embedding take, 512 of 30000x768",
+    toy_step: "training step 1x8 -> 4 -> 2 (per call)",
+    toy_softmax: "softmax 1x8 (per call)"
+  }
+
+  ## The workloads, as Nx users write them
+
+  defn(chain(x), do: Nx.max(x * 1.5 + 0.25, 0.0) * x - 1.0)
+
+  defn softmax(z) do
+    e = Nx.exp(z - Nx.reduce_max(z, axes: [-1], keep_axes: true))
+    e / Nx.sum(e, axes: [-1], keep_axes: true)
+  end
+
+  defn layer_norm(x, gamma, beta) do
+    mean = Nx.mean(x, axes: [1], keep_axes: true)
+    var = Nx.mean((x - mean) ** 2, axes: [1], keep_axes: true)
+    (x - mean) / Nx.sqrt(var + 1.0e-5) * gamma + beta
+  end
+
+  defn gelu_mlp(x, w1, b1, w2, b2) do
+    h = Nx.dot(x, w1) + b1
+    h = 0.5 * h * (1.0 + Nx.tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)))
+    Nx.dot(h, w2) + b2
+  end
+
+  defn(conv(x, k), do: Nx.conv(x, k, padding: :same))
+
+  defn cross_entropy(logits, y) do
+    logp = logits - Nx.reduce_max(logits, axes: [1], keep_axes: true)
+    logp = logp - Nx.log(Nx.sum(Nx.exp(logp), axes: [1], keep_axes: true))
+    onehot = Nx.equal(Nx.new_axis(y, 1), Nx.iota({1, Nx.axis_size(logits, 1)}))
+    -Nx.mean(Nx.sum(onehot * logp, axes: [1]))
+  end
+
+  defn(sgd({a, b, c, d}, {ga, gb, gc, gd}), do: {a - 0.1 * ga, b - 0.1 * gb, c - 0.1 * gc, d - 0.1 * gd})
+
+  defn mlp_step(x, y, w1, b1, w2, b2) do
+    params = {w1, b1, w2, b2}
+
+    grads =
+      grad(params, fn {w1, b1, w2, b2} ->
+        h = Nx.max(Nx.dot(x, w1) + b1, 0.0)
+        cross_entropy(Nx.dot(h, w2) + b2, y)
+      end)
+
+    sgd(params, grads)
+  end
+
+  defn attention(q, k, v) do
+    scores = Nx.dot(q, [2], [0], k, [2], [0]) / 8.0
+    Nx.dot(softmax(scores), [2], [0], v, [1], [0])
+  end
+
+  defn cnn_step(x, y, kc, bc, wd, bd) do
+    params = {kc, bc, wd, bd}
+
+    grads =
+      grad(params, fn {kc, bc, wd, bd} ->
+        h = Nx.conv(x, kc, padding: :same) + Nx.reshape(bc, {1, :auto, 1, 1})
+        h = Nx.window_max(Nx.max(h, 0.0), {1, 1, 2, 2}, strides: [1, 1, 2, 2])
+        cross_entropy(Nx.dot(Nx.reshape(h, {Nx.axis_size(x, 0), :auto}), wd) + bd, y)
+      end)
+
+    sgd(params, grads)
+  end
+
+  defn(random_normal(key), do: Nx.Random.normal(key, shape: {16_777_216}, type: :f32))
+
+  defn(sort(v), do: Nx.sort(v))
+
+  defn(take(t, i), do: Nx.take(t, i, axis: 0))
+
+  ## Inputs: bench/nx_xla.py's formulas (computed in f64, rounded to f32)
+
+  defp ramp(shape, scale, fun \\ &Nx.sin/1, factor \\ 1.0) do
+    Nx.iota(shape, type: :f64) |> Nx.multiply(scale) |> fun.() |> Nx.multiply(factor) |> Nx.as_type(:f32)
+  end
+
+  defp labels(n), do: Nx.iota({n}) |> Nx.multiply(7) |> Nx.remainder(10)
+
+  defp toy do
+    [ramp({8, 4}, 0.1, &Nx.cos/1, 0.5), ramp({4}, 1.0, &Nx.sin/1, 0.1)] ++
+      [ramp({4, 2}, 0.1, &Nx.sin/1, 0.5), ramp({2}, 1.0, &Nx.cos/1, 0.1)]
+  end
+
+  defp inputs(:chain), do: [ramp({16_777_216}, 1.0e-3)]
+  defp inputs(:softmax), do: [ramp({4096, 1024}, 1.0e-3, &Nx.sin/1, 4.0)]
+
+  defp inputs(:layer_norm) do
+    [ramp({4096, 1024}, 1.0e-3, &Nx.sin/1, 4.0), Nx.add(ramp({1024}, 0.01, &Nx.cos/1, 0.1), 1.0)] ++
+      [ramp({1024}, 0.01, &Nx.sin/1, 0.1)]
+  end
+
+  defp inputs(:gelu_mlp) do
+    [
+      ramp({256, 1024}, 1.0e-3),
+      ramp({1024, 4096}, 1.0e-3, &Nx.cos/1, 0.03),
+      ramp({4096}, 0.01, &Nx.sin/1, 0.1)
+    ] ++
+      [ramp({4096, 1024}, 1.0e-3, &Nx.sin/1, 0.015), ramp({1024}, 0.01, &Nx.cos/1, 0.1)]
+  end
+
+  defp inputs(:conv), do: [ramp({32, 64, 32, 32}, 1.0e-3), ramp({64, 64, 3, 3}, 1.0e-2, &Nx.cos/1, 0.05)]
+
+  defp inputs(:mlp_step) do
+    [ramp({128, 784}, 1.0e-3), labels(128), ramp({784, 256}, 1.0e-3, &Nx.sin/1, 0.05)] ++
+      [
+        ramp({256}, 0.01, &Nx.cos/1, 0.01),
+        ramp({256, 10}, 1.0e-2, &Nx.cos/1, 0.1),
+        ramp({10}, 1.0, &Nx.sin/1, 0.01)
+      ]
+  end
+
+  defp inputs(:attention),
+    do: [ramp({8, 512, 64}, 1.0e-3), ramp({8, 512, 64}, 1.0e-3, &Nx.cos/1), ramp({8, 512, 64}, 2.0e-3)]
+
+  defp inputs(:cnn_step) do
+    [ramp({32, 1, 28, 28}, 1.0e-3), labels(32), ramp({16, 1, 3, 3}, 0.1, &Nx.cos/1, 0.3)] ++
+      [
+        ramp({16}, 1.0, &Nx.sin/1, 0.01),
+        ramp({3136, 10}, 1.0e-3, &Nx.sin/1, 0.02),
+        ramp({10}, 1.0, &Nx.cos/1, 0.01)
+      ]
+  end
+
+  defp inputs(:random_normal), do: [Nx.Random.key(42)]
+  defp inputs(:sort), do: [ramp({1_048_576}, 0.7, &Nx.sin/1, 1000.0)]
+
+  defp inputs(:take),
+    do: [ramp({30_000, 768}, 1.0e-3), Nx.iota({512}) |> Nx.multiply(37) |> Nx.remainder(30_000)]
+
+  defp inputs(:toy_step), do: [ramp({1, 8}, 1.0), labels(1)] ++ toy()
+  defp inputs(:toy_softmax), do: [ramp({1, 8}, 1.0)]
+
+  defp function(:toy_step), do: &mlp_step/6
+  defp function(:toy_softmax), do: &softmax/1
+  defp function(name), do: Function.capture(__MODULE__, name, length(inputs(name)))
+
+  ## Running
+
+  def main(args) do
+    {:ok, _} = Application.ensure_all_started(:nx)
+    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, devices: :string, only: :string])
+    runs = opts[:runs] || 5
+    available = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+
+    devices =
+      if d = opts[:devices], do: Enum.map(String.split(d, ","), &String.to_existing_atom/1), else: available
+
+    names =
+      if o = opts[:only], do: Enum.map(String.split(o, ","), &String.to_existing_atom/1), else: @workloads
+
+    python = Path.expand("../_build/bench-venv/bin/python", __DIR__)
+    python = if File.exists?(python), do: python
+
+    fallbacks = :counters.new(1, [])
+
+    :telemetry.attach("nx-xla-fallbacks", [:accel, :nx, :fallback], &__MODULE__.count/4, fallbacks)
+
+    # first calls, each with an empty kernel cache (of its own), and the results to check
+    setup = for d <- devices, into: %{}, do: {d, setup(d, names, fallbacks)}
+
+    rounds =
+      for round <- 1..runs do
+        IO.puts("round #{round} of #{runs}")
+        accel = for d <- devices, into: %{}, do: {d, Map.new(names, &{&1, time(setup[d][&1])})}
+        %{accel: accel, xla: if(python, do: xla(python), else: %{})}
+      end
+
+    check(setup, hd(rounds).xla, devices, names)
+    report(setup, rounds, devices, names, python)
+  end
+
+  def count(_event, %{count: n}, _meta, counters), do: :counters.add(counters, 1, n)
+
+  defp setup(device, names, fallbacks) do
+    backend = {Accel.Nx.Backend, device: device}
+
+    Map.new(names, fn name ->
+      dir = Path.join(System.tmp_dir!(), "accel_nx_xla_#{System.unique_integer([:positive])}")
+      Application.put_env(:accel, :kernel_cache, dir)
+
+      try do
+        args = Enum.map(inputs(name), &Nx.backend_transfer(&1, backend))
+        f = Nx.Defn.jit(function(name), compiler: Accel.Nx.Compiler, device: device)
+        before = :counters.get(fallbacks, 1)
+        {first, out} = :timer.tc(fn -> f |> apply(args) |> sync() end)
+        fell = :counters.get(fallbacks, 1) - before
+        IO.puts("#{device} #{name}: first call #{div(first, 1000)} ms, #{fell} fallbacks")
+
+        {name,
+         %{f: f, args: args, first: first / 1.0e6, fallbacks: fell, check: checksum(name, out), name: name}}
+      after
+        Application.delete_env(:accel, :kernel_cache)
+        File.rm_rf!(dir)
+      end
+    end)
+  end
+
+  # the fastest of 3 (of 3 means over @per_call calls for the toy workloads)
+  defp time(%{f: f, args: args, name: name}) do
+    calls = Map.get(@per_call, name, 1)
+
+    Enum.min(
+      for _ <- 1..3 do
+        {us, _} = :timer.tc(fn -> for _ <- 1..calls, do: f |> apply(args) |> sync() end)
+        us / calls / 1.0e6
+      end
+    )
+  end
+
+  # device work is queued: reading one element of each output waits for it
+  defp sync(out) do
+    out
+    |> List.wrap()
+    |> Enum.flat_map(&if(is_tuple(&1), do: Tuple.to_list(&1), else: [&1]))
+    |> Enum.each(&(&1 |> Nx.reshape({:auto}) |> Nx.slice([0], [1]) |> Nx.to_binary()))
+
+    out
+  end
+
+  defp checksum(:random_normal, {x, _key}),
+    do: x |> Nx.as_type(:f64) |> Nx.pow(2) |> Nx.mean() |> Nx.to_number()
+
+  defp checksum(_name, out) do
+    out
+    |> List.wrap()
+    |> Enum.flat_map(&if(is_tuple(&1), do: Tuple.to_list(&1), else: [&1]))
+    |> Enum.map(&(&1 |> Nx.as_type(:f64) |> Nx.abs() |> Nx.sum() |> Nx.to_number()))
+    |> Enum.sum()
+  end
+
+  defp xla(python) do
+    case System.cmd(python, [Path.join(__DIR__, "nx_xla.py"), "3", "#{@threads}"], stderr_to_stdout: true) do
+      {out, 0} ->
+        line = out |> String.split("\n", trim: true) |> List.last()
+
+        parse = fn key ->
+          for [_, k, v] <- Regex.scan(~r/"(\w+)": ([0-9.eE+-]+)/, object(line, key)),
+              into: %{},
+              do: {String.to_atom(k), String.to_float(v)}
+        end
+
+        [_, version] = Regex.run(~r/"jax": "([^"]+)"/, line)
+        %{times: parse.("xla"), first: parse.("first"), check: parse.("check"), version: version}
+
+      {out, _} ->
+        IO.puts("XLA failed: #{out}")
+        %{}
+    end
+  end
+
+  defp object(line, key), do: Regex.run(~r/"#{key}": (\{[^}]*\})/, line) |> List.last()
+
+  defp check(setup, xla, devices, names) do
+    for device <- devices, name <- names, xla[:check] do
+      got = setup[device][name].check
+      want = xla.check[name]
+      tol = if name == :random_normal, do: 1.0e-2, else: 1.0e-3
+
+      unless abs(got - want) <= tol * max(abs(want), 1.0),
+        do: raise("#{name} on #{device}: checksum #{got}, XLA's #{want}")
+    end
+  end
+
+  ## The report
+
+  defp median(values), do: values |> Enum.sort() |> Enum.at(div(length(values), 2))
+
+  defp t(s) when s < 1.0e-3, do: "#{:erlang.float_to_binary(s * 1.0e6, decimals: 1)} us"
+  defp t(s), do: "#{:erlang.float_to_binary(s * 1000, decimals: 2)} ms"
+  defp x(r), do: "#{:erlang.float_to_binary(r, decimals: 2)}x"
+
+  defp report(setup, rounds, devices, names, python) do
+    xla_time = fn name -> if python, do: median(Enum.map(rounds, & &1.xla.times[name])) end
+    accel_time = fn d, name -> median(Enum.map(rounds, & &1.accel[d][name])) end
+
+    rows =
+      for name <- names do
+        xla = xla_time.(name)
+
+        cells =
+          Enum.map(devices, fn d ->
+            a = accel_time.(d, name)
+            "#{t(a)} | " <> if(xla, do: x(xla / a), else: "-")
+          end)
+
+        fallbacks = Enum.map_join(devices, " / ", &"#{setup[&1][name].fallbacks}")
+        "| #{@titles[name]} | #{Enum.join(cells, " | ")} | #{if xla, do: t(xla), else: "-"} | #{fallbacks} |"
+      end
+
+    first_rows =
+      for name <- names do
+        xla = if python, do: hd(rounds).xla.first[name]
+        cells = Enum.map_join(devices, " | ", &t(setup[&1][name].first))
+        ratio = Enum.map_join(devices, " / ", &if(xla, do: x(xla / setup[&1][name].first), else: "-"))
+        "| #{@titles[name]} | #{cells} | #{if xla, do: t(xla), else: "-"} | #{ratio} |"
+      end
+
+    version = if python, do: hd(rounds).xla.version, else: "not installed (bin/setup --bench)"
+    heads = Enum.map_join(devices, " | ", &"Accel #{&1} | XLA / Accel #{&1}")
+    aligns = Enum.map_join(devices, "", fn _ -> "---:|---:|" end)
+
+    text = """
+    # Compiled Nx against XLA on the CPU
+
+    Made by `mix run bench/nx_xla.exs` (#{length(rounds)} rounds; in each, every workload timed as the
+    fastest of 3 calls, the per-call rows as the mean of #{@per_call.toy_step} calls; medians over rounds).
+    Each workload through `Accel.Nx.Compiler` on each Accel device and through `jax.jit` (jax
+    #{version}, XLA's CPU compiler, EXLA's engine, #{@threads} threads) in its own process each round.
+    "XLA / Accel": XLA's time over Accel's; above 1 Accel is faster. Fallbacks: calls of
+    Nx.BinaryBackend in the first call (the telemetry event `[:accel, :nx, :fallback]`), per device.
+    Results checked against XLA's (the sums of their magnitudes within 1e-3; the random draw, from
+    another generator, by the mean of its squares within 1e-2). Machine: #{System.schedulers_online()} cores.
+    The script's header gives the shapes.
+
+    | workload | #{heads} | XLA | fallbacks |
+    |---|#{aligns}---:|---:|
+    #{Enum.join(rows, "\n")}
+
+    ## First call (tracing and compiling), each with an empty kernel cache
+
+    | workload | #{Enum.map_join(devices, " | ", &"Accel #{&1}")} | XLA | XLA / Accel |
+    |---|#{Enum.map_join(devices, "", fn _ -> "---:|" end)}---:|---:|
+    #{Enum.join(first_rows, "\n")}
+    """
+
+    path = Results.path("nx_xla.md")
+    File.write!(path, text)
+    IO.puts(text)
+
+    if python do
+      bars =
+        for name <- names, d <- devices do
+          {"#{name} (#{d})", xla_time.(name) / accel_time.(d, name)}
+        end
+
+      Accel.Bench.Chart.bars(Results.path("nx_xla.svg"), "Compiled Nx against XLA on the CPU", bars,
+        xlabel: "XLA's time over Accel's (above 1: Accel is faster)"
+      )
+    end
+  end
+end
+
+NxXlaBench.main(System.argv())
