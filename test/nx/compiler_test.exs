@@ -158,6 +158,48 @@ if Code.ensure_loaded?(Nx) do
           assert binary(jit(g, [i], device: @device)) == reference(g, [i])
         end
 
+        test "reductions over rows of every length: NaN in any lane, products, integer wrapping" do
+          # the reduced range runs in blocks of 64 into 8 interleaved accumulators, then a tail
+          for cols <- [7, 63, 64, 65, 130, 1000] do
+            x = Nx.iota({5, cols}, type: :f32) |> Nx.divide(cols * 1000) |> Nx.add(1.0)
+            x = x |> Nx.put_slice([1, cols - 1], Nx.tensor([[:nan]], type: :f32))
+            x = x |> Nx.put_slice([3, div(cols, 2)], Nx.tensor([[:nan]], type: :f32))
+
+            for op <- [:sum, :product, :reduce_max, :reduce_min] do
+              f = fn x -> apply(Nx, op, [x |> Nx.multiply(1.001), [axes: [1]]]) end
+              got = binary(jit(f, [x], device: @device))
+              want = reference(f, [binary(x)])
+
+              assert Nx.all_close(got, want, rtol: 1.0e-5, equal_nan: true) |> Nx.to_number() == 1,
+                     "#{op} over #{cols}: #{inspect(got)} #{inspect(want)}"
+
+              assert got |> Nx.is_nan() |> Nx.to_flat_list() == [0, 1, 0, 1, 0]
+            end
+
+            i = Nx.iota({4, cols}, type: :s64) |> Nx.multiply(1_000_003) |> Nx.add(1)
+            g = fn i -> i |> Nx.add(7) |> Nx.product(axes: [1]) end
+            assert binary(jit(g, [i], device: @device)) == reference(g, [i])
+          end
+        end
+
+        test "regions reading broadcast inputs run row by row, rows split between threads" do
+          f = fn a, b, c -> a |> Nx.multiply(b) |> Nx.subtract(c) |> Nx.exp() end
+
+          for {shape, b_shape, c_shape} <- [
+                {{3, 5}, {5}, {3, 1}},
+                {{7, 1000}, {1, 1000}, {7, 1}},
+                {{2, 3, 17}, {3, 1}, {2, 1, 17}},
+                {{1001, 999}, {999}, {1001, 1}}
+              ] do
+            a = Nx.iota(shape, type: :f32) |> Nx.divide(Nx.size(shape))
+            b = Nx.iota(b_shape, type: :f32) |> Nx.divide(100.0)
+            c = Nx.iota(c_shape, type: :f32) |> Nx.divide(-50.0)
+            fused = jit(f, [a, b, c], device: @device)
+            assert binary(fused) == binary(jit(f, [a, b, c], device: @device, fuse: false)), inspect(shape)
+            assert_close(fused, reference(f, [a, b, c]), 1.0e-6)
+          end
+        end
+
         test "a reduction to few values is split over the device's cores and stays accurate" do
           x = Nx.iota({1_000_000}, type: :f32) |> Nx.divide(1_000_000.0)
           f = fn x -> x |> Nx.multiply(x) |> Nx.add(1.0) |> Nx.sum() end

@@ -18,6 +18,9 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   use Accel.Kernel.Prelude, files: ["dialect.h", "ops.h", "types.h", "tensor.h", "user.h"]
 
+  # a reduction's interleaved accumulators, and the elements computed before they are added (iteration/4)
+  @lanes 8
+  @block 64
   @c_types %{s64: "accel_i64", s32: "accel_i32", u8: "accel_u8", f64: "double", f32: "float"}
   @type_codes %{s64: "ACCEL_S64_TYPE", s32: "ACCEL_S32_TYPE", u8: "ACCEL_U8_TYPE"}
 
@@ -35,7 +38,7 @@ defmodule Accel.Nx.Compiler.Codegen do
     {n, parts, loop} = iteration(region, lines, result, st)
     out_type = kernel_out_type(region)
 
-    source = assemble(region, out_type, flag, loop)
+    source = assemble(region, out_type, flag, loop, row_length(region))
     key = :crypto.hash(:sha256, source) |> Base.encode16(case: :lower) |> binary_part(0, 32)
 
     %{
@@ -193,11 +196,17 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   # Returns {n, parts, the element function's statements after the inputs' indices}.
   defp iteration(%{reduce: nil} = region, lines, {result, _type}, _values) do
-    loads =
-      loads(region, fn j -> index_text("i", Enum.zip(region.dims, Enum.at(region.inputs, j).strides)) end)
+    row = row_length(region)
 
+    loads =
+      loads(region, fn j ->
+        pairs = Enum.zip(region.dims, Enum.at(region.inputs, j).strides)
+        if row, do: row_index_text(pairs), else: index_text("i", pairs)
+      end)
+
+    col = if row, do: ["const accel_u64 col = i - row * #{row}UL;"], else: []
     n = Enum.product(region.dims)
-    {n, 1, loads ++ lines ++ ["out[i] = (#{@c_types[region.out_type]})#{result};"]}
+    {n, 1, col ++ loads ++ lines ++ ["out[i] = (#{@c_types[region.out_type]})#{result};"]}
   end
 
   defp iteration(%{reduce: red} = region, lines, {value, vtype}, _values) do
@@ -231,24 +240,86 @@ defmodule Accel.Nx.Compiler.Codegen do
         ]
 
     value = convert(value, vtype, acc_type)
+    init = initial(red.op, acc_type)
+    body = loads(region, index) ++ lines
+    indent = fn lines, n -> Enum.map(lines, &(String.duplicate("  ", n) <> &1)) end
 
-    step =
-      case red.op do
-        :sum -> "acc = #{combine(:add, acc_type, "acc", value)};"
-        :product -> "acc = #{combine(:multiply, acc_type, "acc", value)};"
-        :reduce_max -> "acc = accel_#{family(acc_type)}_pick(ACCEL_REDUCE_MAX, acc, #{value});"
-        :reduce_min -> "acc = accel_#{family(acc_type)}_pick(ACCEL_REDUCE_MIN, acc, #{value});"
-      end
-
+    # Blocks of @block elements: their values first (a loop that vectorises, the element functions
+    # included), then added into @lanes interleaved accumulators, element r into lane r % @lanes
+    # (a loop over lanes that vectorises, where one accumulator is a chain no compiler may
+    # reorder); the lanes and the tail combine in a fixed order, so a result never depends on
+    # threads or parts
     loop =
       head ++
         bases ++
-        ["#{c_type(acc_type)} acc = #{initial(red.op, acc_type)};", "for (accel_u64 r = r0; r < r1; ++r) {"] ++
-        Enum.map(loads(region, index) ++ lines ++ [step], &("  " <> &1)) ++
-        ["}", "out[i] = (#{@c_types[kernel_out_type(region)]})#{convert("acc", acc_type, red.out_type)};"]
+        [
+          "#{c_type(acc_type)} lanes[#{@lanes}];",
+          "for (int l = 0; l < #{@lanes}; ++l) lanes[l] = #{init};",
+          "accel_u64 rb = r0;",
+          "for (; rb + #{@block} <= r1; rb += #{@block}) {",
+          "  #{c_type(acc_type)} block[#{@block}];",
+          "  for (int l = 0; l < #{@block}; ++l) {",
+          "    const accel_u64 r = rb + l;"
+        ] ++
+        indent.(body ++ ["block[l] = #{value};"], 2) ++
+        [
+          "  }",
+          "  for (int l = 0; l < #{@block}; l += #{@lanes})",
+          "    for (int k = 0; k < #{@lanes}; ++k) #{reduce_step(red.op, acc_type, "lanes[k]", "block[l + k]")}",
+          "}",
+          "#{c_type(acc_type)} acc = #{init};",
+          "for (; rb < r1; ++rb) {",
+          "  const accel_u64 r = rb;"
+        ] ++
+        indent.(body ++ [reduce_step(red.op, acc_type, "acc", value)], 1) ++
+        [
+          "}",
+          "for (int l = 0; l < #{@lanes}; ++l) #{reduce_step(red.op, acc_type, "acc", "lanes[l]")}",
+          "out[i] = (#{@c_types[kernel_out_type(region)]})#{convert("acc", acc_type, red.out_type)};"
+        ]
 
     {groups * parts, parts, loop}
   end
+
+  # An elementwise region reading an input through a broadcast (a bias, a row's maximum) runs
+  # row by row on the host: its elements' indices then come from the row, constant along it, and
+  # the column, so that the loop over a row vectorises (a division of each element's index by the
+  # row length does not). The row length, or nil where every input is read at i itself.
+  defp row_length(%{reduce: nil, dims: [_, _ | _] = dims} = region) do
+    last = List.last(dims)
+    flat? = fn input -> index_text("i", Enum.zip(dims, input.strides)) == "(i)" end
+    if last >= 4 and not Enum.all?(region.inputs, flat?), do: last
+  end
+
+  defp row_length(_region), do: nil
+
+  # An index over the region's dimensions from `row` (the outer ones) and `col` (the last).
+  defp row_index_text(pairs) do
+    if index_text("i", pairs) == "(i)" do
+      "(i)"
+    else
+      {outer, [{_d, last}]} = Enum.split(pairs, -1)
+
+      col =
+        case last do
+          0 -> []
+          1 -> ["col"]
+          s -> ["col * #{s}UL"]
+        end
+
+      row = if (text = index_text("row", outer)) == "0", do: [], else: [text]
+      if row ++ col == [], do: "0", else: Enum.join(row ++ col, " + ")
+    end
+  end
+
+  defp reduce_step(:sum, t, acc, value), do: "#{acc} = #{combine(:add, t, acc, value)};"
+  defp reduce_step(:product, t, acc, value), do: "#{acc} = #{combine(:multiply, t, acc, value)};"
+
+  defp reduce_step(:reduce_max, t, acc, value),
+    do: "#{acc} = accel_#{family(t)}_pick(ACCEL_REDUCE_MAX, #{acc}, #{value});"
+
+  defp reduce_step(:reduce_min, t, acc, value),
+    do: "#{acc} = accel_#{family(t)}_pick(ACCEL_REDUCE_MIN, #{acc}, #{value});"
 
   defp combine(op, t, a, b) do
     if float?(t),
@@ -313,7 +384,7 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   # ---- the text ----
 
-  defp assemble(region, out_type, flag, statements) do
+  defp assemble(region, out_type, flag, statements, row) do
     out_t = @c_types[out_type]
 
     inputs =
@@ -324,11 +395,35 @@ defmodule Accel.Nx.Compiler.Codegen do
     buffers = [{"#{out_t}*", "out"}] ++ if(flag, do: [{"int*", "flag"}], else: []) ++ inputs
     elem_buffers = [{"#{out_t}*", "out"} | inputs]
 
-    params =
-      Enum.join(["accel_u64 i" | Enum.map(elem_buffers, fn {t, n} -> "ACCEL_GLOBAL #{t} #{n}" end)], ", ")
+    # a row-wise region's element function takes its row (i / row length) too
+    {index_params, index_args, device_args} =
+      if row,
+        do: {["accel_u64 i", "accel_u64 row"], ["i", "row"], ["i", "i / #{row}UL"]},
+        else: {["accel_u64 i"], ["i"], ["i"]}
 
-    call = Enum.join(["i" | Enum.map(elem_buffers, &elem(&1, 1))], ", ")
+    params =
+      Enum.join(index_params ++ Enum.map(elem_buffers, fn {t, n} -> "ACCEL_GLOBAL #{t} #{n}" end), ", ")
+
+    buffer_args = Enum.map(elem_buffers, &elem(&1, 1))
+    call = Enum.join(index_args ++ buffer_args, ", ")
+    device_call = Enum.join(device_args ++ buffer_args, ", ")
     raise_flag = if flag, do: " ACCEL_USER_FLAG(flag)", else: ""
+
+    host_loop =
+      if row do
+        Enum.join(
+          [
+            "  for (accel_u64 i = begin; i < end;) {",
+            "    const accel_u64 row = i / #{row}UL;",
+            "    const accel_u64 stop = (row + 1) * #{row}UL < end ? (row + 1) * #{row}UL : end;",
+            "    for (; i < stop; ++i) any |= accel_nx_at(#{call});",
+            "  }"
+          ],
+          "\n"
+        )
+      else
+        "  for (accel_u64 i = begin; i < end; ++i) any |= accel_nx_at(#{call});"
+      end
 
     """
     /* Generated by Accel.Nx.Compiler (lib/accel/nx/compiler/codegen.ex): do not edit. */
@@ -346,19 +441,19 @@ defmodule Accel.Nx.Compiler.Codegen do
     #if defined(__OPENCL_VERSION__)
     __kernel void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "__global #{t} #{n}" end) ++ ["ulong n"], ", ")}) {
       const ulong i = get_global_id(0);
-      if (i < n && accel_nx_at(#{call}))#{blank(raise_flag)};
+      if (i < n && accel_nx_at(#{device_call}))#{blank(raise_flag)};
     }
     #elif defined(__CUDACC__)
     extern "C" __global__ void accel_user(#{Enum.join(Enum.map(buffers, fn {t, n} -> "#{t} #{n}" end) ++ ["accel_u64 n"], ", ")}) {
       for (accel_u64 i = blockIdx.x * 1ULL * blockDim.x + threadIdx.x; i < n; i += 1ULL * blockDim.x * gridDim.x)
-        if (accel_nx_at(#{call}))#{blank(raise_flag)};
+        if (accel_nx_at(#{device_call}))#{blank(raise_flag)};
     }
     #else
     extern "C" ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
       (void)s;
     #{buffers |> Enum.with_index() |> Enum.map_join("\n", fn {{t, n}, k} -> "  #{t} #{n} = (#{t})b[#{k}];" end)}
       int any = 0;
-      for (accel_u64 i = begin; i < end; ++i) any |= accel_nx_at(#{call});
+    #{host_loop}
       if (any)#{blank(raise_flag)};
     }
     #endif
