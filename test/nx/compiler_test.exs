@@ -200,6 +200,66 @@ if Code.ensure_loaded?(Nx) do
           end
         end
 
+        test "softmax, layer norm and a log-softmax loss run each row in one kernel" do
+          layer_norm = fn x, gamma, beta ->
+            mean = Nx.mean(x, axes: [-1], keep_axes: true)
+            centred = Nx.subtract(x, mean)
+            var = centred |> Nx.multiply(centred) |> Nx.mean(axes: [-1], keep_axes: true)
+            centred |> Nx.divide(Nx.sqrt(Nx.add(var, 1.0e-5))) |> Nx.multiply(gamma) |> Nx.add(beta)
+          end
+
+          loss = fn logits, y ->
+            shifted = Nx.subtract(logits, Nx.reduce_max(logits, axes: [1], keep_axes: true))
+            logp = Nx.subtract(shifted, Nx.log(Nx.sum(Nx.exp(shifted), axes: [1], keep_axes: true)))
+            onehot = Nx.equal(Nx.new_axis(y, 1), Nx.iota({1, Nx.axis_size(logits, 1)}))
+            onehot |> Nx.multiply(logp) |> Nx.sum(axes: [1]) |> Nx.negate()
+          end
+
+          for type <- [:f32, :f64], shape <- [{40, 300}, {3, 20, 70}] do
+            x = Nx.iota(shape, type: type) |> Nx.multiply(0.37) |> Nx.sin() |> Nx.multiply(4.0)
+            # a row holding NaN, one holding infinity, one of -infinity
+            x =
+              Nx.put_slice(
+                x,
+                List.duplicate(0, tuple_size(shape)),
+                Nx.broadcast(
+                  Nx.tensor(:nan, type: type),
+                  put_elem(Tuple.duplicate(1, tuple_size(shape)), tuple_size(shape) - 1, 1)
+                )
+              )
+
+            last = elem(shape, tuple_size(shape) - 1)
+            gamma = Nx.iota({last}, type: type) |> Nx.divide(last) |> Nx.add(0.5)
+            beta = Nx.iota({1, last}, type: type) |> Nx.divide(-last)
+
+            for {f, args} <- [{&softmax/1, [x]}, {layer_norm, [x, gamma, beta]}] do
+              assert [%{ops: ops}] = Compiler.report(f, args, device: @device)
+              assert :sum in ops, inspect(ops)
+              fused = jit(f, args, device: @device)
+              op_by_op = jit(f, args, device: @device, fuse: false)
+              tol = if type == :f32, do: 1.0e-5, else: 1.0e-12
+
+              assert Nx.all_close(binary(fused), binary(op_by_op), rtol: tol, atol: tol, equal_nan: true)
+                     |> Nx.to_number() == 1
+
+              want = reference(f, Enum.map(args, &binary/1))
+
+              assert Nx.all_close(binary(fused), want, rtol: tol, atol: tol, equal_nan: true)
+                     |> Nx.to_number() == 1
+            end
+
+            if tuple_size(shape) == 2 do
+              logits = Nx.put_slice(x, [1, 0], Nx.tensor([[:infinity, :neg_infinity]], type: type))
+              y = Nx.iota({elem(shape, 0)}) |> Nx.remainder(7)
+              assert [%{ops: [_ | _] = ops}] = Compiler.report(loss, [logits, y], device: @device)
+              assert [:reduce_max, :subtract, :exp, :sum] -- ops == []
+              fused = jit(loss, [logits, y], device: @device)
+              want = reference(loss, [binary(logits), binary(y)])
+              assert Nx.all_close(binary(fused), want, rtol: 1.0e-5, equal_nan: true) |> Nx.to_number() == 1
+            end
+          end
+        end
+
         test "a reduction to few values is split over the device's cores and stays accurate" do
           x = Nx.iota({1_000_000}, type: :f32) |> Nx.divide(1_000_000.0)
           f = fn x -> x |> Nx.multiply(x) |> Nx.add(1.0) |> Nx.sum() end

@@ -34,10 +34,21 @@ defmodule Accel.Nx.Compiler.Codegen do
   def generate(region) do
     flag_ops = for n <- region.nodes, flagging?(n.op, n.type), do: n.op
     flag = flag_ops != []
-    {lines, result, st} = body(region)
-    {n, parts, loop} = iteration(region, lines, result, st)
-    out_type = kernel_out_type(region)
 
+    {n, parts, loop} =
+      case region do
+        %{kind: :rows, row_output: true, rows: rows} ->
+          {rows, 1, row_statements(region)}
+
+        %{kind: :rows, rows: rows, cols: cols} ->
+          {rows * cols, 1, row_statements(region)}
+
+        _ ->
+          {lines, result, st} = body(region)
+          iteration(region, lines, result, st)
+      end
+
+    out_type = kernel_out_type(region)
     source = assemble(region, out_type, flag, loop, row_length(region))
     key = :crypto.hash(:sha256, source) |> Base.encode16(case: :lower) |> binary_part(0, 32)
 
@@ -57,7 +68,7 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   defp uses_f64?(region) do
     types =
-      Enum.flat_map(region.nodes, &[&1.type, &1.compute]) ++
+      Enum.flat_map(region.nodes, &[&1.type, &1.compute, &1[:reduce][:acc_type]]) ++
         Enum.map(region.inputs, & &1.type) ++ if(region.reduce, do: [region.reduce.acc_type], else: [])
 
     :f64 in types
@@ -240,51 +251,214 @@ defmodule Accel.Nx.Compiler.Codegen do
         ]
 
     value = convert(value, vtype, acc_type)
-    init = initial(red.op, acc_type)
-    body = loads(region, index) ++ lines
-    indent = fn lines, n -> Enum.map(lines, &(String.duplicate("  ", n) <> &1)) end
 
-    # Blocks of @block elements: their values first (a loop that vectorises, the element functions
-    # included), then added into @lanes interleaved accumulators, element r into lane r % @lanes
-    # (a loop over lanes that vectorises, where one accumulator is a chain no compiler may
-    # reorder); the lanes and the tail combine in a fixed order, so a result never depends on
-    # threads or parts
     loop =
       head ++
         bases ++
-        [
-          "#{c_type(acc_type)} lanes[#{@lanes}];",
-          "for (int l = 0; l < #{@lanes}; ++l) lanes[l] = #{init};",
-          "accel_u64 rb = r0;",
-          "for (; rb + #{@block} <= r1; rb += #{@block}) {",
-          "  #{c_type(acc_type)} block[#{@block}];",
-          "  for (int l = 0; l < #{@block}; ++l) {",
-          "    const accel_u64 r = rb + l;"
-        ] ++
-        indent.(body ++ ["block[l] = #{value};"], 2) ++
-        [
-          "  }",
-          "  for (int l = 0; l < #{@block}; l += #{@lanes})",
-          "    for (int k = 0; k < #{@lanes}; ++k) #{reduce_step(red.op, acc_type, "lanes[k]", "block[l + k]")}",
-          "}",
-          "#{c_type(acc_type)} acc = #{init};",
-          "for (; rb < r1; ++rb) {",
-          "  const accel_u64 r = rb;"
-        ] ++
-        indent.(body ++ [reduce_step(red.op, acc_type, "acc", value)], 1) ++
-        [
-          "}",
-          "for (int l = 0; l < #{@lanes}; ++l) #{reduce_step(red.op, acc_type, "acc", "lanes[l]")}",
-          "out[i] = (#{@c_types[kernel_out_type(region)]})#{convert("acc", acc_type, red.out_type)};"
-        ]
+        reduce_loop(red.op, acc_type, loads(region, index) ++ lines, value, "r", "r0", "r1") ++
+        ["out[i] = (#{@c_types[kernel_out_type(region)]})#{convert("acc", acc_type, red.out_type)};"]
 
     {groups * parts, parts, loop}
+  end
+
+  # The statements of a reduction `op` in `acc_type` over `var` from `first` to `last` (excluded):
+  # `body` computes the element `value` at `var`; `acc` holds the result after them. Blocks of
+  # @block elements: their values first (a loop that vectorises, the element functions included),
+  # then added into @lanes interleaved accumulators, element r into lane r % @lanes (a loop over
+  # lanes that vectorises, where one accumulator is a chain no compiler may reorder); the lanes and
+  # the tail combine in a fixed order, so a result never depends on threads or parts.
+  defp reduce_loop(op, acc_type, body, value, var, first, last) do
+    init = initial(op, acc_type)
+
+    [
+      "#{c_type(acc_type)} lanes[#{@lanes}];",
+      "for (int l = 0; l < #{@lanes}; ++l) lanes[l] = #{init};",
+      "accel_u64 rb = #{first};",
+      "for (; rb + #{@block} <= #{last}; rb += #{@block}) {",
+      "  #{c_type(acc_type)} block[#{@block}];",
+      "  for (int l = 0; l < #{@block}; ++l) {",
+      "    const accel_u64 #{var} = rb + l;"
+    ] ++
+      indent(body ++ ["block[l] = #{value};"], 2) ++
+      [
+        "  }",
+        "  for (int l = 0; l < #{@block}; l += #{@lanes})",
+        "    for (int k = 0; k < #{@lanes}; ++k) #{reduce_step(op, acc_type, "lanes[k]", "block[l + k]")}",
+        "}",
+        "#{c_type(acc_type)} acc = #{init};",
+        "for (; rb < #{last}; ++rb) {",
+        "  const accel_u64 #{var} = rb;"
+      ] ++
+      indent(body ++ [reduce_step(op, acc_type, "acc", value)], 1) ++
+      ["}", "for (int l = 0; l < #{@lanes}; ++l) #{reduce_step(op, acc_type, "acc", "lanes[l]")}"]
+  end
+
+  defp indent(lines, n), do: Enum.map(lines, &(String.duplicate("  ", n) <> &1))
+
+  # ---- row regions (Accel.Nx.Compiler.Fusion's row_region): one work item per row ----
+
+  # The element function's statements for row `g`: inputs constant along the row loaded once,
+  # each row node in turn (a reduction: a loop over the row computing the elements it needs; else
+  # one value), then the row's outputs in a loop (or its value, for a region ending in a
+  # reduction). Work item i is row i (row output), or the row's first element, i = g * cols, the
+  # others doing nothing (the host visits only those).
+  defp row_statements(region) do
+    %{cols: cols, dims: dims, inputs: inputs, nodes: nodes} = region
+    outer = Enum.drop(dims, -1)
+
+    {row_inputs, col_inputs} =
+      inputs |> Enum.with_index() |> Enum.split_with(fn {input, _j} -> List.last(input.strides) == 0 end)
+
+    row_loads =
+      for {input, j} <- row_inputs do
+        index = index_text("g", Enum.zip(outer, Enum.drop(input.strides, -1)))
+        "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index}];"
+      end
+
+    col_load = fn j ->
+      input = Enum.at(inputs, j)
+      base = index_text("g", Enum.zip(outer, Enum.drop(input.strides, -1)))
+      step = if (s = List.last(input.strides)) == 1, do: "c", else: "c * #{s}UL"
+      index = if base == "0", do: step, else: "#{base} + #{step}"
+      "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index}];"
+    end
+
+    col_ids = MapSet.new(for {_, j} <- col_inputs, do: j)
+    by_k = Map.new(nodes, &{&1.k, &1})
+
+    # the statements computing col-level `args` at column c: their inputs' loads and col nodes
+    # (those `values` holds are given)
+    element = fn args, values ->
+      ks = needed(args, by_k, values, MapSet.new()) |> Enum.sort()
+      js = for k <- ks, {:input, j, _} <- by_k[k].args, j in col_ids, uniq: true, do: j
+
+      js = Enum.uniq(js ++ for({:input, j, _} <- args, j in col_ids, do: j)) |> Enum.sort()
+
+      {lines, values} =
+        Enum.reduce(ks, {[], values}, fn k, {lines, values} ->
+          node = by_k[k]
+
+          {["const #{c_type(node.type)} v#{k} = #{node_text(node, values)};" | lines],
+           Map.put(values, k, {"v#{k}", node.type})}
+        end)
+
+      {Enum.map(js, col_load) ++ Enum.reverse(lines), values}
+    end
+
+    out_t = @c_types[region.out_type]
+    row_nodes = Enum.filter(nodes, &(&1.level == :row))
+    {kept, kept_in} = kept(region, row_nodes, by_k)
+
+    {row_lines, values} =
+      row_nodes
+      |> Enum.reduce({[], %{}}, fn
+        %{op: :row_reduce, reduce: red, args: [sub]} = node, {lines, values} ->
+          {body, inner} = element.([sub], values)
+          value = operand(sub, inner, red.acc_type)
+          name = "v#{node.k}"
+
+          # the value the outputs reuse, stored where they go
+          body =
+            if node.k == kept_in,
+              do: body ++ ["out[g * #{cols}UL + c] = (#{out_t})v#{kept};"],
+              else: body
+
+          loop =
+            ["#{c_type(node.type)} #{name};", "{"] ++
+              indent(reduce_loop(red.op, red.acc_type, body, value, "c", "0", "#{cols}UL"), 1) ++
+              ["  #{name} = #{convert("acc", red.acc_type, red.out_type)};", "}"]
+
+          {lines ++ loop, Map.put(values, node.k, {name, node.type})}
+
+        node, {lines, values} ->
+          line = "const #{c_type(node.type)} v#{node.k} = #{node_text(node, values)};"
+          {lines ++ [line], Map.put(values, node.k, {"v#{node.k}", node.type})}
+      end)
+
+    outputs =
+      if region.row_output do
+        {name, type} = Map.fetch!(values, region.result)
+        ["out[g] = (#{out_t})#{convert(name, type, region.out_type)};"]
+      else
+        {reuse, values} =
+          if kept,
+            do:
+              {["const #{out_t} v#{kept} = out[g * #{cols}UL + c];"],
+               Map.put(values, kept, {"v#{kept}", region.out_type})},
+            else: {[], values}
+
+        {body, inner} = element.([{:node, region.result}], values)
+        body = reuse ++ body
+        {name, _type} = Map.fetch!(inner, region.result)
+
+        ["for (accel_u64 c = 0; c < #{cols}UL; ++c) {"] ++
+          indent(body ++ ["out[g * #{cols}UL + c] = (#{out_t})#{name};"], 1) ++ ["}"]
+      end
+
+    head =
+      if region.row_output,
+        do: ["const accel_u64 g = i;"],
+        else: ["if (i % #{cols}UL != 0) return 0;", "const accel_u64 g = i / #{cols}UL;"]
+
+    head ++ row_loads ++ row_lines ++ outputs
+  end
+
+  # A row region's outputs may need again a value a reduction's loop computed (softmax's
+  # exp(x - max), needed by its sum and by the quotient): that loop stores it where the output goes
+  # (the row is in cache then), and the outputs read it back instead of computing it again. The
+  # value kept: of the output's type, the one needing the most nodes; stored by the last loop that
+  # computes it. {its node, that loop's node}, or {nil, nil}.
+  defp kept(%{row_output: true}, _row_nodes, _by_k), do: {nil, nil}
+
+  defp kept(region, row_nodes, by_k) do
+    out_needs = needed([{:node, region.result}], by_k, %{}, MapSet.new())
+
+    loops =
+      for %{op: :row_reduce, args: args, k: k} <- row_nodes, do: {k, needed(args, by_k, %{}, MapSet.new())}
+
+    candidates =
+      for k <- out_needs,
+          by_k[k].type == region.out_type,
+          {loop, needs} <- Enum.reverse(loops),
+          MapSet.member?(needs, k),
+          uniq: true,
+          do: {k, loop}
+
+    # the last loop computing each candidate (loops are in order; the first found in reverse)
+    candidates = Enum.uniq_by(candidates, &elem(&1, 0))
+
+    case Enum.max_by(
+           candidates,
+           fn {k, _} -> {MapSet.size(needed([{:node, k}], by_k, %{}, MapSet.new())), k} end,
+           fn -> nil end
+         ) do
+      nil -> {nil, nil}
+      {k, loop} -> {k, loop}
+    end
+  end
+
+  # The col-level nodes `args` need, through col-level operands (row nodes, and col nodes `given`
+  # holds, are already values).
+  defp needed(args, by_k, given, seen) do
+    Enum.reduce(args, seen, fn
+      {:node, k}, seen ->
+        node = by_k[k]
+
+        if node.level == :col and not MapSet.member?(seen, k) and not Map.has_key?(given, k),
+          do: needed(node.args, by_k, given, MapSet.put(seen, k)),
+          else: seen
+
+      _other, seen ->
+        seen
+    end)
   end
 
   # An elementwise region reading an input through a broadcast (a bias, a row's maximum) runs
   # row by row on the host: its elements' indices then come from the row, constant along it, and
   # the column, so that the loop over a row vectorises (a division of each element's index by the
   # row length does not). The row length, or nil where every input is read at i itself.
+  defp row_length(%{kind: :rows}), do: nil
+
   defp row_length(%{reduce: nil, dims: [_, _ | _] = dims} = region) do
     last = List.last(dims)
     flat? = fn input -> index_text("i", Enum.zip(dims, input.strides)) == "(i)" end
@@ -410,19 +584,14 @@ defmodule Accel.Nx.Compiler.Codegen do
     raise_flag = if flag, do: " ACCEL_USER_FLAG(flag)", else: ""
 
     host_loop =
-      if row do
-        Enum.join(
-          [
-            "  for (accel_u64 i = begin; i < end;) {",
-            "    const accel_u64 row = i / #{row}UL;",
-            "    const accel_u64 stop = (row + 1) * #{row}UL < end ? (row + 1) * #{row}UL : end;",
-            "    for (; i < stop; ++i) any |= accel_nx_at(#{call});",
-            "  }"
-          ],
-          "\n"
-        )
-      else
-        "  for (accel_u64 i = begin; i < end; ++i) any |= accel_nx_at(#{call});"
+      case region do
+        %{kind: :rows, row_output: false, cols: cols} ->
+          # only each row's first element does the row's work
+          "  for (accel_u64 i = (begin + #{cols - 1}UL) / #{cols}UL * #{cols}UL; i < end; i += #{cols}UL) " <>
+            "any |= accel_nx_at(#{call});"
+
+        _ ->
+          loop_text(row, call)
       end
 
     """
@@ -458,6 +627,22 @@ defmodule Accel.Nx.Compiler.Codegen do
     }
     #endif
     """
+  end
+
+  # The host's loop over its range of elements: row by row for a row-wise region (row_length/1).
+  defp loop_text(nil, call), do: "  for (accel_u64 i = begin; i < end; ++i) any |= accel_nx_at(#{call});"
+
+  defp loop_text(row, call) do
+    Enum.join(
+      [
+        "  for (accel_u64 i = begin; i < end;) {",
+        "    const accel_u64 row = i / #{row}UL;",
+        "    const accel_u64 stop = (row + 1) * #{row}UL < end ? (row + 1) * #{row}UL : end;",
+        "    for (; i < stop; ++i) any |= accel_nx_at(#{call});",
+        "  }"
+      ],
+      "\n"
+    )
   end
 
   defp blank(""), do: " {}"

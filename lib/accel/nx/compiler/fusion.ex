@@ -95,7 +95,7 @@ if Code.ensure_loaded?(Nx) do
 
         _ ->
           {done, st} =
-            case region(t, st) do
+            case row_region(t, st) || region(t, st) do
               nil -> rebuild(t, st)
               region -> fuse(t, region, st)
             end
@@ -255,6 +255,151 @@ if Code.ensure_loaded?(Nx) do
         (Tuple.to_list(shape) |> Enum.zip(own) |> Enum.map(fn {d, s} -> if d == 1, do: 0, else: s end))
     end
 
+    ## Row regions
+
+    # Softmax, layer norm, log-softmax: elementwise work over a shape {..., C} around reductions
+    # over its last axis whose results it reads along that axis (keep_axes). One kernel runs each
+    # row: the row's reductions in turn (each a loop over the row that computes again the
+    # elementwise values it needs), then the row's outputs (or, where the region ends in a
+    # reduction over that axis, the row's value), so each input is read from memory once and the
+    # row stays in cache. Nodes are kept once each, used any number of times: a value used twice
+    # within the region is computed again where it is needed rather than stored. A region is a
+    # row region when it holds at least one such reduction, its rows are long enough to be worth a
+    # loop and there are rows enough for the device's cores; otherwise the regions above.
+    @min_rows 16
+    @max_row 65_536
+    @max_row_nodes 64
+
+    defp row_region(%T{data: %Expr{op: op, args: [operand, opts]}} = t, st) when op in @reductions do
+      rank = tuple_size(operand.shape)
+
+      if rank >= 1 and row_reducible?(t, operand, opts) and opts[:axes] == [rank - 1] do
+        with %{} = region <- row_grow(operand, st, {t, op}) do
+          %{region | out_type: Storage.compute_type(t.type)}
+        end
+      end
+    end
+
+    defp row_region(%T{shape: shape} = t, st) when tuple_size(shape) >= 1 do
+      if elementwise?(t), do: row_grow(t, st, nil)
+    end
+
+    defp row_region(_t, _st), do: nil
+
+    # The row region computing `root` (at the level of the row's elements), or, with `reduce`, its
+    # reduction over the last axis; nil where it is not worth one.
+    defp row_grow(root, st, reduce) do
+      # (root: the values over the row's whole shape; reduce: {the reduction of root, its op})
+      shape = root.shape
+      rank = tuple_size(shape)
+      cols = elem(shape, rank - 1)
+      rows = if cols > 0, do: div(Nx.size(shape), cols), else: 0
+
+      if cols >= 8 and cols <= @max_row and rows >= @min_rows do
+        acc = %{
+          nodes: [],
+          inputs: [],
+          input_ids: %{},
+          ids: %{},
+          k: 0,
+          shape: shape,
+          row_shape: put_elem(shape, rank - 1, 1),
+          reductions: 0
+        }
+
+        {result, acc} =
+          case reduce do
+            nil -> row_node(root, :col, acc, st)
+            {t, _op} -> row_node(t, :row, acc, st)
+          end
+
+        # (a lone reduction of an input is the backend's own operation)
+        if acc.reductions > 0 and length(acc.nodes) >= 2 and acc.inputs != [] and
+             length(acc.inputs) <= @max_inputs and length(acc.nodes) <= @max_row_nodes do
+          %{
+            kind: :rows,
+            nodes: Enum.reverse(acc.nodes),
+            result: elem(result, 1),
+            inputs: Enum.reverse(acc.inputs),
+            dims: Tuple.to_list(shape),
+            cols: cols,
+            rows: rows,
+            row_output: reduce != nil,
+            out_type: Storage.compute_type(root.type),
+            reduce: nil
+          }
+        end
+      end
+    end
+
+    # A node of the row region, once per expression (operands first: a node's operands have
+    # smaller numbers); `:row` nodes have one value per row, `:col` ones one per element.
+    defp row_node(%T{data: %Expr{id: id}} = t, level, acc, st) do
+      case acc.ids do
+        %{^id => k} ->
+          {{:node, k}, acc}
+
+        _ ->
+          {node, acc} = row_node_new(t, level, acc, st)
+          node = Map.merge(node, %{k: acc.k, level: level, expr: t, type: Storage.compute_type(t.type)})
+
+          {{:node, acc.k}, %{acc | nodes: [node | acc.nodes], k: acc.k + 1, ids: Map.put(acc.ids, id, acc.k)}}
+      end
+    end
+
+    defp row_node_new(%T{data: %Expr{op: op, args: [operand, opts]}} = t, :row, acc, st)
+         when op in @reductions do
+      {sub, acc} = row_operand(operand, :col, acc, st)
+      out_type = Storage.compute_type(t.type)
+      acc_type = if op in [:sum, :product] and out_type == :f32, do: :f64, else: out_type
+
+      {%{
+         op: :row_reduce,
+         family: :row_reduce,
+         args: [sub],
+         compute: nil,
+         expr_args: [operand, opts],
+         reduce: %{op: op, out_type: out_type, acc_type: acc_type}
+       }, %{acc | reductions: acc.reductions + 1}}
+    end
+
+    defp row_node_new(t, level, acc, st) do
+      {op, args} = op_and_args(t)
+      {operands, acc} = Enum.map_reduce(args, acc, &row_operand(&1, level, &2, st))
+      {%{op: op, family: family(op), args: operands, compute: compare_type(op, args), expr_args: args}, acc}
+    end
+
+    defp row_operand(%T{data: %Expr{op: :constant, args: [number]}} = c, _level, acc, _st)
+         when is_number(number) or is_atom(number),
+         do: {{:const, number, Storage.compute_type(c.type)}, acc}
+
+    defp row_operand(%T{} = arg, level, acc, st) do
+      cond do
+        row_reduction?(arg, acc) -> row_node(arg, :row, acc, st)
+        level == :col and arg.shape == acc.shape and elementwise?(arg) -> row_node(arg, :col, acc, st)
+        arg.shape == acc.row_shape and elementwise?(arg) -> row_node(arg, :row, acc, st)
+        true -> input(arg, acc)
+      end
+    end
+
+    # A reduction over the row's last axis, keeping it, of a value over the row's whole shape.
+    defp row_reduction?(%T{data: %Expr{op: op, args: [operand, opts]}} = t, acc) when op in @reductions do
+      rank = tuple_size(acc.shape)
+
+      t.shape == acc.row_shape and operand.shape == acc.shape and opts[:axes] == [rank - 1] and
+        row_reducible?(t, operand, opts)
+    end
+
+    defp row_reduction?(_t, _acc), do: false
+
+    # reducible?/3 but for the operand, which a row region may read as an input
+    defp row_reducible?(%T{vectorized_axes: [_ | _]}, _operand, _opts), do: false
+
+    defp row_reducible?(%T{type: type}, %T{vectorized_axes: []} = operand, opts),
+      do: fusable?(type) and fusable?(operand.type) and Keyword.keys(opts) -- [:axes, :keep_axes] == []
+
+    defp row_reducible?(_t, _operand, _opts), do: false
+
     ## Which nodes fuse
 
     # Nx.logical_not is an optional operation (Nx 0.7) or a block (0.13) whose default compares
@@ -367,6 +512,9 @@ if Code.ensure_loaded?(Nx) do
       value = Map.fetch!(built, region.result)
 
       case t.data do
+        _ when is_map_key(region, :kind) ->
+          value
+
         %Expr{op: op, args: [_, opts]} when op in @reductions ->
           apply(Expr, op, [%{t | data: nil}, value, opts])
 
@@ -379,6 +527,9 @@ if Code.ensure_loaded?(Nx) do
     defp replay_arg({:input, j, _}, _built, params), do: Enum.at(params, j)
     defp replay_arg({:const, number, _}, _built, _params), do: number
 
+    defp replay_node(%{op: :row_reduce, reduce: %{op: op}, expr: e, expr_args: [_, opts]}, [arg]),
+      do: apply(Expr, op, [%{e | data: nil}, arg, opts])
+
     defp replay_node(%{op: op, expr: e, expr_args: orig}, args) do
       args = Enum.zip_with(args, orig, fn a, orig -> if is_struct(a, T), do: a, else: orig end)
 
@@ -390,7 +541,9 @@ if Code.ensure_loaded?(Nx) do
 
     defp summary(t, region, kernel) do
       %{
-        ops: Enum.map(region.nodes, & &1.op) ++ if(region.reduce, do: [region.reduce.op], else: []),
+        ops:
+          Enum.map(region.nodes, &if(&1.op == :row_reduce, do: &1.reduce.op, else: &1.op)) ++
+            if(region.reduce, do: [region.reduce.op], else: []),
         inputs: Enum.map(region.inputs, & &1.shape),
         shape: t.shape,
         type: t.type,
