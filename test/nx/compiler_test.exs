@@ -75,6 +75,22 @@ if Code.ensure_loaded?(Nx) do
         mlp = fn x, w -> x |> Nx.dot(w) |> Nx.add(1.0) |> Nx.max(0.0) end
         [region] = Compiler.report(mlp, [Nx.template({4, 3}, :f32), Nx.template({3, 2}, :f32)])
         assert region.ops == [:add, :max]
+
+        # a lone operation with a constant operand is a kernel where the tensor is large
+        scale = fn x -> Nx.divide(x, 8.0) end
+        assert [%{ops: [:divide]}] = Compiler.report(scale, [Nx.template({64, 128}, :f32)])
+        assert Compiler.report(scale, [Nx.template({3}, :f32)]) == []
+      end
+
+      test "reductions over the last axis and the work around them form one row region" do
+        # softmax over rows long enough and many enough: one kernel per row
+        [region] = Compiler.report(&softmax/1, [Nx.template({64, 128}, :f32)])
+        assert region.ops == [:reduce_max, :subtract, :exp, :sum, :divide]
+        assert region.inputs == [{64, 128}]
+        # too few rows for the device's cores: the regions above
+        assert length(Compiler.report(&softmax/1, [Nx.template({4, 128}, :f32)])) == 2
+        # a lone reduction of an input is the backend's own
+        assert Compiler.report(&Nx.sum(&1, axes: [1]), [Nx.template({64, 128}, :f32)]) == []
       end
 
       test "a reduction ends the region it reduces" do

@@ -23,11 +23,22 @@ if Code.ensure_loaded?(Nx) do
     `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
     smaller shapes read through Nx's broadcasting in place. A `sum`, `product`, `reduce_max` or
     `reduce_min` of a region ends it: the region's values are never stored. A lone operation is a
-    kernel of its own where it reads an operand through a broadcast (faster than the backend's
-    general broadcasting), and otherwise runs as the backend's. Each region is one
-    kernel: the system's C++ compiler for `:cpu`, OpenCL C, CUDA by NVRTC, as for `Accel.kernel/1`
-    (cached on disk for `:cpu` and `:cuda`, per device for OpenCL), launched like every Accel
-    kernel (on Accel's threads, cancelled when its caller dies).
+    kernel of its own where it reads an operand through a broadcast, or (on 4096 elements or more)
+    takes a constant (both faster than the backend's general broadcasting), and otherwise runs as
+    the backend's.
+
+    Reductions over the last axis and the elementwise work around them (softmax, layer norm, a
+    log-softmax loss) form one *row region*, where there are 16 rows or more of 8 to 65536
+    elements: its kernel runs each row's reductions in turn, each a loop that computes again the
+    elementwise values it needs, then the row's outputs, so the input is read from memory once;
+    a value the outputs need again (softmax's `exp(x - max)`) is kept in the output row by the
+    loop that computed it.
+
+    Each region is one kernel: the system's C++ compiler for `:cpu`, OpenCL C, CUDA by NVRTC, as
+    for `Accel.kernel/1` (cached on disk for `:cpu` and `:cuda`, per device for OpenCL), launched
+    like every Accel kernel (on Accel's threads, cancelled when its caller dies). On the CPU a
+    region's loop over a row vectorises, the `f32` functions through glibc's vector math
+    (libmvec), their results the scalar functions' rounded once as before.
 
     Everything else (dot, layout, other reductions, `cond`, `while`, hooks) runs as
     `Nx.Defn.Evaluator` runs it, through `Accel.Nx.Backend`'s operations: what the backend computes
@@ -36,7 +47,8 @@ if Code.ensure_loaded?(Nx) do
     Results are the backend's, operation for operation: each element goes through the same
     per-element functions as the backend's kernels, converted to the type Nx computed after every
     step (integers wrap in their type, `f32` computes in single precision); fused `f32` sums
-    accumulate in `f64`, as the backend's do. An integer zero divisor or negative exponent raises
+    accumulate in `f64`, as the backend's do, in a fixed order of their own (8 interleaved
+    accumulators), so a fused sum may differ from the backend's in the last bits. An integer zero divisor or negative exponent raises
     `ArgumentError`, as in the backend.
 
     ## Compilation and the cache
