@@ -11,7 +11,10 @@ void stream_logistic_map(Backend& backend, const DeviceInfo& info, const Int64So
                          const LogisticMapPlan& plan, const CallOptions& options) {
   const int device = options.device;
   const bool from_range = in.kind == Int64Source::Kind::Range;
-  const accel_params constants = logistic_map_params(plan, backend.supports(DType::F64, device), 0);
+  // the f64 path vectorises on GPUs; an OpenCL device on the host's CPU divides faster
+  // (kernels/logistic_map.h's accel_lm_reduce)
+  const bool f64 = backend.supports(DType::F64, device) && info.type != "cpu";
+  const accel_params constants = logistic_map_params(plan, f64, 0);
   const uint64_t budget = launch_budget(info.compute_units);
   stream_in_place(backend, info, options, in.count, 8, from_range ? nullptr : in.bytes, out,
                   [&](DeviceBuffer& buffer, const Chunk& part, size_t queue) {
