@@ -131,6 +131,34 @@ if Code.ensure_loaded?(Nx) do
           assert binary(jit(f, [a, b2, c], device: @device)) == reference(f, [a, b2, c])
         end
 
+        test "x ** 2 in f32 is the backend's pow bit for bit (computed as a product)" do
+          f = fn x -> Nx.pow(x, 2) end
+
+          edges = [
+            0.0,
+            -0.0,
+            1.0e-23,
+            -1.0e-23,
+            1.0e-45,
+            1.8e19,
+            1.9e19,
+            -3.0e38,
+            :nan,
+            :infinity,
+            :neg_infinity
+          ]
+
+          x =
+            Nx.concatenate([
+              Nx.tensor(edges, type: :f32),
+              Nx.iota({100_000}, type: :f32) |> Nx.multiply(-0.37)
+            ])
+
+          assert [%{ops: [:pow]}] = Compiler.report(f, [x])
+          assert binary(jit(f, [x], device: @device)) == binary(jit(f, [x], device: @device, fuse: false))
+          assert binary(jit(f, [x], device: @device)) == reference(f, [x])
+        end
+
         test "integers wrap in their type after every operation" do
           f = fn x, y ->
             x |> Nx.multiply(y) |> Nx.add(2_000_000_000) |> Nx.quotient(7) |> Nx.bitwise_xor(x)

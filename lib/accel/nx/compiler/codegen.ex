@@ -111,6 +111,15 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp node_text(%{op: op, family: :unary, args: [a], type: t}, values),
     do: wrap("accel_#{family(t)}_#{op}(#{operand(a, values, t)})", t)
 
+  # x ** 2 in f32 is x * x: the f32 pow is the f64 pow of the widened x rounded once, and x^2 of an
+  # f32 is exact in f64, so both round the exact square once (the same bits); the C library's pow
+  # costs 14x the product (a layer norm's (x - mean) ** 2: 20.9 ms against 1.5 ms)
+  defp node_text(%{op: :pow, family: :binary, args: [a, {:const, two, _}], type: :f32}, values)
+       when two in [2, 2.0] do
+    x = operand(a, values, :f32)
+    "accel_f32_multiply(#{x}, #{x})"
+  end
+
   defp node_text(%{op: op, family: :binary, args: [a, b], type: t}, values) do
     args = "#{operand(a, values, t)}, #{operand(b, values, t)}"
     if float?(t), do: "accel_#{family(t)}_#{op}(#{args})", else: wrap("accel_int_#{op}(#{args}, &bad)", t)
