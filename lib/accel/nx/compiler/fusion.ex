@@ -280,7 +280,7 @@ if Code.ensure_loaded?(Nx) do
       rank = tuple_size(operand.shape)
 
       if rank >= 1 and row_reducible?(t, operand, opts) and opts[:axes] == [rank - 1] do
-        with %{} = region <- row_grow(operand, st, {t, op}) do
+        with %{} = region <- row_grow(operand, st, t) do
           %{region | out_type: Storage.compute_type(t.type)}
         end
       end
@@ -292,10 +292,9 @@ if Code.ensure_loaded?(Nx) do
 
     defp row_region(_t, _st), do: nil
 
-    # The row region computing `root` (at the level of the row's elements), or, with `reduce`, its
-    # reduction over the last axis; nil where it is not worth one.
+    # The row region computing `root` (values over the row's whole shape) or, given `reduce` (a
+    # reduction of root over the last axis), that reduction; nil where it is not worth one.
     defp row_grow(root, st, reduce) do
-      # (root: the values over the row's whole shape; reduce: {the reduction of root, its op})
       shape = root.shape
       rank = tuple_size(shape)
       cols = elem(shape, rank - 1)
@@ -313,11 +312,7 @@ if Code.ensure_loaded?(Nx) do
           reductions: 0
         }
 
-        {result, acc} =
-          case reduce do
-            nil -> row_node(root, :col, acc, st)
-            {t, _op} -> row_node(t, :row, acc, st)
-          end
+        {result, acc} = if reduce, do: row_node(reduce, :row, acc, st), else: row_node(root, :col, acc, st)
 
         # (a lone reduction of an input is the backend's own operation)
         if acc.reductions > 0 and length(acc.nodes) >= 2 and acc.inputs != [] and
