@@ -62,8 +62,10 @@ defmodule Accel.Kernel.Native do
          else: (_ -> nil)
   end
 
+  # (the base flags only: a release without libc6-dev's libmvec.so must find what its builder
+  # compiled, which needs only libc6's libmvec.so.1 to load)
   defp precompiled_id(source),
-    do: hash([source, Enum.join(flags(), " "), :erlang.system_info(:system_architecture)])
+    do: hash([source, Enum.join(@base_flags, " "), :erlang.system_info(:system_architecture)])
 
   defp compile(cc, source, so) do
     cpp = so <> ".cpp"
