@@ -18,6 +18,7 @@
 #
 #   mix run bench/nx_ops.exs [--runs 5]
 Code.require_file("support/results.ex", __DIR__)
+Code.require_file("support/peers.ex", __DIR__)
 
 defmodule NxOpsBench do
   alias Accel.Bench.Results
@@ -28,8 +29,7 @@ defmodule NxOpsBench do
     {opts, _} = OptionParser.parse!(args, strict: [runs: :integer])
     runs = opts[:runs] || 5
     devices = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
-    python = Path.expand("../_build/bench-venv/bin/python", __DIR__)
-    python = if File.exists?(python), do: python
+    python = Accel.Bench.Peers.venv_python()
 
     rounds =
       for round <- 1..runs do
@@ -137,27 +137,12 @@ defmodule NxOpsBench do
   # device work is queued: reading one element waits for it
   defp sync(t), do: tap(t, fn t -> t |> Nx.reshape({:auto}) |> Nx.slice([0], [1]) |> Nx.to_binary() end)
 
-  defp xla(python) do
-    case System.cmd(python, [Path.join(__DIR__, "nx_ops_xla.py"), "3", "#{@threads}"], stderr_to_stdout: true) do
-      {out, 0} ->
-        line = out |> String.split("\n", trim: true) |> List.last()
-
-        parse = fn key ->
-          for [_, k, v] <- Regex.scan(~r/"(\w+)": ([0-9.eE+-]+)/, object(line, key)),
-              into: %{},
-              do: {String.to_atom(k), String.to_float(v)}
-        end
-
-        [_, version] = Regex.run(~r/"jax": "([^"]+)"/, line)
-        %{times: parse.("xla"), check: parse.("check"), version: version}
-
-      {out, _} ->
-        IO.puts("XLA failed: #{out}")
-        %{}
-    end
-  end
-
-  defp object(line, key), do: Regex.run(~r/"#{key}": (\{[^}]*\})/, line) |> List.last()
+  defp xla(python),
+    do:
+      Accel.Bench.Peers.xla(python, Path.join(__DIR__, "nx_ops_xla.py"), ["3", "#{@threads}"],
+        times: "xla",
+        check: "check"
+      )
 
   # each device's result against XLA's: the sums of their magnitudes agree to 1e-4
   defp check(rounds, devices) do

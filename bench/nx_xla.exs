@@ -23,6 +23,7 @@
 #
 #   mix run bench/nx_xla.exs [--runs 5] [--devices cpu,opencl] [--only softmax,layer_norm]
 Code.require_file("support/results.ex", __DIR__)
+Code.require_file("support/peers.ex", __DIR__)
 Code.require_file("support/chart.ex", __DIR__)
 
 defmodule NxXlaBench do
@@ -210,8 +211,7 @@ defmodule NxXlaBench do
     names =
       if o = opts[:only], do: Enum.map(String.split(o, ","), &String.to_existing_atom/1), else: @workloads
 
-    python = Path.expand("../_build/bench-venv/bin/python", __DIR__)
-    python = if File.exists?(python), do: python
+    python = Accel.Bench.Peers.venv_python()
 
     fallbacks = :counters.new(1, [])
 
@@ -271,46 +271,31 @@ defmodule NxXlaBench do
 
   # device work is queued: reading one element of each output waits for it
   defp sync(out) do
-    out
-    |> List.wrap()
-    |> Enum.flat_map(&if(is_tuple(&1), do: Tuple.to_list(&1), else: [&1]))
-    |> Enum.each(&(&1 |> Nx.reshape({:auto}) |> Nx.slice([0], [1]) |> Nx.to_binary()))
-
+    out |> leaves() |> Enum.each(&(&1 |> Nx.reshape({:auto}) |> Nx.slice([0], [1]) |> Nx.to_binary()))
     out
   end
+
+  # an output's tensors (a tensor, or a tuple of them)
+  defp leaves(out),
+    do: out |> List.wrap() |> Enum.flat_map(&if(is_tuple(&1), do: Tuple.to_list(&1), else: [&1]))
 
   defp checksum(:random_normal, {x, _key}),
     do: x |> Nx.as_type(:f64) |> Nx.pow(2) |> Nx.mean() |> Nx.to_number()
 
   defp checksum(_name, out) do
     out
-    |> List.wrap()
-    |> Enum.flat_map(&if(is_tuple(&1), do: Tuple.to_list(&1), else: [&1]))
+    |> leaves()
     |> Enum.map(&(&1 |> Nx.as_type(:f64) |> Nx.abs() |> Nx.sum() |> Nx.to_number()))
     |> Enum.sum()
   end
 
-  defp xla(python) do
-    case System.cmd(python, [Path.join(__DIR__, "nx_xla.py"), "3", "#{@threads}"], stderr_to_stdout: true) do
-      {out, 0} ->
-        line = out |> String.split("\n", trim: true) |> List.last()
-
-        parse = fn key ->
-          for [_, k, v] <- Regex.scan(~r/"(\w+)": ([0-9.eE+-]+)/, object(line, key)),
-              into: %{},
-              do: {String.to_atom(k), String.to_float(v)}
-        end
-
-        [_, version] = Regex.run(~r/"jax": "([^"]+)"/, line)
-        %{times: parse.("xla"), first: parse.("first"), check: parse.("check"), version: version}
-
-      {out, _} ->
-        IO.puts("XLA failed: #{out}")
-        %{}
-    end
-  end
-
-  defp object(line, key), do: Regex.run(~r/"#{key}": (\{[^}]*\})/, line) |> List.last()
+  defp xla(python),
+    do:
+      Accel.Bench.Peers.xla(python, Path.join(__DIR__, "nx_xla.py"), ["3", "#{@threads}"],
+        times: "xla",
+        first: "first",
+        check: "check"
+      )
 
   defp check(setup, xla, devices, names) do
     for device <- devices, name <- names, xla[:check] do

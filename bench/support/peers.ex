@@ -11,6 +11,39 @@ defmodule Accel.Bench.Peers do
     end
   end
 
+  @doc """
+  The Python of the benchmarks' virtual environment (`bin/setup --bench` installs jax there), or nil.
+  """
+  def venv_python do
+    python = Path.expand("../../_build/bench-venv/bin/python", __DIR__)
+    if File.exists?(python), do: python
+  end
+
+  @doc """
+  Runs a jax peer script (`python script args...`) whose last line is JSON of flat objects of
+  numbers and "jax": its version. `fields` names them, `[as: "json key"]`: returns
+  %{as => %{name atom => number}, version: v}, or %{} when the script fails.
+  """
+  def xla(python, script, args, fields) do
+    case System.cmd(python, [script | args], stderr_to_stdout: true) do
+      {out, 0} ->
+        line = out |> String.split("\n", trim: true) |> List.last()
+        [_, version] = Regex.run(~r/"jax": "([^"]+)"/, line)
+
+        Map.new(fields, fn {as, key} ->
+          [_, object] = Regex.run(~r/"#{key}": (\{[^}]*\})/, line)
+
+          numbers = Regex.scan(~r/"(\w+)": ([0-9.eE+-]+)/, object)
+          {as, Map.new(numbers, fn [_, k, v] -> {String.to_atom(k), String.to_float(v)} end)}
+        end)
+        |> Map.put(:version, version)
+
+      {out, _} ->
+        IO.puts("XLA failed: #{out}")
+        %{}
+    end
+  end
+
   # Elixir 1.14 has no JSON module: the two flat objects are read with regular expressions.
   defp decode(line) do
     for lib <- ["numpy", "torch"], into: %{} do
