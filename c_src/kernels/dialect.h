@@ -23,7 +23,7 @@ typedef uchar accel_u8;
  * product: on an OpenCL device on the host's CPU (the host passes -DACCEL_OPENCL_CPU=1) whose
  * compiler has __int128, where it is one multiply and PoCL's mul_hi(long) a library routine (a
  * checked user kernel ran 1.2x, one dividing by a captured value 1.7x slower with it). The
- * logistic map's unsigned Barrett step measured no faster so, and keeps mul_hi. */
+ * logistic map divides there instead (kernels/logistic_map.h's accel_lm_reduce). */
 #if defined(ACCEL_OPENCL_CPU) && defined(__SIZEOF_INT128__)
 #define ACCEL_CL_WIDE_MUL 1
 #else

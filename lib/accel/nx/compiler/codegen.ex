@@ -339,9 +339,8 @@ defmodule Accel.Nx.Compiler.Codegen do
     # (those `values` holds are given)
     element = fn args, values ->
       ks = needed(args, by_k, values, MapSet.new()) |> Enum.sort()
-      js = for k <- ks, {:input, j, _} <- by_k[k].args, j in col_ids, uniq: true, do: j
-
-      js = Enum.uniq(js ++ for({:input, j, _} <- args, j in col_ids, do: j)) |> Enum.sort()
+      operands = args ++ Enum.flat_map(ks, &by_k[&1].args)
+      js = Enum.sort(for {:input, j, _} <- operands, j in col_ids, uniq: true, do: j)
 
       {lines, values} =
         Enum.reduce(ks, {[], values}, fn k, {lines, values} ->

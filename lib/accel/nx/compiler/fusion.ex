@@ -166,13 +166,18 @@ if Code.ensure_loaded?(Nx) do
 
     defp broadcast?(%{strides: strides}), do: 0 in strides
 
-    defp reducible?(%T{vectorized_axes: [_ | _]}, _operand, _opts), do: false
-
-    defp reducible?(%T{type: type, shape: shape}, operand, opts) do
-      # Nx's integer sums are s64, or u64 for unsigned ones, which generated kernels do not compute in
-      fusable?(type) and fusable?(operand.type) and elementwise?(operand) and Nx.size(operand.shape) > 0 and
-        Nx.size(shape) > 0 and Keyword.keys(opts) -- [:axes, :keep_axes] == []
+    # A reduction that ends a region: of elementwise values, neither side empty.
+    defp reducible?(t, operand, opts) do
+      reduction_fuses?(t, operand, opts) and elementwise?(operand) and Nx.size(operand.shape) > 0 and
+        Nx.size(t.shape) > 0
     end
+
+    # A reduction a kernel computes: in types generated kernels compute in (Nx's integer sums are
+    # s64, or u64 for unsigned ones, which they do not), nothing vectorized, no options but axes.
+    defp reduction_fuses?(%T{type: type, vectorized_axes: []}, %T{vectorized_axes: []} = operand, opts),
+      do: fusable?(type) and fusable?(operand.type) and Keyword.keys(opts) -- [:axes, :keep_axes] == []
+
+    defp reduction_fuses?(_t, _operand, _opts), do: false
 
     # The region of elementwise nodes computing `root` over `shape`, or nil when it would take too
     # many inputs.
@@ -279,7 +284,7 @@ if Code.ensure_loaded?(Nx) do
     defp row_region(%T{data: %Expr{op: op, args: [operand, opts]}} = t, st) when op in @reductions do
       rank = tuple_size(operand.shape)
 
-      if rank >= 1 and row_reducible?(t, operand, opts) and opts[:axes] == [rank - 1] do
+      if rank >= 1 and reduction_fuses?(t, operand, opts) and opts[:axes] == [rank - 1] do
         with %{} = region <- row_grow(operand, st, t) do
           %{region | out_type: Storage.compute_type(t.type)}
         end
@@ -388,18 +393,10 @@ if Code.ensure_loaded?(Nx) do
       rank = tuple_size(acc.shape)
 
       t.shape == acc.row_shape and operand.shape == acc.shape and opts[:axes] == [rank - 1] and
-        row_reducible?(t, operand, opts)
+        reduction_fuses?(t, operand, opts)
     end
 
     defp row_reduction?(_t, _acc), do: false
-
-    # reducible?/3 but for the operand, which a row region may read as an input
-    defp row_reducible?(%T{vectorized_axes: [_ | _]}, _operand, _opts), do: false
-
-    defp row_reducible?(%T{type: type}, %T{vectorized_axes: []} = operand, opts),
-      do: fusable?(type) and fusable?(operand.type) and Keyword.keys(opts) -- [:axes, :keep_axes] == []
-
-    defp row_reducible?(_t, _operand, _opts), do: false
 
     ## Which nodes fuse
 
