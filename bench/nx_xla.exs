@@ -22,6 +22,11 @@
 # within 1e-2, a different generator). Writes bench/results/nx_xla.md and nx_xla.svg.
 #
 #   mix run bench/nx_xla.exs [--runs 5] [--devices cpu,opencl] [--only softmax,layer_norm]
+#                            [--xla cpu|gpu] [--tag h200] [--per-call 2000]
+#
+# --xla gpu: the peer is XLA's GPU compiler (jax's CUDA plugin; $ACCEL_BENCH_PYTHON names a Python
+# that has it, as a GPU host's own), f32 products at full precision, for the rows of Accel's GPU
+# devices (bin/gpu-run's nx_xla step). --tag: writes nx_xla_TAG.md and .svg instead.
 Code.require_file("support/results.ex", __DIR__)
 Code.require_file("support/peers.ex", __DIR__)
 Code.require_file("support/chart.ex", __DIR__)
@@ -31,7 +36,8 @@ defmodule NxXlaBench do
   import Nx.Defn
 
   @threads System.schedulers_online()
-  @per_call %{toy_step: 2000, toy_softmax: 2000}
+  # the workloads timed per call, as the mean of --per-call calls (default 2000)
+  @per_call [:toy_step, :toy_softmax]
   @workloads [
     :chain,
     :softmax,
@@ -201,8 +207,24 @@ defmodule NxXlaBench do
 
   def main(args) do
     {:ok, _} = Application.ensure_all_started(:nx)
-    {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, devices: :string, only: :string])
+
+    {opts, _} =
+      OptionParser.parse!(args,
+        strict: [
+          runs: :integer,
+          devices: :string,
+          only: :string,
+          xla: :string,
+          tag: :string,
+          per_call: :integer
+        ]
+      )
+
     runs = opts[:runs] || 5
+    calls = opts[:per_call] || 2000
+    platform = opts[:xla] || "cpu"
+    unless platform in ["cpu", "gpu"], do: raise(ArgumentError, "--xla is cpu or gpu, got: #{platform}")
+    file = if tag = opts[:tag], do: "nx_xla_#{tag}", else: "nx_xla"
     available = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
 
     devices =
@@ -218,22 +240,28 @@ defmodule NxXlaBench do
     :telemetry.attach("nx-xla-fallbacks", [:accel, :nx, :fallback], &__MODULE__.count/4, fallbacks)
 
     # first calls, each with an empty kernel cache (of its own), and the results to check
-    setup = for d <- devices, into: %{}, do: {d, setup(d, names, fallbacks)}
+    setup = for d <- devices, into: %{}, do: {d, setup(d, names, fallbacks, calls)}
 
+    # the table is written after every round: a run stopped early (a GPU lease's time cap) keeps
+    # the rounds it finished
     rounds =
-      for round <- 1..runs do
+      Enum.reduce(1..runs, [], fn round, done ->
         IO.puts("round #{round} of #{runs}")
-        accel = for d <- devices, into: %{}, do: {d, Map.new(names, &{&1, time(setup[d][&1])})}
-        %{accel: accel, xla: if(python, do: xla(python), else: %{})}
-      end
+        {us, xla} = :timer.tc(fn -> if python, do: xla(python, platform, calls), else: %{} end)
+        IO.puts("  XLA's process: #{div(us, 1000)} ms")
+        accel = for d <- devices, into: %{}, do: {d, Map.new(names, &{&1, time(setup[d][&1], d)})}
+        done = done ++ [%{accel: accel, xla: xla}]
+        report(setup, done, devices, names, python, {platform, file, calls}, round == runs)
+        done
+      end)
 
-    check(setup, hd(rounds).xla, devices, names)
-    report(setup, rounds, devices, names, python)
+    mismatches = check(setup, hd(rounds).xla, devices, names)
+    if mismatches != [], do: raise("results differ from XLA's:\n" <> Enum.join(mismatches, "\n"))
   end
 
   def count(_event, %{count: n}, _meta, counters), do: :counters.add(counters, 1, n)
 
-  defp setup(device, names, fallbacks) do
+  defp setup(device, names, fallbacks, calls) do
     backend = {Accel.Nx.Backend, device: device}
 
     Map.new(names, fn name ->
@@ -249,7 +277,15 @@ defmodule NxXlaBench do
         IO.puts("#{device} #{name}: first call #{div(first, 1000)} ms, #{fell} fallbacks")
 
         {name,
-         %{f: f, args: args, first: first / 1.0e6, fallbacks: fell, check: checksum(name, out), name: name}}
+         %{
+           f: f,
+           args: args,
+           first: first / 1.0e6,
+           fallbacks: fell,
+           check: checksum(name, out),
+           name: name,
+           calls: if(name in @per_call, do: calls, else: 1)
+         }}
       after
         Application.delete_env(:accel, :kernel_cache)
         File.rm_rf!(dir)
@@ -257,16 +293,18 @@ defmodule NxXlaBench do
     end)
   end
 
-  # the fastest of 3 (of 3 means over @per_call calls for the toy workloads)
-  defp time(%{f: f, args: args, name: name}) do
-    calls = Map.get(@per_call, name, 1)
+  # the fastest of 3 (of 3 means over --per-call calls for the toy workloads)
+  defp time(%{f: f, args: args, name: name, calls: calls}, device) do
+    best =
+      Enum.min(
+        for _ <- 1..3 do
+          {us, _} = :timer.tc(fn -> for _ <- 1..calls, do: f |> apply(args) |> sync() end)
+          us / calls / 1.0e6
+        end
+      )
 
-    Enum.min(
-      for _ <- 1..3 do
-        {us, _} = :timer.tc(fn -> for _ <- 1..calls, do: f |> apply(args) |> sync() end)
-        us / calls / 1.0e6
-      end
-    )
+    IO.puts("  #{device} #{name}: #{t(best)}")
+    best
   end
 
   # device work is queued: reading one element of each output waits for it
@@ -289,22 +327,27 @@ defmodule NxXlaBench do
     |> Enum.sum()
   end
 
-  defp xla(python),
+  defp xla(python, platform, calls),
     do:
-      Accel.Bench.Peers.xla(python, Path.join(__DIR__, "nx_xla.py"), ["3", "#{@threads}"],
+      Accel.Bench.Peers.xla(
+        python,
+        Path.join(__DIR__, "nx_xla.py"),
+        ["3", "#{@threads}", platform, "#{calls}"],
         times: "xla",
         first: "first",
         check: "check"
       )
 
+  # the workloads whose results differ from XLA's (reported with the table, then raised)
   defp check(setup, xla, devices, names) do
-    for device <- devices, name <- names, xla[:check] do
-      got = setup[device][name].check
-      want = xla.check[name]
-      tol = if name == :random_normal, do: 1.0e-2, else: 1.0e-3
-
-      unless abs(got - want) <= tol * max(abs(want), 1.0),
-        do: raise("#{name} on #{device}: checksum #{got}, XLA's #{want}")
+    for device <- devices,
+        name <- names,
+        xla[:check],
+        got = setup[device][name].check,
+        want = xla.check[name],
+        tol = if(name == :random_normal, do: 1.0e-2, else: 1.0e-3),
+        abs(got - want) > tol * max(abs(want), 1.0) do
+      "#{name} on #{device}: checksum #{got}, XLA's #{want}"
     end
   end
 
@@ -316,7 +359,11 @@ defmodule NxXlaBench do
   defp t(s), do: "#{:erlang.float_to_binary(s * 1000, decimals: 2)} ms"
   defp x(r), do: "#{:erlang.float_to_binary(r, decimals: 2)}x"
 
-  defp report(setup, rounds, devices, names, python) do
+  defp report(setup, rounds, devices, names, python, {platform, file, calls}, last?) do
+    # the table has XLA's column where its peer ran in every round
+    python = if Enum.all?(rounds, &Map.has_key?(&1.xla, :times)), do: python
+    mismatches = check(setup, hd(rounds).xla, devices, names)
+
     xla_time = fn name -> if python, do: median(Enum.map(rounds, & &1.xla.times[name])) end
     accel_time = fn d, name -> median(Enum.map(rounds, & &1.accel[d][name])) end
 
@@ -346,19 +393,29 @@ defmodule NxXlaBench do
     heads = Enum.map_join(devices, " | ", &"Accel #{&1} | XLA / Accel #{&1}")
     aligns = Enum.map_join(devices, "", fn _ -> "---:|---:|" end)
 
+    {where, engine} =
+      if platform == "gpu",
+        do: {"GPU", "XLA's GPU compiler, EXLA's engine, f32 products at full precision"},
+        else: {"CPU", "XLA's CPU compiler, EXLA's engine, #{@threads} threads"}
+
+    checked =
+      if mismatches == [],
+        do: "",
+        else: "\n**Results that differ from XLA's:** #{Enum.join(mismatches, "; ")}.\n"
+
     text = """
-    # Compiled Nx against XLA on the CPU
+    # Compiled Nx against XLA on the #{where}
 
     Made by `mix run bench/nx_xla.exs` (#{length(rounds)} rounds; in each, every workload timed as the
-    fastest of 3 calls, the per-call rows as the mean of #{@per_call.toy_step} calls; medians over rounds).
+    fastest of 3 calls, the per-call rows as the mean of #{calls} calls; medians over rounds).
     Each workload through `Accel.Nx.Compiler` on each Accel device and through `jax.jit` (jax
-    #{version}, XLA's CPU compiler, EXLA's engine, #{@threads} threads) in its own process each round.
+    #{version}, #{engine}) in its own process each round.
     "XLA / Accel": XLA's time over Accel's; above 1 Accel is faster. Fallbacks: calls of
     Nx.BinaryBackend in the first call (the telemetry event `[:accel, :nx, :fallback]`), per device.
     Results checked against XLA's (the sums of their magnitudes within 1e-3; the random draw, from
     another generator, by the mean of its squares within 1e-2). Machine: #{System.schedulers_online()} cores.
     The script's header gives the shapes.
-
+    #{checked}
     | workload | #{heads} | XLA | fallbacks |
     |---|#{aligns}---:|---:|
     #{Enum.join(rows, "\n")}
@@ -370,9 +427,9 @@ defmodule NxXlaBench do
     #{Enum.join(first_rows, "\n")}
     """
 
-    path = Results.path("nx_xla.md")
+    path = Results.path("#{file}.md")
     File.write!(path, text)
-    IO.puts(text)
+    if last?, do: IO.puts(text)
 
     if python do
       bars =
@@ -380,7 +437,7 @@ defmodule NxXlaBench do
           {"#{name} (#{d})", xla_time.(name) / accel_time.(d, name)}
         end
 
-      Accel.Bench.Chart.bars(Results.path("nx_xla.svg"), "Compiled Nx against XLA on the CPU", bars,
+      Accel.Bench.Chart.bars(Results.path("#{file}.svg"), "Compiled Nx against XLA on the #{where}", bars,
         xlabel: "XLA's time over Accel's (above 1: Accel is faster)"
       )
     end

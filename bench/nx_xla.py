@@ -6,24 +6,35 @@ The inputs are the formulas bench/nx_xla.exs builds (computed in f64, rounded to
 checksums compare: the sum of the magnitudes of every output, or for the random draw the mean of
 its squares (a different generator: only its distribution compares).
 
-    python bench/nx_xla.py REPEATS THREADS
+    python bench/nx_xla.py REPEATS THREADS [cpu|gpu [PER_CALL]]
+
+gpu: XLA's GPU compiler (jax's CUDA plugin), f32 matrix products and convolutions at full f32
+precision ("highest": no TF32), as Accel's cuBLAS calls compute them.
 """
 import json
 import os
 import sys
 import time
 
-PER_CALL = {"toy_step": 2000, "toy_softmax": 2000}
+PER_CALL = ("toy_step", "toy_softmax")  # timed as the mean of PER_CALL calls (default 2000)
 
 
 def main():
     repeats, threads = int(sys.argv[1]), int(sys.argv[2])
-    os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={threads}")
+    platform = sys.argv[3] if len(sys.argv) > 3 else "cpu"
+    per_call = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
+    if platform == "cpu":
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={threads}")
+    else:
+        os.environ["JAX_PLATFORMS"] = "cuda"
     import jax
     import jax.numpy as jnp
     import numpy as np
 
     jax.config.update("jax_enable_x64", True)  # s64 indices, as Nx's
+    if platform != "cpu":
+        jax.config.update("jax_default_matmul_precision", "highest")
 
     def ramp(shape, scale, fn=np.sin, factor=1.0):
         x = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) * scale
@@ -120,7 +131,7 @@ def main():
             check[name] = float(np.mean(leaves[0] ** 2))
         else:
             check[name] = float(sum(np.abs(leaf).sum() for leaf in leaves))
-        calls = PER_CALL.get(name, 1)
+        calls = per_call if name in PER_CALL else 1
         best = float("inf")
         for _ in range(repeats):
             start = time.perf_counter()
@@ -129,7 +140,7 @@ def main():
             best = min(best, (time.perf_counter() - start) / calls)
         times[name] = best
 
-    print(json.dumps({"xla": times, "first": first, "check": check, "jax": jax.__version__}))
+    print(json.dumps({"xla": times, "first": first, "check": check, "jax": f"{jax.__version__}, {jax.devices()[0].device_kind}"}))
 
 
 if __name__ == "__main__":

@@ -12,11 +12,16 @@ defmodule Accel.Bench.Peers do
   end
 
   @doc """
-  The Python of the benchmarks' virtual environment (`bin/setup --bench` installs jax there), or nil.
+  The Python that runs the jax peers: $ACCEL_BENCH_PYTHON where set (a machine's own jax, such as a
+  GPU host's), else the benchmarks' virtual environment (`bin/setup --bench` installs jax there), or
+  nil.
   """
   def venv_python do
-    python = Path.expand("../../_build/bench-venv/bin/python", __DIR__)
-    if File.exists?(python), do: python
+    python =
+      System.get_env("ACCEL_BENCH_PYTHON") ||
+        Path.expand("../../_build/bench-venv/bin/python", __DIR__)
+
+    if File.exists?(python) or System.find_executable(python), do: python
   end
 
   @doc """

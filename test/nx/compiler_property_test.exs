@@ -27,8 +27,8 @@ if Code.ensure_loaded?(Nx) do
 
     alias Accel.Test.{NxGraphs, NxIntervals, Properties}
 
-    for device <- [:cpu, :opencl] do
-      @tag opencl: device == :opencl
+    for device <- Accel.Test.Devices.nx() do
+      @tag Accel.Test.Devices.tags(device)
       test "random graphs agree with the backend op by op and with the binary backend on #{device}" do
         device = unquote(device)
         Properties.check!("#{device}", __ENV__.file, NxGraphs.case_gen(), &safe_check(&1, device))

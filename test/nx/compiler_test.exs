@@ -107,9 +107,9 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    for device <- [:cpu, :opencl] do
+    for device <- Accel.Test.Devices.nx() do
       describe "on #{device}" do
-        @describetag opencl: device == :opencl
+        @describetag Accel.Test.Devices.tags(device)
         @device device
 
         test "a fused chain equals the backend op by op and the binary backend" do
@@ -156,7 +156,9 @@ if Code.ensure_loaded?(Nx) do
 
           assert [%{ops: [:pow]}] = Compiler.report(f, [x])
           assert binary(jit(f, [x], device: @device)) == binary(jit(f, [x], device: @device, fuse: false))
-          assert binary(jit(f, [x], device: @device)) == reference(f, [x])
+          # NaN's bits aside: NVIDIA's GPUs give their canonical NaN, not the operand's
+          nan_as_nx = &Nx.select(Nx.is_nan(&1), Nx.tensor(:nan, type: :f32), &1)
+          assert nan_as_nx.(binary(jit(f, [x], device: @device))) == nan_as_nx.(reference(f, [x]))
         end
 
         test "integers wrap in their type after every operation" do

@@ -6,11 +6,10 @@ if Code.ensure_loaded?(Nx) do
     # exercise its plan, at the edges (indices out of range, NaN in sorts, windows larger than
     # their input), and at 10^6 elements against closed forms where the binary backend
     # would take minutes; with `fallback: :raise`, so that nothing here leaves the device, and the
-    # fallback telemetry event counted to zero. On the CPU backend and on OpenCL.
+    # fallback telemetry event counted to zero. On the CPU backend, OpenCL and CUDA (each where
+    # it is usable).
     use ExUnit.Case, async: true
     import Accel.Test.Fallbacks, only: [count: 1]
-
-    @devices [cpu: false, opencl: true]
 
     setup :count
 
@@ -65,9 +64,9 @@ if Code.ensure_loaded?(Nx) do
     defp floats(shape),
       do: Nx.iota(shape, type: :f32, backend: Nx.BinaryBackend) |> Nx.multiply(0.37) |> Nx.sin()
 
-    for {device, opencl} <- @devices do
+    for device <- Accel.Test.Devices.nx() do
       describe "on #{device}" do
-        @describetag opencl: opencl
+        @describetag Accel.Test.Devices.tags(device)
         @device device
 
         test "gather, take and take_along_axis read what Nx reads, for every element size" do

@@ -78,9 +78,9 @@ if Code.ensure_loaded?(Nx) do
 
     defp nan?(t), do: t |> host() |> Nx.is_nan() |> Nx.all() |> Nx.to_number() == 1
 
-    for {device, opencl} <- [cpu: false, opencl: true] do
+    for device <- Accel.Test.Devices.nx() do
       describe "on #{device}" do
-        @describetag opencl: opencl
+        @describetag Accel.Test.Devices.tags(device)
         @device device
 
         test "cholesky of batches, f32 and f64, as Nx's composition" do

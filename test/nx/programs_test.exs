@@ -178,9 +178,9 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    for {device, opencl} <- [cpu: false, opencl: true] do
+    for device <- Accel.Test.Devices.nx() do
       describe "on #{device}" do
-        @describetag opencl: opencl
+        @describetag Accel.Test.Devices.tags(device)
         @device device
 
         test "a CNN's training step: conv, max-pool, dropout, cross-entropy, grad, Adam" do

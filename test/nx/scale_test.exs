@@ -1,13 +1,13 @@
 if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.ScaleTest do
-    # Accel.Nx.Backend at the sizes users run, on the CPU backend and PoCL. Not async: its 64-128 MB
+    # Accel.Nx.Backend at the sizes users run, on the CPU backend, OpenCL and CUDA. Not async: its 64-128 MB
     # tensors would show in the device memory counts that async tests assert on.
     use ExUnit.Case, async: false
     import Bitwise
 
-    for device <- [:cpu, :opencl] do
+    for device <- Accel.Test.Devices.nx() do
       describe "on #{device}" do
-        @describetag opencl: device == :opencl
+        @describetag Accel.Test.Devices.tags(device)
         @device device
 
         test "2^24-element sums, transposes and reversals" do

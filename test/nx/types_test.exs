@@ -3,12 +3,12 @@ if Code.ensure_loaded?(Nx) do
     # Every Nx type computes on the device: the integer types of every width (with Nx's wrapping),
     # f16 and bf16 (stored as themselves, computed in f32, rounded as Nx rounds), complex types
     # moved on the device; each result equal to Nx.BinaryBackend's, and no operation here falls
-    # back to it (counted with the fallback telemetry event). On the CPU backend and on OpenCL.
+    # back to it (counted with the fallback telemetry event). On the CPU backend, OpenCL and CUDA
+    # (each where it is usable).
     use ExUnit.Case, async: true
     import Accel.Test.Fallbacks, only: [count: 1]
     import Bitwise
 
-    @devices [cpu: false, opencl: true]
     @ints [{:s, 8}, {:s, 16}, {:u, 16}, {:u, 32}, {:u, 64}, {:s, 32}, {:u, 8}, {:s, 64}]
     @halves [{:f, 16}, {:bf, 16}]
 
@@ -49,9 +49,9 @@ if Code.ensure_loaded?(Nx) do
     defp edge_values({:s, bits}),
       do: [0, 1, -1, 3, -7, (1 <<< (bits - 1)) - 1, -(1 <<< (bits - 1)), -(1 <<< (bits - 1)) + 1, 100]
 
-    for {device, opencl} <- @devices do
+    for device <- Accel.Test.Devices.nx() do
       describe "on #{device}" do
-        @describetag opencl: opencl
+        @describetag Accel.Test.Devices.tags(device)
         @device device
 
         test "integers of every width wrap and divide as Nx's, with no fallback" do
