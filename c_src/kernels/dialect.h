@@ -15,6 +15,10 @@ typedef short accel_i16;
 typedef ushort accel_u16;
 typedef char accel_i8;
 typedef uchar accel_u8;
+/* No contraction of a * b + c into fma: a fused kernel must round each operation as the backend's
+ * kernels do one at a time (OpenCL C lets compilers contract by default, and NVIDIA's does; CUDA
+ * kernels are compiled with --fmad=false for the same reason). */
+#pragma OPENCL FP_CONTRACT OFF
 #define ACCEL_FN static inline
 #define ACCEL_F32(fn) fn
 #define ACCEL_HAS_INT128 0

@@ -196,12 +196,18 @@ ACCEL_FN float accel_f32_tanh(float x) { return ACCEL_F32_VIA_F64(tanh, x); }
 #if ACCEL_HAS_F64
 ACCEL_FN float accel_f32_sigmoid(float x) { return (float)(1.0 / (1.0 + ACCEL_F32_LIBM(exp)(-(double)x))); }
 ACCEL_FN float accel_f32_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
-ACCEL_FN float accel_f32_pow(float a, float b) { return (float)ACCEL_F32_LIBM(pow)((double)a, (double)b); }
+/* b == 2: the product, which is what the exact square rounded once gives (the square of a float
+ * fits a double exactly); a device's pow(double) need not be exact there (CUDA's and NVIDIA
+ * OpenCL's were an ulp off on squares that are f32 rounding ties), and Accel.Nx.Compiler computes
+ * x ** 2 as x * x. */
+ACCEL_FN float accel_f32_pow(float a, float b) {
+  return b == 2.0f ? a * a : (float)ACCEL_F32_LIBM(pow)((double)a, (double)b);
+}
 ACCEL_FN float accel_f32_atan2(float a, float b) { return (float)ACCEL_F32_LIBM(atan2)((double)a, (double)b); }
 #else
 ACCEL_FN float accel_f32_sigmoid(float x) { return 1.0f / (1.0f + ACCEL_F32(exp)(-x)); }
 ACCEL_FN float accel_f32_rsqrt(float x) { return 1.0f / ACCEL_F32(sqrt)(x); }
-ACCEL_FN float accel_f32_pow(float a, float b) { return ACCEL_F32(pow)(a, b); }
+ACCEL_FN float accel_f32_pow(float a, float b) { return b == 2.0f ? a * a : ACCEL_F32(pow)(a, b); }
 ACCEL_FN float accel_f32_atan2(float a, float b) { return ACCEL_F32(atan2)(a, b); }
 #endif
 ACCEL_FN float accel_f32_floor(float x) { return ACCEL_F32(floor)(x); }

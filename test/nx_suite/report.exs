@@ -110,7 +110,9 @@ File.write!(output, """
 Made by `bin/nx-suite --report` from the runs of `bin/nx-suite` (see its header): Nx's own tests
 (the files Nx's repository ships, unchanged), with `Accel.Nx.Backend` as the global default
 backend on each device, and with `Accel.Nx.Compiler` as the global defn compiler too ("compiler"),
-against `Nx.BinaryBackend` through the same harness ("binary", the baseline).
+against `Nx.BinaryBackend` through the same harness ("binary", the baseline). CI has no GPU: a
+cuda column comes from a GPU host (`bin/gpu-run`'s nx_suite step; its report file copied beside
+CI's), and bench/results/ names that machine (`*_machine.txt`).
 
 #{Enum.join(sections, "\n")}
 """)

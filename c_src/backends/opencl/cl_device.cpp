@@ -55,7 +55,9 @@ bool probe(DeviceState& d) {
 }
 
 cl::Program& program(DeviceState& d, const std::string& name, const char* source) {
-  const std::string options = std::string(d.fp64 ? "-DACCEL_FP64=1" : "") + (d.info.type == "cpu" ? " -DACCEL_OPENCL_CPU=1" : "");
+  const std::string options = std::string(d.fp64 ? "-DACCEL_FP64=1" : "") +
+                              (d.info.type == "cpu" ? " -DACCEL_OPENCL_CPU=1" : "") +
+                              (d.exact_divide ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
   const std::string key = name + " " + options;
   auto it = d.programs.find(key);
   if (it != d.programs.end()) return it->second;

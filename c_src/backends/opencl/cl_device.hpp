@@ -25,6 +25,10 @@ struct DeviceState {
   DeviceInfo info;
   cl::Device device;
   bool fp64 = false;  // doubles supported: the kernels' f64 path is compiled in
+  // f32 division and sqrt can be correctly rounded (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT): programs
+  // ask for it. OpenCL C allows 2.5 ulps otherwise, and NVIDIA's driver takes that licence (5 / 3
+  // in f32 came out an ulp above the quotient Nx and every other backend give).
+  bool exact_divide = false;
   std::mutex mutex;   // guards everything below and serialises calls on this device
   bool ready = false;
   cl::Context context;

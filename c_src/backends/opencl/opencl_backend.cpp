@@ -223,6 +223,8 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
           info.max_alloc = device.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
           info.compute_units = device.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
           state->fp64 = device.getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() != 0;
+          state->exact_divide =
+              (device.getInfo<CL_DEVICE_SINGLE_FP_CONFIG>() & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
           out.push_back(std::move(state));
         }
       }

@@ -111,9 +111,10 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp node_text(%{op: op, family: :unary, args: [a], type: t}, values),
     do: wrap("accel_#{family(t)}_#{op}(#{operand(a, values, t)})", t)
 
-  # x ** 2 in f32 is x * x: the f32 pow is the f64 pow of the widened x rounded once, and x^2 of an
-  # f32 is exact in f64, so both round the exact square once (the same bits); the C library's pow
-  # costs 14x the product (a layer norm's (x - mean) ** 2: 20.9 ms against 1.5 ms)
+  # x ** 2 in f32 is x * x: x^2 of an f32 is exact in f64, so the product rounds the exact square
+  # once, as the backend's f32 pow does (kernels/tensor.h: the product where the exponent is 2,
+  # since a GPU's pow(double) may miss the exact square by an ulp), without the branch; the C
+  # library's pow costs 14x the product (a layer norm's (x - mean) ** 2: 20.9 ms against 1.5 ms)
   defp node_text(%{op: :pow, family: :binary, args: [a, {:const, two, _}], type: :f32}, values)
        when two in [2, 2.0] do
     x = operand(a, values, :f32)
