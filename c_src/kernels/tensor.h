@@ -231,41 +231,40 @@ ACCEL_FN float accel_f32_cbrt(float x) { return ACCEL_F32_VIA_F64(cbrt, x); }
 ACCEL_FN float accel_f32_erf(float x) { return ACCEL_F32_VIA_F64(erf, x); }
 ACCEL_FN float accel_f32_erfc(float x) { return ACCEL_F32_VIA_F64(erfc, x); }
 /* Giles' approximation ("Approximating the erfinv function", 2010), in R: what Nx computes (in
- * Elixir floats, then rounded to the type). NaN outside [-1, 1] and for NaN. */
+ * Elixir floats, then rounded to the type). NaN outside [-1, 1] and for NaN. Both polynomials are
+ * computed and one chosen, with no branch, so that a loop over elements vectorises (the tail's
+ * sqrt of an infinite w at +-1 is discarded by the last choice). */
 #define ACCEL_ERF_INV(R, LOG, SQRT, z)                                                             \
   {                                                                                                \
-    if (z == (R)1) return (R)1 / (R)0;                                                             \
-    if (z == (R)-1) return (R)-1 / (R)0;                                                           \
     const R w = -LOG(((R)1 - z) * ((R)1 + z));                                                     \
-    R p;                                                                                           \
-    if (w < (R)5) {                                                                                \
-      const R v = w - (R)2.5;                                                                      \
-      p = (R)2.81022636e-08;                                                                       \
-      p = p * v + (R)3.43273939e-07;                                                               \
-      p = p * v + (R)-3.5233877e-06;                                                               \
-      p = p * v + (R)-4.39150654e-06;                                                              \
-      p = p * v + (R)0.00021858087;                                                                \
-      p = p * v + (R)-0.00125372503;                                                               \
-      p = p * v + (R)-0.00417768164;                                                               \
-      p = p * v + (R)0.246640727;                                                                  \
-      p = p * v + (R)1.50140941;                                                                   \
-    } else {                                                                                       \
-      const R v = SQRT(w) - (R)3;                                                                  \
-      p = (R)-0.000200214257;                                                                      \
-      p = p * v + (R)0.000100950558;                                                               \
-      p = p * v + (R)0.00134934322;                                                                \
-      p = p * v + (R)-0.00367342844;                                                               \
-      p = p * v + (R)0.00573950773;                                                                \
-      p = p * v + (R)-0.0076224613;                                                                \
-      p = p * v + (R)0.00943887047;                                                                \
-      p = p * v + (R)1.00167406;                                                                   \
-      p = p * v + (R)2.83297682;                                                                   \
-    }                                                                                              \
-    return p * z;                                                                                  \
+    const R v = w - (R)2.5;                                                                        \
+    R p = (R)2.81022636e-08;                                                                       \
+    p = p * v + (R)3.43273939e-07;                                                                 \
+    p = p * v + (R)-3.5233877e-06;                                                                 \
+    p = p * v + (R)-4.39150654e-06;                                                                \
+    p = p * v + (R)0.00021858087;                                                                  \
+    p = p * v + (R)-0.00125372503;                                                                 \
+    p = p * v + (R)-0.00417768164;                                                                 \
+    p = p * v + (R)0.246640727;                                                                    \
+    p = p * v + (R)1.50140941;                                                                     \
+    const R t = SQRT(w) - (R)3;                                                                    \
+    R q = (R)-0.000200214257;                                                                      \
+    q = q * t + (R)0.000100950558;                                                                 \
+    q = q * t + (R)0.00134934322;                                                                  \
+    q = q * t + (R)-0.00367342844;                                                                 \
+    q = q * t + (R)0.00573950773;                                                                  \
+    q = q * t + (R)-0.0076224613;                                                                  \
+    q = q * t + (R)0.00943887047;                                                                  \
+    q = q * t + (R)1.00167406;                                                                     \
+    q = q * t + (R)2.83297682;                                                                     \
+    const R r = (w < (R)5 ? p : q) * z;                                                            \
+    return z == (R)1 ? (R)1 / (R)0 : z == (R)-1 ? (R)-1 / (R)0 : r;                                \
   }
 #if ACCEL_HAS_F64
 ACCEL_FN double accel_erf_inv_f64(double z) ACCEL_ERF_INV(double, log, sqrt, z)
-ACCEL_FN float accel_f32_erf_inv(float x) { return (float)accel_erf_inv_f64((double)x); }
+/* the f32 function's log may be a SIMD variant (ACCEL_F32_LIBM: f32's rounding hides its ulps) */
+ACCEL_FN double accel_erf_inv_for_f32(double z) ACCEL_ERF_INV(double, ACCEL_F32_LIBM(log), sqrt, z)
+ACCEL_FN float accel_f32_erf_inv(float x) { return (float)accel_erf_inv_for_f32((double)x); }
 #else
 ACCEL_FN float accel_f32_erf_inv(float z) ACCEL_ERF_INV(float, ACCEL_F32(log), ACCEL_F32(sqrt), z)
 #endif

@@ -4,7 +4,8 @@
 // (what the CPU backend gave before, and what Nx.BinaryBackend computes): swept here through loops
 // the compiler vectorises (at every vector width the machine has, as generated kernels are built),
 // over every 251st f32 bit pattern (about 1.7 x 10^7 inputs, every exponent, both signs) and the
-// special values.
+// special values. erf_inv's reference is Accel's own f64 erf_inv (Giles' approximation, as Nx's),
+// whose log is the scalar C library's.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,7 +42,8 @@ int64_t ulps_apart(float a, float b) {
   X(cos, std::cos(x))            \
   X(atan, std::atan(x))          \
   X(erf, std::erf(x))            \
-  X(cbrt, std::cbrt(x))
+  X(cbrt, std::cbrt(x))          \
+  X(erf_inv, accel_erf_inv_f64(x))
 
 // out[i] = accel_f32_<fn>(in[i]) as a generated kernel's loop computes it (vectorised)
 #define ACCEL_BATCH(fn, _)                                                                                 \

@@ -175,6 +175,36 @@ if Code.ensure_loaded?(Nx) do
           assert binary(jit(g, [u], device: @device)) == reference(g, [u])
         end
 
+        # Nx.Random's threefry: rounds of u32 adds, rotations and xors in a while loop, all fused
+        test "u32 wraps as Nx's: a threefry-like round, reductions and conversions" do
+          rotate = fn x, r -> Nx.bitwise_or(Nx.left_shift(x, r), Nx.right_shift(x, 32 - r)) end
+
+          f = fn x, y ->
+            a = Nx.add(x, y)
+            b = a |> rotate.(13) |> Nx.bitwise_xor(a) |> Nx.multiply(0x9E3779B9)
+            c = b |> Nx.add(466_688_986) |> rotate.(7) |> Nx.subtract(y) |> Nx.bitwise_not()
+            {c, Nx.reduce_max(c, axes: [1]), Nx.sum(c), Nx.as_type(c, :f64) |> Nx.divide(3.0)}
+          end
+
+          x = Nx.iota({64, 1000}, type: :u32) |> Nx.multiply(2_654_435_761)
+
+          y =
+            Nx.tensor([0xFFFFFFFF, 0x80000000, 1, 0], type: :u32)
+            |> Nx.tile([16_000])
+            |> Nx.reshape({64, 1000})
+
+          assert [%{type: {:u, 32}} | _] = Compiler.report(f, [x, y])
+          fused = jit(f, [x, y], device: @device)
+          want = reference(f, [x, y])
+
+          for {a, b} <- Enum.zip(Tuple.to_list(fused), Tuple.to_list(want)),
+              do: assert(binary(a) == b)
+
+          key = Nx.Random.key(7)
+          draw = fn k -> Nx.Random.uniform_split(k, 0.0, 1.0, shape: {3000}) end
+          assert binary(jit(draw, [key], device: @device)) == reference(draw, [key])
+        end
+
         test "select, comparisons, clip and conversions" do
           f = fn x, y ->
             x

@@ -18,8 +18,8 @@ if Code.ensure_loaded?(Nx) do
 
     A region grows from each value that must be stored (an output, an operand of an operation
     that does not fuse, a value used twice) through the operands only it uses: elementwise
-    operations of the same shape whose types Accel computes in (`f32`, `f64`, `s64`, `s32`, `u8`):
-    every unary and binary operation and comparison of `Accel.Tensor`'s registry, `logical_not`,
+    operations of the same shape whose types Accel computes in (`f32`, `f64`, `s64`, `s32`, `u32`,
+    `u8`): every unary and binary operation and comparison of `Accel.Tensor`'s registry, `logical_not`,
     `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
     smaller shapes read through Nx's broadcasting in place. A `sum`, `product`, `reduce_max` or
     `reduce_min` of a region ends it: the region's values are never stored. A lone operation is a

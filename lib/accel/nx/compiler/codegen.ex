@@ -21,8 +21,15 @@ defmodule Accel.Nx.Compiler.Codegen do
   # a reduction's interleaved accumulators, and the elements computed before they are added (iteration/4)
   @lanes 8
   @block 64
-  @c_types %{s64: "accel_i64", s32: "accel_i32", u8: "accel_u8", f64: "double", f32: "float"}
-  @type_codes %{s64: "ACCEL_S64_TYPE", s32: "ACCEL_S32_TYPE", u8: "ACCEL_U8_TYPE"}
+  @c_types %{
+    s64: "accel_i64",
+    s32: "accel_i32",
+    u32: "accel_u32",
+    u8: "accel_u8",
+    f64: "double",
+    f32: "float"
+  }
+  @type_codes %{s64: "ACCEL_S64_TYPE", s32: "ACCEL_S32_TYPE", u32: "ACCEL_U32_TYPE", u8: "ACCEL_U8_TYPE"}
 
   @doc "Integer operations whose element functions raise the flag (a zero divisor, a negative exponent)."
   def flagging?(op, type), do: op in [:divide, :quotient, :remainder, :pow] and not float?(type)
@@ -173,7 +180,7 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   # A 64-bit integer result wrapped into its type (the store's truncation, done after each step).
   defp wrap(text, :s64), do: text
-  defp wrap(text, t) when t in [:s32, :u8], do: "(accel_i64)(#{@c_types[t]})(#{text})"
+  defp wrap(text, t) when t in [:s32, :u32, :u8], do: "(accel_i64)(#{@c_types[t]})(#{text})"
   defp wrap(text, _float), do: text
 
   defp convert(text, same, same), do: text
@@ -198,6 +205,7 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp literal(v, t) when is_integer(v) do
     case {t, v} do
       {:s32, v} -> <<v::signed-32>> |> then(fn <<w::signed-32>> -> int_literal(w) end)
+      {:u32, v} -> int_literal(Bitwise.band(v, 0xFFFFFFFF))
       {:u8, v} -> int_literal(Bitwise.band(v, 255))
       {_, v} -> <<v::signed-64>> |> then(fn <<w::signed-64>> -> int_literal(w) end)
     end
@@ -518,7 +526,8 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp initial(:reduce_min, :s64), do: "((accel_i64)0x7fffffffffffffffL)"
   defp initial(:reduce_max, :s32), do: "((accel_i64)-2147483648L)"
   defp initial(:reduce_min, :s32), do: "((accel_i64)2147483647L)"
-  defp initial(:reduce_max, :u8), do: "((accel_i64)0)"
+  defp initial(:reduce_max, t) when t in [:u32, :u8], do: "((accel_i64)0)"
+  defp initial(:reduce_min, :u32), do: "((accel_i64)4294967295L)"
   defp initial(:reduce_min, :u8), do: "((accel_i64)255)"
 
   defp loads(region, index) do

@@ -34,7 +34,8 @@ if Code.ensure_loaded?(Nx) do
     @predicates [:logical_not, :is_nan, :is_infinity]
     @reductions [:sum, :product, :reduce_max, :reduce_min]
     # the types generated kernels compute in (Codegen's); others run as the backend's operations
-    @fusable [:f32, :f64, :s64, :s32, :u8]
+    # (integers are held in 64 bits, wrapped into their type after each step: u64 does not fit)
+    @fusable [:f32, :f64, :s64, :s32, :u32, :u8]
     # the most inputs a region takes (a kernel takes 32 buffers with its output and flag)
     @max_inputs 30
     # below this many output elements a reduction's range is split, so that the device has work
