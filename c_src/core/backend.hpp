@@ -134,9 +134,10 @@ class Backend {
 
   // ---- beyond the door: the vendors' BLAS ----
 
-  // Row-major out[m][n] = a[m][k] * b[k][n], F32 or F64, through the backend's BLAS.
-  virtual void matmul(DType, const DeviceBuffer&, const DeviceBuffer&, DeviceBuffer&, size_t /*m*/, size_t /*k*/,
-                      size_t /*n*/) {
+  // Row-major out[i][m][n] = a[i][m][k] * b[i][k][n] for each i below batch (contiguous, one after
+  // another: batched attention, grouped convolution), F32 or F64, through the backend's BLAS.
+  virtual void matmul(DType, const DeviceBuffer&, const DeviceBuffer&, DeviceBuffer&, size_t /*batch*/, size_t /*m*/,
+                      size_t /*k*/, size_t /*n*/) {
     no_tensors();
   }
   // False for F64 on a device without doubles.

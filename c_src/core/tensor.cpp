@@ -384,18 +384,21 @@ Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t l
   }
 }
 
-Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t m, uint64_t k, uint64_t n) {
+Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t m, uint64_t k, uint64_t n) {
   check_same_place(a, b);
   check_same_type(a, b);
   check_computes(a.type, "matmul");
-  if (product(m, k, "the shape") != a.count || product(k, n, "the shape") != b.count)
-    throw ArgumentError("matmul of " + std::to_string(m) + " x " + std::to_string(k) + " by " + std::to_string(k) + " x " +
-                        std::to_string(n) + " does not match tensors of " + std::to_string(a.count) + " and " +
-                        std::to_string(b.count) + " elements");
-  Tensor out = allocate_like(*a.backend, a.device, a.type, product(m, n, "the result shape"));
+  if (product(product(batch, m, "the shape"), k, "the shape") != a.count ||
+      product(product(batch, k, "the shape"), n, "the shape") != b.count)
+    throw ArgumentError("matmul of " + std::to_string(batch) + " x " + std::to_string(m) + " x " + std::to_string(k) +
+                        " by " + std::to_string(k) + " x " + std::to_string(n) + " does not match tensors of " +
+                        std::to_string(a.count) + " and " + std::to_string(b.count) + " elements");
+  Tensor out = allocate_like(*a.backend, a.device, a.type, product(product(batch, m, "the result shape"), n, "the result shape"));
   if (out.count == 0) return out;
   if (is_float(a.type)) {
-    a.backend->matmul(a.type, *a.buffer, *b.buffer, *out.buffer, m, k, n);
+    a.backend->matmul(a.type, *a.buffer, *b.buffer, *out.buffer, batch, m, k, n);
+  } else if (batch != 1) {
+    throw ArgumentError("a batched matmul takes floats (integer products are one at a time)");
   } else if (k == 0) {
     a.backend->zero(*out.buffer);
   } else {

@@ -191,11 +191,11 @@ ERL_NIF_TERM transpose_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
                                                   decode_count(env, argv[2], "cols")));
 }
 
-// (a, b, m, k, n)
+// (a, b, batch, m, k, n)
 ERL_NIF_TERM matmul_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_matmul(get_tensor(env, argv[0]), get_tensor(env, argv[1]),
-                                               decode_count(env, argv[2], "m"), decode_count(env, argv[3], "k"),
-                                               decode_count(env, argv[4], "n")));
+                                               decode_count(env, argv[2], "batch"), decode_count(env, argv[3], "m"),
+                                               decode_count(env, argv[4], "k"), decode_count(env, argv[5], "n")));
 }
 
 // Indexed axes: (sizes, strides), two lists of one length.

@@ -301,18 +301,41 @@ TEST_P(TensorTest, TransposeCastIotaAndMatmul) {
   const Tensor a = from<float>({1, 2, 3, 4, 5, 6}, DType::F32);  // 2 x 3
   const Tensor b = from<float>({7, 8, 9, 10, 11, 12}, DType::F32);  // 3 x 2
   try {
-    EXPECT_EQ(read<float>(accel::tensor_matmul(a, b, 2, 3, 2)), (std::vector<float>{58, 64, 139, 154}));
+    EXPECT_EQ(read<float>(accel::tensor_matmul(a, b, 1, 2, 3, 2)), (std::vector<float>{58, 64, 139, 154}));
   } catch (const accel::ArgumentError& e) {  // a build without this backend's BLAS says so
     EXPECT_NE(std::string(e.what()).find("needs"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(accel::tensor_matmul(a, b, 3, 3, 2), accel::ArgumentError);
+  EXPECT_THROW(accel::tensor_matmul(a, b, 1, 3, 3, 2), accel::ArgumentError);
+  // batched: three products, each its own operands' (a strided-batched call), and shapes checked
+  // against the batch
+  std::vector<double> xs(3 * 2 * 3), ys(3 * 3 * 4);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i % 7) - 2.0;
+  for (size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<double>(i % 5) * 0.5;
+  std::vector<double> want(3 * 2 * 4, 0.0);
+  for (size_t p = 0; p < 3; ++p)
+    for (size_t r = 0; r < 2; ++r)
+      for (size_t c = 0; c < 4; ++c)
+        for (size_t j = 0; j < 3; ++j) want[p * 8 + r * 4 + c] += xs[p * 6 + r * 3 + j] * ys[p * 12 + j * 4 + c];
+  if (backend_->supports(DType::F64, 0)) {
+    try {
+      EXPECT_EQ(read<double>(accel::tensor_matmul(from<double>(xs, DType::F64), from<double>(ys, DType::F64), 3, 2, 3, 4)),
+                want);
+    } catch (const accel::ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("needs"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(accel::tensor_matmul(from<double>(xs, DType::F64), from<double>(ys, DType::F64), 2, 2, 3, 4),
+               accel::ArgumentError);
+  EXPECT_THROW(accel::tensor_matmul(from<int64_t>({1, 2, 3, 4}, DType::S64), from<int64_t>({1, 2, 3, 4}, DType::S64), 2,
+                                    1, 2, 1),
+               accel::ArgumentError);
   // integers: Accel's kernel, exact and wrapping (no BLAS takes them); storage types are refused
   const Tensor ints = from<int64_t>({1, 2, 3, INT64_MAX}, DType::S64);
-  EXPECT_EQ(read<int64_t>(accel::tensor_matmul(ints, ints, 2, 2, 2)),
+  EXPECT_EQ(read<int64_t>(accel::tensor_matmul(ints, ints, 1, 2, 2, 2)),
             (std::vector<int64_t>{7, static_cast<int64_t>(2 + static_cast<uint64_t>(INT64_MAX) * 2),
                                   static_cast<int64_t>(3 + static_cast<uint64_t>(INT64_MAX) * 3), static_cast<int64_t>(6 + 1)}));
   const Tensor halves = accel::tensor_cast(a, DType::F16);
-  EXPECT_THROW(accel::tensor_matmul(halves, halves, 2, 3, 2), accel::ArgumentError);
+  EXPECT_THROW(accel::tensor_matmul(halves, halves, 1, 2, 3, 2), accel::ArgumentError);
 }
 
 TEST_P(TensorTest, SizesThatWouldOverflowAreRefusedBeforeAnyAllocation) {

@@ -35,8 +35,8 @@ class CpuBackend final : public Backend {
   void enqueue_upload(DeviceBuffer& dst, const void* src, size_t bytes, size_t queue) override;
   void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override;
   void finish(int device, size_t queue) override;
-  void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
-              size_t n) override;
+  void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch, size_t m,
+              size_t k, size_t n) override;
   int64_t allocated_bytes(int) override { return tensor_bytes_->load(std::memory_order_relaxed); }
 
   unsigned threads() const { return pool_.threads(); }

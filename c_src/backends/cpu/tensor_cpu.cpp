@@ -179,8 +179,8 @@ void CpuBackend::launch_source(const SourceKernel& kernel, int device, uint64_t 
   if (cancel != nullptr) cancel->throw_if_cancelled();
 }
 
-void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
-                        size_t n) {
+void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch,
+                        size_t m, size_t k, size_t n) {
 #ifdef ACCEL_WITH_OPENBLAS
   if (m > INT_MAX || k > INT_MAX || n > INT_MAX)
     throw ArgumentError("matmul dimensions must each be below 2^31 for BLAS");
@@ -189,14 +189,16 @@ void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b
     std::memset(data<unsigned char>(out), 0, out.bytes());
     return;
   }
-  if (type == DType::F32)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, data<float>(a), K, data<float>(b), N, 0.0f,
-                data<float>(out), N);
-  else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, data<double>(a), K, data<double>(b), N, 0.0,
-                data<double>(out), N);
+  for (size_t i = 0; i < batch; ++i) {  // each product on OpenBLAS's threads
+    if (type == DType::F32)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, data<float>(a) + i * m * k, K,
+                  data<float>(b) + i * k * n, N, 0.0f, data<float>(out) + i * m * n, N);
+    else
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, data<double>(a) + i * m * k, K,
+                  data<double>(b) + i * k * n, N, 0.0, data<double>(out) + i * m * n, N);
+  }
 #else
-  (void)type, (void)a, (void)b, (void)out, (void)m, (void)k, (void)n;
+  (void)type, (void)a, (void)b, (void)out, (void)batch, (void)m, (void)k, (void)n;
   throw ArgumentError("matmul on :cpu needs OpenBLAS, which this build did not find (run bin/setup, then rebuild)");
 #endif
 }

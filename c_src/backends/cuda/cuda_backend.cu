@@ -245,8 +245,8 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
     });
   }
 
-  void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
-              size_t n) override {
+  void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch, size_t m,
+              size_t k, size_t n) override {
     const Cublas& lib = Cublas::get();
     if (!lib.error.empty()) throw Error("device_unavailable", lib.error);
     if (m > INT_MAX || k > INT_MAX || n > INT_MAX) throw ArgumentError("matmul dimensions must each be below 2^31 for cuBLAS");
@@ -260,16 +260,19 @@ class CudaBackend final : public DeviceBackend<DeviceState> {
         lib.set_stream(d.cublas, d.streams[0]);
       }
       // Row-major C = A B is column-major C^T = B^T A^T: the same memory, operands swapped.
+      // One call per product, queued on the stream (cuBLAS returns before the product is done).
       const int M = static_cast<int>(m), K = static_cast<int>(k), N = static_cast<int>(n);
-      cublasStatus_t status;
-      if (type == DType::F32) {
-        const float one = 1, zero = 0;
-        status = lib.sgemm(d.cublas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, ptr<float>(b), N, ptr<float>(a), K, &zero,
-                           ptr<float>(out), N);
-      } else {
-        const double one = 1, zero = 0;
-        status = lib.dgemm(d.cublas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, ptr<double>(b), N, ptr<double>(a), K, &zero,
-                           ptr<double>(out), N);
+      cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+      for (size_t i = 0; i < batch && status == CUBLAS_STATUS_SUCCESS; ++i) {
+        if (type == DType::F32) {
+          const float one = 1, zero = 0;
+          status = lib.sgemm(d.cublas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, ptr<float>(b) + i * k * n, N,
+                             ptr<float>(a) + i * m * k, K, &zero, ptr<float>(out) + i * m * n, N);
+        } else {
+          const double one = 1, zero = 0;
+          status = lib.dgemm(d.cublas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, ptr<double>(b) + i * k * n, N,
+                             ptr<double>(a) + i * m * k, K, &zero, ptr<double>(out) + i * m * n, N);
+        }
       }
       if (status != CUBLAS_STATUS_SUCCESS)
         throw Error(status == CUBLAS_STATUS_ALLOC_FAILED ? "out_of_memory" : "cuda_error",

@@ -156,8 +156,8 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
     return std::make_shared<Held>(device_at(device));
   }
 
-  void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t m, size_t k,
-              size_t n) override {
+  void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch, size_t m,
+              size_t k, size_t n) override {
 #ifdef ACCEL_WITH_CLBLAST
     on_device(a.device(), [&](DeviceState& d) {
       if (k == 0) {
@@ -167,11 +167,13 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       cl_command_queue queue = d.queues[0]();
       const auto layout = clblast::Layout::kRowMajor;
       const auto no = clblast::Transpose::kNo;
+      // one strided-batched call: product i reads a and b, and writes out, i strides on
       const clblast::StatusCode status =
-          type == DType::F32 ? clblast::Gemm<float>(layout, no, no, m, n, k, 1.0f, mem(a)(), 0, k, mem(b)(), 0, n, 0.0f,
-                                                    mem(out)(), 0, n, &queue)
-                             : clblast::Gemm<double>(layout, no, no, m, n, k, 1.0, mem(a)(), 0, k, mem(b)(), 0, n, 0.0,
-                                                     mem(out)(), 0, n, &queue);
+          type == DType::F32
+              ? clblast::GemmStridedBatched<float>(layout, no, no, m, n, k, 1.0f, mem(a)(), 0, k, m * k, mem(b)(), 0, n,
+                                                   k * n, 0.0f, mem(out)(), 0, n, m * n, batch, &queue)
+              : clblast::GemmStridedBatched<double>(layout, no, no, m, n, k, 1.0, mem(a)(), 0, k, m * k, mem(b)(), 0, n,
+                                                    k * n, 0.0, mem(out)(), 0, n, m * n, batch, &queue);
       if (status != clblast::StatusCode::kSuccess)
         throw Error(status == clblast::StatusCode::kOpenCLOutOfResources || status == clblast::StatusCode::kOpenCLOutOfHostMemory
                         ? "out_of_memory"
@@ -180,7 +182,7 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       d.queues[0].flush();
     });
 #else
-    (void)type, (void)a, (void)b, (void)out, (void)m, (void)k, (void)n;
+    (void)type, (void)a, (void)b, (void)out, (void)batch, (void)m, (void)k, (void)n;
     throw ArgumentError("matmul on :opencl needs CLBlast, which this build did not find (run bin/setup, then rebuild)");
 #endif
   }

@@ -149,10 +149,17 @@ if Code.ensure_loaded?(Nx) do
     end
 
     @doc false
-    # {nb, m, k} by {nb, k, n}: one BLAS product per batch entry (also Accel.Nx.Conv's, per group).
+    # {nb, m, k} by {nb, k, n} (also Accel.Nx.Conv's, per group).
     def batched_matmul(%AT{shape: {1, m, k}} = x, %AT{shape: {1, k, n}} = y),
       do: AT.matmul(AT.reshape(x, {m, k}), AT.reshape(y, {k, n}))
 
+    # floats: one strided-batched call of the device's BLAS, no copies
+    def batched_matmul(%AT{shape: {nb, m, k}, type: type} = x, %AT{shape: {nb, k, n}} = y)
+        when type in [:f32, :f64] and nb * m * n > 0 and k > 0 do
+      AT.new({nb, m, n}, type, fn ref -> Accel.NIF.tensor_matmul(x.ref, y.ref, nb, m, k, n, ref) end)
+    end
+
+    # integers (no BLAS takes them): a product per batch entry
     def batched_matmul(%AT{shape: {nb, m, k}} = x, %AT{shape: {nb, k, n}} = y) do
       parts =
         for i <- 0..(nb - 1)//1 do

@@ -18,25 +18,25 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Tensor.Types
     alias Nx.Tensor, as: T
 
-    @registry Types.names()
+    # Nx's {kind, bits} of each registry type (the registry's :f32 is Nx's {:f, 32}), and the type
+    # it computes in (nil for complex types): maps built once, read on every operation's path
+    @storage Map.new(Types.names(), fn name ->
+               [_, kind, bits] = Regex.run(~r/^([a-z]+)(\d+)$/, Atom.to_string(name))
+               {{String.to_atom(kind), String.to_integer(bits)}, name}
+             end)
+    @compute Map.new(@storage, fn {nx, name} ->
+               {nx, if(Types.kind(name) == :complex, do: nil, else: Types.computes_in(name))}
+             end)
 
     # Below this many bytes, `device: :auto` keeps a tensor on the host: a device launch costs more
     # than the host's work on it (see Accel.Nx.Backend's moduledoc).
     @auto_host_bytes 1_048_576
 
     @doc "The Accel type storing an Nx type (the registry's type of the same name), or :bytes."
-    def storage_type({kind, bits}) do
-      name = :"#{kind}#{bits}"
-      if name in @registry, do: name, else: :bytes
-    end
+    def storage_type(type), do: Map.get(@storage, type, :bytes)
 
     @doc "The Accel type an Nx type computes in, or nil (complex and byte-stored types)."
-    def compute_type(type) do
-      case storage_type(type) do
-        :bytes -> nil
-        stored -> if Types.kind(stored) == :complex, do: nil, else: Types.computes_in(stored)
-      end
-    end
+    def compute_type(type), do: Map.get(@compute, type)
 
     @doc "True when every type is one Accel computes in."
     def compute?(types), do: Enum.all?(types, &(compute_type(&1) != nil))
