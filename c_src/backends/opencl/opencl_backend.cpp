@@ -167,9 +167,15 @@ class OpenClBackend final : public DeviceBackend<DeviceState> {
       cl_command_queue queue = d.queues[0]();
       const auto layout = clblast::Layout::kRowMajor;
       const auto no = clblast::Transpose::kNo;
-      // one strided-batched call: product i reads a and b, and writes out, i strides on
+      // one product: Gemm (CLBlast's tuned routine); several: one strided-batched call, product i
+      // reading a and b, and writing out, i strides on
       const clblast::StatusCode status =
-          type == DType::F32
+          batch == 1
+              ? (type == DType::F32 ? clblast::Gemm<float>(layout, no, no, m, n, k, 1.0f, mem(a)(), 0, k, mem(b)(), 0, n,
+                                                           0.0f, mem(out)(), 0, n, &queue)
+                                    : clblast::Gemm<double>(layout, no, no, m, n, k, 1.0, mem(a)(), 0, k, mem(b)(), 0, n,
+                                                            0.0, mem(out)(), 0, n, &queue))
+          : type == DType::F32
               ? clblast::GemmStridedBatched<float>(layout, no, no, m, n, k, 1.0f, mem(a)(), 0, k, m * k, mem(b)(), 0, n,
                                                    k * n, 0.0f, mem(out)(), 0, n, m * n, batch, &queue)
               : clblast::GemmStridedBatched<double>(layout, no, no, m, n, k, 1.0, mem(a)(), 0, k, m * k, mem(b)(), 0, n,
