@@ -151,9 +151,12 @@ if Code.ensure_loaded?(Nx) do
       e -> {:raised, e}
     end
 
-    # Errors: an integer zero divisor is ArgumentError in Accel, ArithmeticError in the binary backend.
+    # Errors: an integer zero divisor is ArgumentError in Accel, ArithmeticError in the binary backend;
+    # one between constants only is ArithmeticError everywhere (Nx computes it while tracing, with
+    # Erlang's integers: seed 502146 found quotient(0, bitwise_not(255)) in u8)
     defp agree?({:raised, %ArgumentError{}}, {:raised, %ArgumentError{}}, _exact, _type), do: true
     defp agree?({:raised, %ArgumentError{}}, {:raised, %ArithmeticError{}}, _exact, _type), do: true
+    defp agree?({:raised, %ArithmeticError{}}, {:raised, %ArithmeticError{}}, _exact, _type), do: true
 
     defp agree?({:ok, a}, {:ok, b}, true, _type),
       do: Nx.to_binary(a) == Nx.to_binary(b) and a.shape == b.shape
