@@ -388,12 +388,12 @@ Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t 
   check_same_place(a, b);
   check_same_type(a, b);
   check_computes(a.type, "matmul");
-  if (product(product(batch, m, "the shape"), k, "the shape") != a.count ||
-      product(product(batch, k, "the shape"), n, "the shape") != b.count)
+  const uint64_t rows = product(batch, m, "the shape");
+  if (product(rows, k, "the shape") != a.count || product(product(batch, k, "the shape"), n, "the shape") != b.count)
     throw ArgumentError("matmul of " + std::to_string(batch) + " x " + std::to_string(m) + " x " + std::to_string(k) +
                         " by " + std::to_string(k) + " x " + std::to_string(n) + " does not match tensors of " +
                         std::to_string(a.count) + " and " + std::to_string(b.count) + " elements");
-  Tensor out = allocate_like(*a.backend, a.device, a.type, product(product(batch, m, "the result shape"), n, "the result shape"));
+  Tensor out = allocate_like(*a.backend, a.device, a.type, product(rows, n, "the result shape"));
   if (out.count == 0) return out;
   if (is_float(a.type)) {
     a.backend->matmul(a.type, *a.buffer, *b.buffer, *out.buffer, batch, m, k, n);
