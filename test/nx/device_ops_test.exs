@@ -69,6 +69,22 @@ if Code.ensure_loaded?(Nx) do
         @describetag Accel.Test.Devices.tags(device)
         @device device
 
+        test "pad with negative padding: what Nx removes from the interior-padded edges" do
+          t = values({4, 5, 3}, {:f, 32})
+
+          configs = [
+            [{-1, 1, 0}, {1, -1, 1}, {0, 0, 0}],
+            [{-3, -2, 2}, {-1, 0, 0}, {2, -4, 3}],
+            # edges that cut into the interior padding, and a whole axis cut away but for padding
+            [{-2, -2, 1}, {-7, 2, 2}, {-1, -1, 0}],
+            [{0, 0, 0}, {-13, 1, 2}, {1, 1, 0}]
+          ]
+
+          for config <- configs, type <- [{:f, 32}, {:s, 64}, {:u, 8}] do
+            same(@device, [Nx.as_type(t, type), Nx.tensor(7, type: type)], &Nx.pad(&1, &2, config))
+          end
+        end
+
         test "gather, take and take_along_axis read what Nx reads, for every element size" do
           for type <- [{:f, 32}, {:s, 64}, {:u, 8}, {:f, 16}, {:s, 16}, {:c, 64}] do
             t = values({4, 5, 6}, if(type == {:c, 64}, do: {:f, 32}, else: type)) |> Nx.as_type(type)

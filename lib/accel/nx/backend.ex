@@ -44,7 +44,7 @@ if Code.ensure_loaded?(Nx) do
         cuBLAS), integers through a kernel of Accel's (exact, wrapping as Nx's);
       * creation: `constant`, `iota`, `eye`, `from_binary`;
       * layout, for every type and any rank up to 64: `reshape`, `squeeze`, `transpose`, `broadcast`,
-        `reverse`, `slice` (with strides), `put_slice`, `pad` (non-negative), `concatenate`,
+        `reverse`, `slice` (with strides), `put_slice`, `pad` (negative too), `concatenate`,
         `stack`, `to_batched`, `as_type`, `bitcast`;
       * indexing: `gather`, `take`, `take_along_axis` (every type), `indexed_add`, `indexed_put`;
       * windows: `window_sum`, `window_product`, `window_max`, `window_min`,
@@ -59,7 +59,7 @@ if Code.ensure_loaded?(Nx) do
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), `fft`, `eigh` and `lu` on Nx 0.7 (the binary backend's own), negative `pad`,
+    element), `fft`, `eigh` and `lu` on Nx 0.7 (the binary backend's own),
     complex arithmetic and parts. Each fallback emits
     the telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make

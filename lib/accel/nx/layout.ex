@@ -116,10 +116,10 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    def pad(%T{type: type} = out, %T{} = t, %T{} = pad_value, config) do
-      if Storage.compute?([type, t.type, pad_value.type]) and
-           Enum.all?(config, fn {lo, hi, _} -> lo >= 0 and hi >= 0 end) do
+    def pad(%T{type: type} = out, %T{shape: shape} = t, %T{} = pad_value, config) do
+      if Storage.compute?([type, t.type, pad_value.type]) do
         [a, v] = Storage.operands!(:pad, [t, pad_value])
+        {a, config} = unpad(a, shape, config)
         out_strides = Storage.strides(out.shape)
         strides = Enum.zip_with(out_strides, config, fn s, {_, _, interior} -> s * (interior + 1) end)
         offset = Storage.offset(Enum.map(config, &elem(&1, 0)), out_strides)
@@ -130,6 +130,38 @@ if Code.ensure_loaded?(Nx) do
         Storage.wrap(result, out, Storage.auto?([t]))
       else
         Fallback.run(:pad, [out, t, pad_value, config])
+      end
+    end
+
+    # Negative padding removes elements from the interior-padded operand's edges: the elements that
+    # fall outside are sliced off first (one view), leaving a padding of at most `interior` at that
+    # edge. Where none are left on an axis, the result is the padding value alone.
+    defp unpad(a, shape, config) do
+      if Enum.all?(config, fn {lo, hi, _} -> lo >= 0 and hi >= 0 end) do
+        {a, config}
+      else
+        kept =
+          Enum.zip_with(Tuple.to_list(shape), config, fn dim, {lo, hi, interior} ->
+            step = interior + 1
+            first = if lo < 0, do: div(-lo + step - 1, step), else: 0
+            dropped = if hi < 0, do: div(-hi + step - 1, step), else: 0
+            {first, dim - first - dropped, {lo + first * step, hi + dropped * step, interior}}
+          end)
+
+        lengths = Enum.map(kept, fn {_, n, _} -> max(n, 0) end)
+        strides = Storage.strides(shape)
+
+        offset =
+          if Enum.any?(lengths, &(&1 == 0)),
+            do: 0,
+            else: Storage.offset(Enum.map(kept, &elem(&1, 0)), strides)
+
+        config =
+          Enum.map(kept, fn {_, n, {lo, hi, interior}} ->
+            if n > 0, do: {lo, hi, interior}, else: {0, 0, 0}
+          end)
+
+        {Storage.view(a, List.to_tuple(lengths), strides, offset), config}
       end
     end
 
