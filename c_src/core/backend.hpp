@@ -37,7 +37,8 @@ struct DeviceInfo {
   uint64_t memory = 0;     // bytes
   uint64_t max_alloc = 0;  // largest single buffer, bytes
   uint32_t compute_units = 0;  // OpenCL compute units, CUDA multiprocessors, CPU threads
-  std::string capability;      // CUDA compute capability ("9.0"); empty elsewhere
+  std::string capability;      // CUDA compute capability ("9.0"); the CPU kernels' instruction set
+                               // ("x86-64-v3"); empty elsewhere
 };
 
 // Per-call choices a caller may make.

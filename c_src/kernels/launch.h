@@ -96,7 +96,7 @@ ACCEL_FN accel_u64 accel_operand_index(const accel_params* p, int j, accel_u64 i
   template <int Op, bool Full>                                                                             \
   static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p);    \
   template <int Op, bool Full>                                                                             \
-  void name(ACCEL_KERNEL_ARGS, const accel_params* params, accel_u64 begin, accel_u64 end) {               \
+  static void name(ACCEL_KERNEL_ARGS, const accel_params* params, accel_u64 begin, accel_u64 end) {        \
     const accel_params local = *params;                                                                    \
     for (accel_u64 i = begin; i < end; ++i) name##_at<Op, Full>(i, b0, b1, b2, b3, &local);                \
   }                                                                                                        \

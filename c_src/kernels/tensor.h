@@ -233,8 +233,11 @@ ACCEL_FN float accel_f32_erfc(float x) { return ACCEL_F32_VIA_F64(erfc, x); }
 /* Giles' approximation ("Approximating the erfinv function", 2010), in R: what Nx computes (in
  * Elixir floats, then rounded to the type). NaN outside [-1, 1] and for NaN. Both polynomials are
  * computed and one chosen, with no branch, so that a loop over elements vectorises (the tail's
- * sqrt of an infinite w at +-1 is discarded by the last choice). */
-#define ACCEL_ERF_INV(R, LOG, SQRT, z)                                                             \
+ * sqrt of an infinite w at +-1 is discarded by the last choice). The infinities at +-1 are
+ * constants, not 1 / 0: a division that may trap is not speculated, and would keep the loop scalar. */
+#define ACCEL_INF_F32 accel_bits_f32(0x7F800000u)
+#define ACCEL_INF_F64 accel_bits_f64(0x7FF0000000000000ull)
+#define ACCEL_ERF_INV(R, LOG, SQRT, INF, z)                                                          \
   {                                                                                                \
     const R w = -LOG(((R)1 - z) * ((R)1 + z));                                                     \
     const R v = w - (R)2.5;                                                                        \
@@ -258,15 +261,15 @@ ACCEL_FN float accel_f32_erfc(float x) { return ACCEL_F32_VIA_F64(erfc, x); }
     q = q * t + (R)1.00167406;                                                                     \
     q = q * t + (R)2.83297682;                                                                     \
     const R r = (w < (R)5 ? p : q) * z;                                                            \
-    return z == (R)1 ? (R)1 / (R)0 : z == (R)-1 ? (R)-1 / (R)0 : r;                                \
+    return z == (R)1 ? INF : z == (R)-1 ? -INF : r;                                                \
   }
 #if ACCEL_HAS_F64
-ACCEL_FN double accel_erf_inv_f64(double z) ACCEL_ERF_INV(double, log, sqrt, z)
+ACCEL_FN double accel_erf_inv_f64(double z) ACCEL_ERF_INV(double, log, sqrt, ACCEL_INF_F64, z)
 /* the f32 function's log may be a SIMD variant (ACCEL_F32_LIBM: f32's rounding hides its ulps) */
-ACCEL_FN double accel_erf_inv_for_f32(double z) ACCEL_ERF_INV(double, ACCEL_F32_LIBM(log), sqrt, z)
+ACCEL_FN double accel_erf_inv_for_f32(double z) ACCEL_ERF_INV(double, ACCEL_F32_LIBM(log), sqrt, ACCEL_INF_F64, z)
 ACCEL_FN float accel_f32_erf_inv(float x) { return (float)accel_erf_inv_for_f32((double)x); }
 #else
-ACCEL_FN float accel_f32_erf_inv(float z) ACCEL_ERF_INV(float, ACCEL_F32(log), ACCEL_F32(sqrt), z)
+ACCEL_FN float accel_f32_erf_inv(float z) ACCEL_ERF_INV(float, ACCEL_F32(log), ACCEL_F32(sqrt), ACCEL_INF_F32, z)
 #endif
 ACCEL_FN float accel_f32_add(float a, float b) { return a + b; }
 ACCEL_FN float accel_f32_subtract(float a, float b) { return a - b; }

@@ -10,7 +10,9 @@ defmodule Accel.Device do
     * `:memory` - bytes of device memory; `:max_alloc` - the largest single buffer, in bytes
       (larger inputs are processed in chunks)
     * `:compute_units` - OpenCL compute units, CUDA multiprocessors, or CPU threads
-    * `:capability` - CUDA compute capability, such as `"9.0"` (`nil` elsewhere)
+    * `:capability` - CUDA compute capability, such as `"9.0"`; for the CPU backend, the
+      instruction set its kernels run (`"x86-64-v3"`: AVX2 and FMA, where the CPU has them, else
+      `"x86-64"`); `nil` elsewhere
   """
   @enforce_keys [:backend, :id]
   defstruct [:backend, :id, :platform, :name, :type, :memory, :max_alloc, :compute_units, :capability]

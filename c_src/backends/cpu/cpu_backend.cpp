@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "backends/cpu/host_kernels.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 
@@ -35,6 +36,7 @@ CpuBackend::CpuBackend(unsigned threads) : pool_(threads) {
   device_.memory = physical_memory_bytes();
   device_.max_alloc = physical_memory_bytes();
   device_.compute_units = pool_.threads();
+  device_.capability = host_kernels().isa;  // the instruction set its kernels were built for
 }
 
 BackendStatus CpuBackend::status() { return {"cpu", true, true, std::to_string(threads()) + " threads"}; }

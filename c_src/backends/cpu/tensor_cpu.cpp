@@ -1,13 +1,14 @@
 // The CPU backend's side of the launch door: buffers in host memory (HostBuffer: huge pages, reuse
-// cache), and the kernels of kernels/tensor_kernels.h compiled as host C++ and run over the pool;
-// matmul through OpenBLAS's cblas_?gemm when the build found it (ACCEL_WITH_OPENBLAS). Synchronous.
+// cache), and the kernels of kernels/tensor_kernels.h compiled as host C++ (host_kernels.hpp) and
+// run over the pool; matmul through OpenBLAS's cblas_?gemm when the build found it
+// (ACCEL_WITH_OPENBLAS). Synchronous.
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "kernels/tensor_kernels.h"
+#include "backends/cpu/host_kernels.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/source_kernel.hpp"
@@ -51,34 +52,6 @@ T* data(const DeviceBuffer& b) {
   return reinterpret_cast<T*>(static_cast<const CpuBuffer&>(b).data());
 }
 
-// The kernels' host entry points, one per Kernel number, each choosing its loop by operation code
-// and operand layout (compile-time constants inside the loop, so that it vectorises).
-using HostEntry = void (*)(void*, void*, void*, void*, const accel_params*, accel_u64, accel_u64);
-
-template <int N, typename F>
-void with_op(int op, F&& f) {
-  if constexpr (N > 0) {
-    if (op == N - 1) return f(std::integral_constant<int, N - 1>{});
-    with_op<N - 1>(op, f);
-  }
-}
-
-// Full: every operand of an elementwise kernel has the output's layout (the other kernels leave the
-// layouts 0, so they take the same path).
-#define ACCEL_HOST_ENTRY(name, ops)                                                                       \
-  +[](void* b0, void* b1, void* b2, void* b3, const accel_params* p, accel_u64 begin, accel_u64 end) {   \
-    const bool full = p->layout[0] == ACCEL_LAYOUT_FULL && p->layout[1] == ACCEL_LAYOUT_FULL &&          \
-                      p->layout[2] == ACCEL_LAYOUT_FULL;                                                 \
-    with_op<ops>(static_cast<int>(p->op), [&](auto op) {                                                 \
-      if (full)                                                                                          \
-        name<decltype(op)::value, true>(b0, b1, b2, b3, p, begin, end);                                  \
-      else                                                                                               \
-        name<decltype(op)::value, false>(b0, b1, b2, b3, p, begin, end);                                 \
-    });                                                                                                  \
-  },
-const HostEntry kEntries[] = {ACCEL_KERNEL_LIST(ACCEL_HOST_ENTRY)};
-#undef ACCEL_HOST_ENTRY
-static_assert(sizeof kEntries / sizeof kEntries[0] == kKernelCount);
 
 void check_queue(int device, size_t queue) {
   if (device != 0) throw ArgumentError("the cpu backend has one device, 0; got device " + std::to_string(device));
@@ -148,7 +121,7 @@ void CpuBackend::launch(Kernel kernel, int device, const accel_params& params, c
                  x, plan, options);
     return;
   }
-  const HostEntry entry = kEntries[static_cast<int>(kernel)];
+  const HostEntry entry = active_host_entries()[static_cast<int>(kernel)];
   // Tasks of about 2^16 elements read: small enough to balance, large enough to amortise a task.
   const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(work_per_item, 1));
   pool_.parallel_for(static_cast<size_t>(params.n), grain,

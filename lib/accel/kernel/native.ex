@@ -64,8 +64,10 @@ defmodule Accel.Kernel.Native do
 
   # (the base flags only: a release without libc6-dev's libmvec.so must find what its builder
   # compiled, which needs only libc6's libmvec.so.1 to load)
+  # (the compile flags name the instruction set: a release's kernels built for AVX2 are not
+  # looked for on a CPU without it)
   defp precompiled_id(source),
-    do: hash([source, Enum.join(@base_flags, " "), :erlang.system_info(:system_architecture)])
+    do: hash([source, Enum.join(elem(toolchain(), 0), " "), :erlang.system_info(:system_architecture)])
 
   defp compile(cc, source, so) do
     cpp = so <> ".cpp"
@@ -305,10 +307,12 @@ defmodule Accel.Kernel.Native do
   defp toolchain do
     case :persistent_term.get({__MODULE__, :toolchain}, nil) do
       nil ->
+        flags = @base_flags ++ isa_flags()
+
         toolchain =
           if Enum.any?(@libmvec, &File.exists?/1),
-            do: {@base_flags, ["-lmvec"]},
-            else: {@base_flags ++ ["-DACCEL_NO_VECTOR_LIBM=1"], []}
+            do: {flags, ["-lmvec"]},
+            else: {flags ++ ["-DACCEL_NO_VECTOR_LIBM=1"], []}
 
         :persistent_term.put({__MODULE__, :toolchain}, toolchain)
         toolchain
@@ -319,6 +323,17 @@ defmodule Accel.Kernel.Native do
   end
 
   defp flags, do: toolchain() |> Tuple.to_list() |> Enum.concat()
+
+  # The instruction set the CPU backend's own kernels were built for and chose at load (AVX2 and
+  # FMA where the CPU has them; ACCEL_HOST_ISA=x86-64 keeps the baseline): generated kernels target
+  # the same. The flags are part of every cache key and precompiled name, so code built for one
+  # is never loaded where the other was chosen.
+  defp isa_flags do
+    case for({:cpu, _, _, _, _, _, _, _, isa} <- Accel.NIF.devices(), do: isa) do
+      ["x86-64-v3" | _] -> ["-march=x86-64-v3"]
+      _ -> []
+    end
+  end
 
   defp hash(data), do: :crypto.hash(:sha256, data) |> Base.encode16(case: :lower)
 end

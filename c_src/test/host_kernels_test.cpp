@@ -1,0 +1,211 @@
+// The CPU backend's two builds of its kernels (backends/cpu/host_kernels.hpp): the baseline x86-64
+// build and the x86-64-v3 one (AVX2, FMA) compute the same bits for every elementwise operation of
+// the registry on every float type and on the integer types, for reductions and scans, over about a
+// million inputs per type (bit patterns across every exponent, both signs, and the special values).
+// Skipped where this build or CPU has no x86-64-v3 build.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/host_kernels.hpp"
+#include "core/tensor.hpp"
+
+namespace {
+
+using accel::DType;
+using accel::Tensor;
+using accel::cpu::ScopedHostEntries;
+
+enum Kind { ALL, FLOAT, INT };
+struct Op {
+  const char* name;
+  int code;
+  Kind kind;
+};
+#define ACCEL_UNARY(name, types, doc) Op{#name, static_cast<int>(accel::UnaryOp::name), types},
+#define ACCEL_BINARY(name, types, doc) Op{#name, static_cast<int>(accel::BinaryOp::name), types},
+#define ACCEL_COMPARE(name, types, doc) Op{#name, static_cast<int>(accel::CompareOp::name), types},
+const std::vector<Op> kUnary = {ACCEL_UNARY_OPS(ACCEL_UNARY)};
+const std::vector<Op> kBinary = {ACCEL_BINARY_OPS(ACCEL_BINARY)};
+const std::vector<Op> kCompare = {ACCEL_COMPARE_OPS(ACCEL_COMPARE)};
+
+// splitmix64: bit patterns spread over every exponent and sign
+uint64_t mix(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+template <typename T>
+std::vector<T> inputs(size_t n, uint64_t seed) {
+  std::vector<T> v(n);
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t bits = mix(state);
+    if constexpr (std::is_floating_point_v<T>) {
+      // half of them in [-4, 4] (where the functions vary most), half any bit pattern
+      if (i % 2 == 0) {
+        v[i] = static_cast<T>((static_cast<double>(bits >> 11) / 9007199254740992.0) * 8 - 4);
+      } else {
+        std::memcpy(&v[i], &bits, sizeof(T));
+      }
+    } else {
+      std::memcpy(&v[i], &bits, sizeof(T));
+    }
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    const T inf = std::numeric_limits<T>::infinity();
+    const T specials[] = {0, -T(0), inf, -inf, std::numeric_limits<T>::quiet_NaN(), 1, -1, T(0.5), T(2),
+                          std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::max(), T(88.72283)};
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; ++i) v[i * 7] = specials[i];
+  }
+  return v;
+}
+
+class HostKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (accel::cpu::host_entries_v3() == nullptr) GTEST_SKIP() << "this build has no x86-64-v3 kernels";
+    if (std::string(accel::cpu::host_kernels().isa) != "x86-64-v3" && !cpu_has_v3())
+      GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  }
+  static bool cpu_has_v3() {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("x86-64-v3");
+#else
+    return false;
+#endif
+  }
+
+  template <typename T>
+  Tensor from(const std::vector<T>& v, DType type) {
+    return accel::tensor_from_bytes(cpu_, 0, type, v.data(), v.size() * sizeof(T));
+  }
+
+  // The result from each build, and the first element where they differ (-1: none). NaN equals
+  // NaN: a signalling NaN's payload may come back quieted (as Nx reads every NaN as one value).
+  template <typename F>
+  long first_difference(F run) {
+    std::vector<unsigned char> a, b;
+    DType type;
+    {
+      ScopedHostEntries baseline(accel::cpu::host_entries_baseline());
+      const Tensor t = run();
+      type = t.type;
+      a = bytes(t);
+    }
+    {
+      ScopedHostEntries v3(accel::cpu::host_entries_v3());
+      b = bytes(run());
+    }
+    if (a.size() != b.size()) return 0;
+    const size_t width = accel::dtype_size(type);
+    for (size_t i = 0; i < a.size(); i += width) {
+      if (std::memcmp(&a[i], &b[i], width) == 0) continue;
+      if (type == DType::F32 && both_nan<float>(&a[i], &b[i])) continue;
+      if (type == DType::F64 && both_nan<double>(&a[i], &b[i])) continue;
+      return static_cast<long>(i / width);
+    }
+    return -1;
+  }
+
+  template <typename T>
+  static bool both_nan(const unsigned char* x, const unsigned char* y) {
+    T u, v;
+    std::memcpy(&u, x, sizeof u);
+    std::memcpy(&v, y, sizeof v);
+    return std::isnan(u) && std::isnan(v);
+  }
+
+  static std::vector<unsigned char> bytes(const Tensor& t) {
+    std::vector<unsigned char> out(accel::dtype_size(t.type) * t.count);
+    accel::tensor_to_bytes(t, out.data(), t.count);
+    return out;
+  }
+
+  template <typename T>
+  void every_elementwise_op(DType type) {
+    const bool is_float = std::is_floating_point_v<T>;
+    const size_t n = size_t{1} << 20;
+    const Tensor a = from(inputs<T>(n, 1), type), b = from(inputs<T>(n, 2), type);
+    // integer shift amounts and exponents within the type's width, and divisors other than zero
+    // (beyond them, a shift or a negative exponent raises, as does a zero divisor)
+    std::vector<T> amounts = inputs<T>(n, 3), divisors = inputs<T>(n, 2);
+    if constexpr (!std::is_floating_point_v<T>) {
+      for (T& x : amounts) x = static_cast<T>(static_cast<uint64_t>(x) % (8 * sizeof(T)));
+      for (T& x : divisors) x = static_cast<T>(x | 1);
+    }
+    const Tensor shift = from(amounts, type), divisor = from(divisors, type);
+    const std::vector<uint64_t> shape = {n};
+    const auto operand = [&](const Tensor& t) {
+      accel::Operand o;
+      o.tensor = &t;
+      o.shape = shape;
+      return o;
+    };
+    for (const Op& op : kUnary) {
+      if ((op.kind == FLOAT && !is_float) || (op.kind == INT && is_float)) continue;
+      EXPECT_EQ(first_difference([&] { return accel::tensor_unary(static_cast<accel::UnaryOp>(op.code), a); }), -1)
+          << op.name << " on :" << accel::dtype_name(type);
+    }
+    for (const Op& op : kBinary) {
+      if ((op.kind == FLOAT && !is_float) || (op.kind == INT && is_float)) continue;
+      const std::string name = op.name;
+      const bool division = name == "divide" || name == "quotient" || name == "remainder";
+      const Tensor& right = is_float                                                        ? b
+                            : name == "left_shift" || name == "right_shift" || name == "pow" ? shift
+                            : division                                                      ? divisor
+                                                                                            : b;
+      EXPECT_EQ(first_difference([&] {
+                  return accel::tensor_binary(static_cast<accel::BinaryOp>(op.code), operand(a), operand(right));
+                }),
+                -1)
+          << op.name << " on :" << accel::dtype_name(type);
+    }
+    for (const Op& op : kCompare)
+      EXPECT_EQ(first_difference([&] {
+                  return accel::tensor_compare(static_cast<accel::CompareOp>(op.code), operand(a), operand(b));
+                }),
+                -1)
+          << op.name << " on :" << accel::dtype_name(type);
+    // reductions over rows and over columns, and scans, in the same order in both builds
+    for (auto op : {accel::ReduceOp::Sum, accel::ReduceOp::Product, accel::ReduceOp::Min, accel::ReduceOp::Max}) {
+      EXPECT_EQ(first_difference([&] { return accel::tensor_reduce(op, a, 1024, 1024, 1); }), -1)
+          << "reduce " << static_cast<int>(op) << " over rows of :" << accel::dtype_name(type);
+      EXPECT_EQ(first_difference([&] { return accel::tensor_reduce(op, a, 1, 1024, 1024); }), -1)
+          << "reduce " << static_cast<int>(op) << " over columns of :" << accel::dtype_name(type);
+    }
+  }
+
+  accel::cpu::CpuBackend cpu_{2};
+};
+
+TEST_F(HostKernels, BothBuildsComputeTheSameFloatBits) {
+  every_elementwise_op<float>(DType::F32);
+  every_elementwise_op<double>(DType::F64);
+}
+
+TEST_F(HostKernels, BothBuildsComputeTheSameIntegerBits) {
+  every_elementwise_op<int32_t>(DType::S32);
+  every_elementwise_op<int64_t>(DType::S64);
+  every_elementwise_op<uint8_t>(DType::U8);
+  every_elementwise_op<uint32_t>(DType::U32);
+}
+
+TEST_F(HostKernels, TheChosenBuildIsTheWidestTheCpuHas) {
+  // (ACCEL_HOST_ISA=x86-64 in the environment keeps the baseline build)
+  const char* asked = std::getenv("ACCEL_HOST_ISA");
+  const bool baseline = asked != nullptr && std::string(asked) == "x86-64";
+  EXPECT_STREQ(accel::cpu::host_kernels().isa, baseline ? "x86-64" : "x86-64-v3");
+  EXPECT_EQ(accel::cpu::active_host_entries(), accel::cpu::host_kernels().entries);
+}
+
+}  // namespace
