@@ -14,6 +14,11 @@
 // Tensors are row-major, LAPACK is column-major: LAPACK works on a column-major copy (it overwrites
 // its input anyway). A matrix holding NaN or an infinity gets NaN factors.
 //
+// Working memory comes from Accel's host mappings (HostBuffer), reused from call to call: a first
+// touch of a 4 KiB page costs microseconds on these VMs, and the fresh copies of a 512 x 512
+// matrix took longer than its Cholesky factorisation. The CPU backend's tensors are read and
+// written in place (no staging copy).
+//
 // The arithmetic runs on one thread of Accel's with a 64 MiB stack, one call at a time: OpenBLAS's
 // factorisations need more stack than a BEAM dirty scheduler has (a 128 x 128 Cholesky overflowed
 // one and took the VM down), and its threaded LAPACK routines are not safe to enter from several
@@ -34,6 +39,8 @@
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
+#include "core/host_buffer.hpp"
+#include "core/tensor.hpp"
 #include "core/tensor_checks.hpp"
 
 #ifdef ACCEL_WITH_OPENBLAS
@@ -54,6 +61,20 @@ using namespace detail;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// n doubles of Accel's host memory (uninitialised).
+class F64Buffer {
+ public:
+  explicit F64Buffer(size_t n) : mem_(std::max<size_t>(n, 1) * sizeof(double)), n_(n) {}
+  double* data() const { return reinterpret_cast<double*>(mem_.data()); }
+  size_t size() const { return n_; }
+  double* begin() const { return data(); }
+  double* end() const { return data() + n_; }
+
+ private:
+  HostBuffer mem_;
+  size_t n_;
+};
 
 // The thread the arithmetic runs on: started on first use, never stopped (a static destructor could
 // run while a dirty scheduler is still inside a call at VM exit).
@@ -122,10 +143,42 @@ bool finite(const double* p, size_t n) {
 
 // ---- one matrix each, in f64; `out` points at the matrix's place in each result ----
 
+// M[row][j] -= tau (v . M[:, j]) v[row] for rows [row0, rows) and columns [j0, j1): one reflection
+// I - tau v v^T, v the column `col` of V (ld_v), as Nx's QR applies it (the dot product summed
+// over rows in order), row by row so that the loops over columns vectorise.
+void reflect(const double* V, size_t ld_v, size_t col, double tau, double* M, size_t ld, size_t row0, size_t rows,
+             size_t j0, size_t j1, std::vector<double>& dots) {
+  if (tau == 0 || j0 >= j1) return;
+  dots.assign(j1 - j0, 0.0);
+  for (size_t row = row0; row < rows; ++row) {
+    const double v = V[row * ld_v + col];
+    const double* m = M + row * ld + j0;
+    for (size_t j = 0; j < j1 - j0; ++j) dots[j] += v * m[j];
+  }
+  for (double& d : dots) d *= tau;
+  for (size_t row = row0; row < rows; ++row) {
+    const double v = V[row * ld_v + col];
+    double* m = M + row * ld + j0;
+    for (size_t j = 0; j < j1 - j0; ++j) m[j] -= dots[j] * v;
+  }
+}
+
+#ifdef ACCEL_WITH_OPENBLAS
+constexpr bool kBlas = true;
+#else
+constexpr bool kBlas = false;
+#endif
+constexpr size_t kPanel = 32;
+
 // Q m x k and R k x n (k = min(m, n)) as Nx.LinAlg.QR computes them: column i (its rows from i
 // on) is reflected onto +|x| e_i unless its part below the diagonal has a squared norm under eps;
 // a wide matrix is padded with rows of zeros to a square one; a square one's last column is not
 // reflected. Magnitudes at or below eps are written as zeros.
+//
+// Blocked as LAPACK's dgeqrf is, with Nx's reflections (so the factors come in Nx's signs): a
+// panel's reflections are found and applied within it one by one, then to the columns right of it
+// at once as I - V T V^T (the compact WY form, T as LAPACK's dlarft makes it) through BLAS's
+// products; Q is accumulated the same way, last panel first. Without BLAS, one panel.
 void qr(const double* a, size_t m, size_t n, double eps, double* const* out) {
   double *q = out[0], *r = out[1];
   const size_t k = std::min(m, n), rows = std::max(m, n);  // rows: with a wide matrix's padding
@@ -134,49 +187,98 @@ void qr(const double* a, size_t m, size_t n, double eps, double* const* out) {
     std::fill(r, r + k * n, kNaN);
     return;
   }
-  std::vector<double> w(rows * n, 0.0);  // R as it is reduced
-  std::copy(a, a + m * n, w.begin());
   const size_t steps = rows == n ? (n >= 2 ? n - 1 : 0) : n;  // Nx: 0..n-2 when square, else 0..n-1
-  std::vector<std::vector<double>> reflectors(steps);          // v (rows i.. of it), scale 2/|v|^2 first
-  for (size_t i = 0; i < steps; ++i) {
-    double norm_sq = 0;
-    for (size_t row = i; row < rows; ++row) norm_sq += w[row * n + i] * w[row * n + i];
-    const double xi = w[i * n + i], norm = std::sqrt(norm_sq), below = norm_sq - xi * xi;
-    if (below < eps) continue;  // Nx's reflector is then the identity
-    const double v0 = xi <= 0 ? xi - norm : -below / (xi + norm);
-    std::vector<double>& v = reflectors[i];
-    v.assign(rows - i + 1, 0.0);
-    double v_sq = 0;
-    for (size_t row = i; row < rows; ++row) {
-      v[row - i + 1] = (row == i ? v0 : w[row * n + i]) / v0;
-      v_sq += v[row - i + 1] * v[row - i + 1];
+  const size_t panel = kBlas ? kPanel : std::max<size_t>(steps, 1);
+  const size_t panels = (steps + panel - 1) / panel;
+  F64Buffer w(rows * n), v(rows * n), tau(std::max<size_t>(steps, 1)), t(panels * panel * panel);
+  std::fill(w.begin(), w.end(), 0.0);
+  std::copy(a, a + m * n, w.data());
+  std::fill(v.begin(), v.end(), 0.0);  // the reflections' vectors, column i for reflection i
+  std::fill(t.begin(), t.end(), 0.0);
+  std::vector<double> dots;
+  F64Buffer y(panel * n);
+  for (size_t c = 0; c < steps; c += panel) {
+    const size_t end = std::min(c + panel, steps), nb = end - c;
+    const bool last = end == steps;
+    for (size_t i = c; i < end; ++i) {
+      double norm_sq = 0;
+      for (size_t row = i; row < rows; ++row) norm_sq += w.data()[row * n + i] * w.data()[row * n + i];
+      const double xi = w.data()[i * n + i], norm = std::sqrt(norm_sq), below = norm_sq - xi * xi;
+      tau.data()[i] = 0;
+      if (below < eps) continue;  // Nx's reflection is then the identity
+      const double v0 = xi <= 0 ? xi - norm : -below / (xi + norm);
+      double v_sq = 0;
+      for (size_t row = i; row < rows; ++row) {
+        const double x = (row == i ? v0 : w.data()[row * n + i]) / v0;
+        v.data()[row * n + i] = x;
+        v_sq += x * x;
+      }
+      tau.data()[i] = 2 / v_sq;
+      // R = H R: the panel's columns from i, and every column right of it in the last panel
+      reflect(v.data(), n, i, tau.data()[i], w.data(), n, i, rows, i, last ? n : end, dots);
     }
-    v[0] = 2 / v_sq;
-    for (size_t j = 0; j < n; ++j) {  // R = H R
-      double dot = 0;
-      for (size_t row = i; row < rows; ++row) dot += v[row - i + 1] * w[row * n + j];
-      dot *= v[0];
-      for (size_t row = i; row < rows; ++row) w[row * n + j] -= dot * v[row - i + 1];
+    // T: H_c ... H_end-1 = I - V T V^T, T upper triangular (dlarft, forward, by columns):
+    // T[:j, j] = -tau_j T[:j, :j] z, z = V[:, :j]^T v_j (v_j is zero above its row c + j); z is
+    // kept in T's column j, each entry read before it is replaced
+    double* T = t.data() + (c / panel) * panel * panel;
+    for (size_t j = 0; j < nb; ++j) {
+      const double tj = tau.data()[c + j];
+      T[j * panel + j] = tj;
+      for (size_t l = 0; l < j; ++l) {
+        double z = 0;
+        for (size_t row = c + j; row < rows; ++row) z += v.data()[row * n + c + l] * v.data()[row * n + c + j];
+        T[l * panel + j] = z;
+      }
+      for (size_t l = 0; l < j; ++l) {
+        double sum = 0;
+        for (size_t p = l; p < j; ++p) sum += T[l * panel + p] * T[p * panel + j];
+        T[l * panel + j] = -tj * sum;
+      }
     }
+    if (last) break;
+#ifdef ACCEL_WITH_OPENBLAS
+    // the columns right of the panel: C = (I - V T^T V^T) C = C - V (T^T (V^T C))
+    const size_t h = rows - c, cols = n - end;
+    const int NB = static_cast<int>(nb), H = static_cast<int>(h), COLS = static_cast<int>(cols),
+              LD = static_cast<int>(n), LT = static_cast<int>(panel);
+    double* V = v.data() + c * n + c;
+    double* C = w.data() + c * n + end;
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, NB, COLS, H, 1.0, V, LD, C, LD, 0.0, y.data(), COLS);
+    cblas_dtrmm(CblasRowMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, NB, COLS, 1.0, T, LT, y.data(), COLS);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, COLS, NB, -1.0, V, LD, y.data(), COLS, 1.0, C, LD);
+#endif
   }
-  // Q's first k columns: H_0 ... H_last applied, last first, to the identity's first k columns
-  std::vector<double> qf(rows * k, 0.0);
-  for (size_t j = 0; j < k; ++j) qf[j * k + j] = 1;
-  for (size_t i = steps; i-- > 0;) {
-    const std::vector<double>& v = reflectors[i];
-    if (v.empty()) continue;
-    for (size_t j = 0; j < k; ++j) {
-      double dot = 0;
-      for (size_t row = i; row < rows; ++row) dot += v[row - i + 1] * qf[row * k + j];
-      dot *= v[0];
-      for (size_t row = i; row < rows; ++row) qf[row * k + j] -= dot * v[row - i + 1];
-    }
+  // Q's first k columns: H_0 ... H_last applied, last first, to the identity's first k columns.
+  // Columns left of a reflection's row are still the identity's there (zero), so each reflection
+  // touches the columns from its row on.
+  F64Buffer qf(rows * k);
+  std::fill(qf.begin(), qf.end(), 0.0);
+  for (size_t j = 0; j < k; ++j) qf.data()[j * k + j] = 1;
+  for (size_t p = panels; p-- > 0;) {
+    const size_t c = p * panel, end = std::min(c + panel, steps);
+    if (c >= k) continue;
+#ifdef ACCEL_WITH_OPENBLAS
+    const size_t nb = end - c;
+    // Q = (I - V T V^T) Q over rows from c, columns from c
+    const size_t h = rows - c, cols = k - c;
+    const int NB = static_cast<int>(nb), H = static_cast<int>(h), COLS = static_cast<int>(cols),
+              LD = static_cast<int>(n), LQ = static_cast<int>(k), LT = static_cast<int>(panel);
+    const double* V = v.data() + c * n + c;
+    double* Qs = qf.data() + c * k + c;
+    const double* T = t.data() + p * panel * panel;
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, NB, COLS, H, 1.0, V, LD, Qs, LQ, 0.0, y.data(), COLS);
+    cblas_dtrmm(CblasRowMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, NB, COLS, 1.0, T, LT, y.data(),
+                COLS);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, COLS, NB, -1.0, V, LD, y.data(), COLS, 1.0, Qs, LQ);
+#else
+    for (size_t i = end; i-- > c;) reflect(v.data(), n, i, tau.data()[i], qf.data(), k, i, rows, i, k, dots);
+#endif
   }
   const auto zeroed = [eps](double x) { return std::fabs(x) <= eps ? 0.0 : x; };
   for (size_t i = 0; i < m; ++i)
-    for (size_t j = 0; j < k; ++j) q[i * k + j] = zeroed(qf[i * k + j]);
+    for (size_t j = 0; j < k; ++j) q[i * k + j] = zeroed(qf.data()[i * k + j]);
   for (size_t i = 0; i < k; ++i)
-    for (size_t j = 0; j < n; ++j) r[i * n + j] = j < i ? 0.0 : zeroed(w[i * n + j]);
+    for (size_t j = 0; j < n; ++j) r[i * n + j] = j < i ? 0.0 : zeroed(w.data()[i * n + j]);
 }
 
 #ifdef ACCEL_WITH_OPENBLAS
@@ -234,19 +336,21 @@ void determinant(const double* a, size_t n, double* const* out) {
                 e(0, 2) * e(1, 1) * e(2, 0) - e(0, 1) * e(1, 0) * e(2, 2) - e(0, 0) * e(1, 2) * e(2, 1);
   } else {
     const int N = lapack_int(n, "a matrix size");
-    std::vector<double> f(a, a + n * n);  // det(A^T) = det(A): no transpose needed
+    F64Buffer f(n * n);  // det(A^T) = det(A): no transpose needed
+    std::copy(a, a + n * n, f.data());
     std::vector<int> ipiv(n);
     int info = 0;
     if (n > 0) dgetrf_(&N, &N, f.data(), &N, ipiv.data(), &info);
     double det = 1;
-    for (size_t i = 0; i < n; ++i) det *= ipiv[i] - 1 != static_cast<int>(i) ? -f[i + i * n] : f[i + i * n];
+    for (size_t i = 0; i < n; ++i)
+      det *= ipiv[i] - 1 != static_cast<int>(i) ? -f.data()[i + i * n] : f.data()[i + i * n];
     out[0][0] = det;
   }
 }
 
 // X with A X = B (or X A = B when not `left`), B rows x cols: A triangular (its diagonal checked
 // first, as Nx's), or general (LU with partial pivoting).
-void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular, std::vector<double>& work,
+void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular, const F64Buffer& work,
                std::vector<int>& ipiv) {
   const uint64_t n = p.n, rows = p.b_rows, cols = p.b_cols;
   const int N = lapack_int(n, "a matrix size");
@@ -259,9 +363,9 @@ void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular,
                   p.transpose ? CblasTrans : CblasNoTrans, CblasNonUnit, R, C, 1.0, a, N, x, C);
     return;
   }
-  // the row-major A read column-major is A^T: factor that, and solve (A^T)^T X = B
-  work.assign(a, a + n * n);
-  work.resize(n * n + rows * cols);
+  // the row-major A read column-major is A^T: factor that, and solve (A^T)^T X = B (`work` holds
+  // n * n + rows * cols)
+  std::copy(a, a + n * n, work.data());
   ipiv.resize(n);
   int info = 0;
   dgetrf_(&N, &N, work.data(), &N, ipiv.data(), &info);
@@ -275,33 +379,53 @@ void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular,
 
 #endif  // ACCEL_WITH_OPENBLAS
 
-// A tensor's elements as f64, and f64 values as a tensor of `type` on `like`'s device.
-std::vector<double> read_f64(const Tensor& t) {
-  std::vector<double> out(static_cast<size_t>(t.count));
+// A tensor's elements as f64: read in place where its backend computes on host memory, else
+// downloaded first.
+F64Buffer read_f64(const Tensor& t) {
+  F64Buffer out(static_cast<size_t>(t.count));
   if (t.count == 0) return out;
-  if (t.type == DType::F64) {
-    t.backend->download(*t.buffer, out.data(), checked_bytes(t.count, t.type));
-  } else {
-    std::vector<float> f(static_cast<size_t>(t.count));
-    t.backend->download(*t.buffer, f.data(), checked_bytes(t.count, t.type));
-    std::copy(f.begin(), f.end(), out.begin());
+  const size_t bytes = checked_bytes(t.count, t.type);
+  HostBuffer staged;
+  const void* host = t.backend->host_view(*t.buffer);
+  if (host == nullptr) {
+    staged = HostBuffer(bytes);
+    t.backend->download(*t.buffer, staged.data(), bytes);
+    host = staged.data();
   }
+  if (t.type == DType::F64)
+    std::memcpy(out.data(), host, bytes);
+  else
+    std::copy(static_cast<const float*>(host), static_cast<const float*>(host) + t.count, out.data());
   return out;
 }
 
-Tensor write_as(const Tensor& like, DType type, const std::vector<double>& values) {
+// `values` as a new tensor of `type` on `like`'s device: written in place on host memory, else
+// uploaded.
+Tensor write_as(const Tensor& like, DType type, const F64Buffer& values) {
+  Tensor t = allocate_like(*like.backend, like.device, type, values.size());
+  if (values.size() == 0) return t;
+  const size_t bytes = checked_bytes(values.size(), type);
+  HostBuffer staged;
+  // the new tensor's own memory, which nothing else holds yet
+  void* host = const_cast<void*>(like.backend->host_view(*t.buffer));
+  if (host == nullptr) {
+    staged = HostBuffer(bytes);
+    host = staged.data();
+  }
   if (type == DType::F64)
-    return tensor_from_bytes(*like.backend, like.device, type, values.data(), values.size() * sizeof(double));
-  std::vector<float> f(values.begin(), values.end());
-  return tensor_from_bytes(*like.backend, like.device, type, f.data(), f.size() * sizeof(float));
+    std::memcpy(host, values.data(), bytes);
+  else
+    std::copy(values.begin(), values.end(), static_cast<float*>(host));
+  if (staged.data() != nullptr) like.backend->upload(*t.buffer, host);
+  return t;
 }
 
 // Runs `one(input matrix, result pointers)` over the batch of a's matrices and returns the results
 // (each `sizes[r]` elements per matrix) on a's device, in a's type.
 template <typename F>
 std::vector<Tensor> per_matrix(const Tensor& a, const LinalgPlan& p, const std::vector<uint64_t>& sizes, F&& one) {
-  const std::vector<double> in = read_f64(a);
-  std::vector<std::vector<double>> results;
+  const F64Buffer in = read_f64(a);
+  std::vector<F64Buffer> results;
   for (uint64_t s : sizes) results.emplace_back(static_cast<size_t>(product(p.batch, s, "a result")));
   on_arithmetic_thread([&] {
     std::vector<double*> at(sizes.size());
@@ -362,8 +486,8 @@ Tensor tensor_solve(const Tensor& a, const Tensor& b, const LinalgPlan& plan, bo
                         std::to_string(plan.n) + ")");
   if (!triangular && !plan.left) throw ArgumentError("solve takes its matrix on the left");
 #ifdef ACCEL_WITH_OPENBLAS
-  const std::vector<double> as = read_f64(a);
-  std::vector<double> x = read_f64(b), work;
+  const F64Buffer as = read_f64(a), x = read_f64(b);
+  const F64Buffer work(triangular ? 0 : plan.n * plan.n + plan.b_rows * plan.b_cols);
   std::vector<int> ipiv;
   on_arithmetic_thread([&] {
     for (uint64_t i = 0; i < plan.batch && plan.n > 0; ++i)

@@ -116,10 +116,21 @@ if Code.ensure_loaded?(Nx) do
                 {{4, 6, 4}, :f64, 1.0e-12},
                 {{2, 9, 5}, :f32, 3.0e-6},
                 {{1, 1}, :f64, 0.0},
-                {{4, 1}, :f64, 1.0e-12}
+                {{4, 1}, :f64, 1.0e-12},
+                # beyond one panel of 32 reflections (the blocked updates), square, tall and wide
+                {{40, 40}, :f64, 1.0e-11},
+                {{48, 36}, :f64, 1.0e-11},
+                {{36, 48}, :f64, 1.0e-11},
+                {{2, 34, 34}, :f32, 1.0e-5}
               ] do
             same(@device, [random(shape, Tuple.sum(shape), type)], &Nx.LinAlg.qr/1, tol)
           end
+
+          # reflections Nx skips (columns already reduced) inside and across panels: the identity's
+          # first 36 columns with a random block right of them, and rows below
+          block = random({44, 8}, 3)
+          structured = Nx.concatenate([Nx.eye({44, 36}, type: :f64) |> Nx.multiply(-2), block], axis: 1)
+          same(@device, [structured], &Nx.LinAlg.qr/1, 1.0e-11)
 
           # structured: columns already reduced, where Nx reflects nothing
           same(@device, [Nx.tensor([[2, -2, 18], [2, 1, 0], [1, 2, 0]])], &Nx.LinAlg.qr/1, 1.0e-6)
