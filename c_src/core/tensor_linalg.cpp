@@ -143,9 +143,14 @@ bool finite(const double* p, size_t n) {
 
 // ---- one matrix each, in f64; `out` points at the matrix's place in each result ----
 
-// M[row][j] -= tau (v . M[:, j]) v[row] for rows [row0, rows) and columns [j0, j1): one reflection
-// I - tau v v^T, v the column `col` of V (ld_v), as Nx's QR applies it (the dot product summed
-// over rows in order), row by row so that the loops over columns vectorise.
+#ifdef ACCEL_WITH_OPENBLAS
+constexpr bool kBlas = true;
+#else
+constexpr bool kBlas = false;
+
+// Without BLAS, Q's reflections one by one: M[row][j] -= tau (v . M[:, j]) v[row] for rows
+// [row0, rows) and columns [j0, j1), v the column `col` of V (ld_v), the dot product summed over
+// rows in order, row by row so that the loops over columns vectorise.
 void reflect(const double* V, size_t ld_v, size_t col, double tau, double* M, size_t ld, size_t row0, size_t rows,
              size_t j0, size_t j1, std::vector<double>& dots) {
   if (tau == 0 || j0 >= j1) return;
@@ -162,11 +167,6 @@ void reflect(const double* V, size_t ld_v, size_t col, double tau, double* M, si
     for (size_t j = 0; j < j1 - j0; ++j) m[j] -= dots[j] * v;
   }
 }
-
-#ifdef ACCEL_WITH_OPENBLAS
-constexpr bool kBlas = true;
-#else
-constexpr bool kBlas = false;
 #endif
 constexpr size_t kPanel = 32;
 
@@ -195,38 +195,59 @@ void qr(const double* a, size_t m, size_t n, double eps, double* const* out) {
   std::copy(a, a + m * n, w.data());
   std::fill(v.begin(), v.end(), 0.0);  // the reflections' vectors, column i for reflection i
   std::fill(t.begin(), t.end(), 0.0);
-  std::vector<double> dots;
+  std::vector<double> panel_cols, panel_vs;
   F64Buffer y(panel * n);
   for (size_t c = 0; c < steps; c += panel) {
     const size_t end = std::min(c + panel, steps), nb = end - c;
     const bool last = end == steps;
+    // The panel's columns (and in the last panel every column right of it), copied by columns so
+    // that each reflection reads and updates contiguous memory; their reflections' vectors too.
+    const size_t reach = last ? n : end, width = reach - c, h = rows - c;
+    panel_cols.assign(width * h, 0.0);
+    panel_vs.assign(nb * h, 0.0);
+    for (size_t row = c; row < rows; ++row)
+      for (size_t j = c; j < reach; ++j) panel_cols[(j - c) * h + (row - c)] = w.data()[row * n + j];
     for (size_t i = c; i < end; ++i) {
+      const size_t top = i - c;  // row i's place in a panel column
+      const double* x = panel_cols.data() + top * h;
       double norm_sq = 0;
-      for (size_t row = i; row < rows; ++row) norm_sq += w.data()[row * n + i] * w.data()[row * n + i];
-      const double xi = w.data()[i * n + i], norm = std::sqrt(norm_sq), below = norm_sq - xi * xi;
+      for (size_t r = top; r < h; ++r) norm_sq += x[r] * x[r];
+      const double xi = x[top], norm = std::sqrt(norm_sq), below = norm_sq - xi * xi;
       tau.data()[i] = 0;
       if (below < eps) continue;  // Nx's reflection is then the identity
       const double v0 = xi <= 0 ? xi - norm : -below / (xi + norm);
+      double* vi = panel_vs.data() + top * h;
       double v_sq = 0;
-      for (size_t row = i; row < rows; ++row) {
-        const double x = (row == i ? v0 : w.data()[row * n + i]) / v0;
-        v.data()[row * n + i] = x;
-        v_sq += x * x;
+      for (size_t r = top; r < h; ++r) {
+        vi[r] = (r == top ? v0 : x[r]) / v0;
+        v_sq += vi[r] * vi[r];
       }
-      tau.data()[i] = 2 / v_sq;
-      // R = H R: the panel's columns from i, and every column right of it in the last panel
-      reflect(v.data(), n, i, tau.data()[i], w.data(), n, i, rows, i, last ? n : end, dots);
+      const double ti = tau.data()[i] = 2 / v_sq;
+      // R = H R on the panel's columns from i: each column less tau (v . column) v
+      for (size_t j = top; j < width; ++j) {
+        double* col = panel_cols.data() + j * h;
+        double dot = 0;
+        for (size_t r = top; r < h; ++r) dot += vi[r] * col[r];
+        dot *= ti;
+        for (size_t r = top; r < h; ++r) col[r] -= dot * vi[r];
+      }
+    }
+    for (size_t row = c; row < rows; ++row) {
+      for (size_t j = c; j < reach; ++j) w.data()[row * n + j] = panel_cols[(j - c) * h + (row - c)];
+      for (size_t j = c; j < end; ++j) v.data()[row * n + j] = panel_vs[(j - c) * h + (row - c)];
     }
     // T: H_c ... H_end-1 = I - V T V^T, T upper triangular (dlarft, forward, by columns):
-    // T[:j, j] = -tau_j T[:j, :j] z, z = V[:, :j]^T v_j (v_j is zero above its row c + j); z is
-    // kept in T's column j, each entry read before it is replaced
+    // T[:j, j] = -tau_j T[:j, :j] (V^T v_j)[:j]; V^T v_j is kept in T's column j, each entry read
+    // before it is replaced
     double* T = t.data() + (c / panel) * panel * panel;
     for (size_t j = 0; j < nb; ++j) {
       const double tj = tau.data()[c + j];
       T[j * panel + j] = tj;
+      const double* vj = panel_vs.data() + j * h;
       for (size_t l = 0; l < j; ++l) {
+        const double* vl = panel_vs.data() + l * h;
         double z = 0;
-        for (size_t row = c + j; row < rows; ++row) z += v.data()[row * n + c + l] * v.data()[row * n + c + j];
+        for (size_t r = j; r < h; ++r) z += vl[r] * vj[r];  // v_j is zero above its row
         T[l * panel + j] = z;
       }
       for (size_t l = 0; l < j; ++l) {
@@ -238,7 +259,7 @@ void qr(const double* a, size_t m, size_t n, double eps, double* const* out) {
     if (last) break;
 #ifdef ACCEL_WITH_OPENBLAS
     // the columns right of the panel: C = (I - V T^T V^T) C = C - V (T^T (V^T C))
-    const size_t h = rows - c, cols = n - end;
+    const size_t cols = n - end;
     const int NB = static_cast<int>(nb), H = static_cast<int>(h), COLS = static_cast<int>(cols),
               LD = static_cast<int>(n), LT = static_cast<int>(panel);
     double* V = v.data() + c * n + c;
@@ -271,6 +292,7 @@ void qr(const double* a, size_t m, size_t n, double eps, double* const* out) {
                 COLS);
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, COLS, NB, -1.0, V, LD, y.data(), COLS, 1.0, Qs, LQ);
 #else
+    std::vector<double> dots;
     for (size_t i = end; i-- > c;) reflect(v.data(), n, i, tau.data()[i], qf.data(), k, i, rows, i, k, dots);
 #endif
   }
@@ -299,6 +321,26 @@ void to_rows(const double* src, size_t rows, size_t cols, double* dst) {
     for (size_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i + j * rows];
 }
 
+// OpenBLAS on one thread for a Cholesky factorisation below 1536 x 1536: its parallel dpotrf
+// synchronises its threads after every block, and they lose more waiting for a core than they gain
+// when the VM's schedulers share the cores (a 512 x 512 factor took 2.4 ms on two threads inside
+// the VM, 1.35 ms on one; at 2048 the threads win, 37 ms against 48). The count is OpenBLAS's
+// global: a product another thread starts meanwhile also runs on one.
+class CholeskyThreads {
+ public:
+  explicit CholeskyThreads(size_t n) : saved_(openblas_get_num_threads()) {
+    if (n < 1536 && saved_ > 1) openblas_set_num_threads(1);
+  }
+  ~CholeskyThreads() {
+    if (openblas_get_num_threads() != saved_) openblas_set_num_threads(saved_);
+  }
+  CholeskyThreads(const CholeskyThreads&) = delete;
+  CholeskyThreads& operator=(const CholeskyThreads&) = delete;
+
+ private:
+  const int saved_;
+};
+
 // Cholesky–Banachiewicz as Nx writes it, for the matrices LAPACK finds not positive definite: the
 // square root of a negative pivot is NaN, and NaN flows to every element computed from it.
 void cholesky_plain(const double* a, size_t n, double* l) {
@@ -318,7 +360,10 @@ void cholesky(const double* a, size_t n, double* const* out) {
   const int N = lapack_int(n, "a matrix size");
   std::copy(a, a + n * n, l);
   int info = 0;
-  if (n > 0) dpotrf_("U", &N, l, &N, &info, 1);
+  if (n > 0) {
+    CholeskyThreads threads(n);
+    dpotrf_("U", &N, l, &N, &info, 1);
+  }
   if (info != 0) return cholesky_plain(a, n, l);
   for (size_t i = 0; i < n; ++i)
     for (size_t j = 0; j < n; ++j)
