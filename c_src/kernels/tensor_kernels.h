@@ -381,7 +381,20 @@ ACCEL_KERNEL(accel_convert) {
       accel_i64 chosen = -1;                                                                          \
       const int inside_all = lead_inside && first[last] >= 0 && first[last] + (size[last] - 1) * dil[last] < limit[last]; \
       accel_u64 at = base + (accel_u64)first[last] * (accel_u64)step[last];                           \
-      if (inside_all) {                                                                               \
+      if (inside_all && !select && nspans <= 2) {                                                     \
+        /* pooling's windows (two spanned dimensions at most): two plain loops, in window order */   \
+        const int d0 = nspans > 0 ? spans[0] : 0, d1 = nspans > 1 ? spans[1] : 0;                    \
+        const accel_i64 n0 = nspans > 0 ? size[d0] : 1, n1 = nspans > 1 ? size[d1] : 1;              \
+        const accel_u64 s0 = nspans > 0 ? (accel_u64)(dil[d0] * step[d0]) : 0;                        \
+        const accel_u64 s1 = nspans > 1 ? (accel_u64)(dil[d1] * step[d1]) : 0;                        \
+        for (accel_i64 a = 0; a < n0; ++a)                                                            \
+          for (accel_i64 c = 0; c < n1; ++c) {                                                        \
+            const T x = in[at + (accel_u64)a * s0 + (accel_u64)c * s1];                               \
+            if (op == ACCEL_WINDOW_SUM) acc += (W)x;                                                  \
+            else if (op == ACCEL_WINDOW_PRODUCT) acc *= (W)x;                                         \
+            else pick = ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
+          }                                                                                           \
+      } else if (inside_all) {                                                                        \
         /* by offsets: each spanned coordinate's step, undone when it wraps */                       \
         for (accel_i64 e = 0;; ++e) {                                                                 \
           const T x = in[at];                                                                         \
