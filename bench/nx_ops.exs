@@ -188,7 +188,8 @@ defmodule NxOpsBench do
     Accel.Nx.Backend (`fallback: :raise`: none left the device) and through `jax.jit` (jax
     #{version}, XLA's CPU compiler, #{@threads} threads), in milliseconds; in parentheses XLA's time
     over Accel's (above 1: Accel is faster). Results checked against XLA's (the sums of their magnitudes within 1e-4).
-    Machine: #{System.schedulers_online()} cores. See the script's header for the shapes.
+    Machine: #{System.schedulers_online()} cores; kernels: #{Results.cpu_kernels()}. See the script's header
+    for the shapes.
 
     | operation | #{Enum.map_join(devices, " | ", &"Accel #{&1}")} | XLA (CPU) |
     |---|#{Enum.map_join(devices, "", fn _ -> "---:|" end)}---:|

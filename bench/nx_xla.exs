@@ -351,15 +351,6 @@ defmodule NxXlaBench do
 
   ## The report
 
-  # OPENBLAS_CORETYPE overrides OpenBLAS's detection of the CPU (the development VM's environment
-  # set Haswell, AVX2, on an EPYC with AVX-512 that OpenBLAS detects as Cooperlake: half the speed)
-  defp blas_kernels do
-    case System.get_env("OPENBLAS_CORETYPE") do
-      nil -> "OpenBLAS's own choice for this CPU"
-      core -> "#{core}, as OPENBLAS_CORETYPE says"
-    end
-  end
-
   defp median(values), do: values |> Enum.sort() |> Enum.at(div(length(values), 2))
 
   defp t(s) when s < 1.0e-3, do: "#{:erlang.float_to_binary(s * 1.0e6, decimals: 1)} us"
@@ -421,7 +412,7 @@ defmodule NxXlaBench do
     Nx.BinaryBackend in the first call (the telemetry event `[:accel, :nx, :fallback]`), per device.
     Results checked against XLA's (the sums of their magnitudes within 1e-3; the random draw, from
     another generator, by the mean of its squares within 1e-2). Machine: #{System.schedulers_online()} cores;
-    OpenBLAS's kernels (Accel's products on the CPU backend): #{blas_kernels()}.
+    kernels: #{Results.cpu_kernels()}.
     The script's header gives the shapes.
     #{checked}
     | workload | #{heads} | XLA | fallbacks |
