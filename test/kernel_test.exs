@@ -443,8 +443,17 @@ defmodule Accel.KernelTest do
         call.(into.(-1), [s64], <<>>)
       end
 
+      # then the launch's work (where it runs: inline when small), a count or nil, and nothing more
+      assert {worked, false} = call.(Tuple.append(into.(0), 4), [s64], <<>>)
+      assert Accel.Tensor.to_list(Accel.Tensor.wrap(worked, {2}, :s64)) == [2, 3]
+      assert {_, false} = call.(Tuple.append(into.(0), nil), [s64], <<>>)
+
+      assert_raise ArgumentError, ~r/a kernel's work/, fn ->
+        call.(Tuple.append(into.(0), -1), [s64], <<>>)
+      end
+
       assert_raise ArgumentError, ~r/expected a compiled kernel/, fn ->
-        call.(Tuple.append(into.(0), 0), [s64], <<>>)
+        call.(into.(0) |> Tuple.append(0) |> Tuple.append(0), [s64], <<>>)
       end
 
       assert {out, false} = call.(into.(nil), [s64], <<>>)

@@ -2,7 +2,7 @@ defmodule Accel.LoadTest do
   # Load, killed callers and shared resources: the NIF must stay correct and free under all three.
   use ExUnit.Case, async: false
   import Bitwise
-  alias Accel.Test.Reference
+  alias Accel.Test.{Reference, Workload}
 
   @moduletag timeout: 300_000
 
@@ -62,27 +62,9 @@ defmodule Accel.LoadTest do
     assert settle() == baseline
   end
 
-  # A kernel whose loop runs for hours, compiled for the CPU before any clock starts.
-  defp endless_kernel do
-    require Accel
-
-    k =
-      Accel.kernel(fn x ->
-        Enum.reduce(1..10_000_000_000_000, x, fn i, a -> rem(a * 31 + i, 1_000_003) end)
-      end)
-
-    compiled = Accel.Kernel.Map.compiled(k, [:s64])
-    Accel.Kernel.Native.library(compiled.key, compiled.source)
-    k
-  end
-
   test "callers killed in the middle of a user kernel's endless loop free their cores at once" do
     require Accel
-    k = endless_kernel()
-
-    dirty = :erlang.system_info(:dirty_cpu_schedulers)
-    victims = for _ <- 1..dirty, do: spawn(fn -> Accel.map(Enum.to_list(1..64), k, backend: :cpu) end)
-    Process.sleep(300)
+    victims = Workload.occupy_dirty_schedulers()
     Enum.each(victims, &Process.exit(&1, :kill))
     killed = System.monotonic_time(:millisecond)
     # a kernel call takes a dirty CPU scheduler: it runs once the endless ones have stopped
@@ -95,7 +77,7 @@ defmodule Accel.LoadTest do
 
   test "Accel.map with timeout: abandons a call that runs too long, and raises Accel.Error :timeout" do
     require Accel
-    endless = endless_kernel()
+    endless = Workload.endless_kernel()
 
     started = System.monotonic_time(:millisecond)
     e = assert_raise Accel.Error, fn -> Accel.map([1, 2], endless, backend: :cpu, timeout: 200) end
@@ -123,7 +105,7 @@ defmodule Accel.LoadTest do
     test "#{backend}: endless user kernels let other calls pass, time out, and free the device when their callers die" do
       require Accel
       backend = unquote(backend)
-      k = endless_kernel()
+      k = Workload.endless_kernel()
       device = Enum.find(Accel.devices(), &(&1.backend == backend))
       before = settled_memory(device)
       victims = for n <- [4, 100_000], do: spawn(fn -> Accel.map(Enum.to_list(1..n), k, backend: backend) end)

@@ -38,13 +38,14 @@ std::string binary_text(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
 
 // {key, source, uses_f64, code, [input type], output type, scalar sizes, entry, flag} and
 // optionally [input count] (each input's element count, where it is not the output's; nil: each
-// has n), then the words of resumable state per element (SourceKernel::resume_words); code is
-// the CPU backend's loaded library resource, NVRTC's code (a binary) for :cuda, or nil for OpenCL;
-// scalar sizes a binary of one byte (1, 2, 4 or 8) per scalar.
+// has n), then the words of resumable state per element (SourceKernel::resume_words), the input
+// the output may overwrite, and the launch's work (see launch_work); code is the CPU backend's
+// loaded library resource, NVRTC's code (a binary) for :cuda, or nil for OpenCL; scalar sizes a
+// binary of one byte (1, 2, 4 or 8) per scalar.
 SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   int arity = 0;
   const ERL_NIF_TERM* fields = nullptr;
-  if (!enif_get_tuple(env, term, &arity, &fields) || arity < 9 || arity > 12)
+  if (!enif_get_tuple(env, term, &arity, &fields) || arity < 9 || arity > 13)
     throw ArgumentError("expected a compiled kernel, got: " + describe_term(env, term));
   SourceKernel k;
   k.key = binary_text(env, fields[0], "a kernel's key");
@@ -89,13 +90,15 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
     if (words > 0 && !k.flag) throw ArgumentError("only generated kernels (with a flag) resume from saved state");
     k.resume_words = static_cast<uint32_t>(words);
   }
-  if (arity == 12 && !enif_is_identical(fields[11], atoms.nil)) {
+  if (arity >= 12 && !enif_is_identical(fields[11], atoms.nil)) {
     const uint64_t into = decode_count(env, fields[11], "the input a kernel's output may overwrite");
     if (into >= k.input_types.size())
       throw ArgumentError("a kernel's output may overwrite one of its " + std::to_string(k.input_types.size()) +
                           " inputs, not input " + std::to_string(into));
     k.out_into = static_cast<int32_t>(into);
   }
+  // (the launch's work only decides where the call runs: tensor_source_kernel reads it)
+  if (arity == 13 && !enif_is_identical(fields[12], atoms.nil)) decode_count(env, fields[12], "a kernel's work");
   return k;
 }
 
@@ -229,10 +232,27 @@ ERL_NIF_TERM cuda_kernel_code(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[
   return cuda_kernel_code_run(env, argc, argv);
 }
 
-// A generated kernel's cost per element is unknown (it may loop): on the CPU it always runs on a
-// dirty CPU scheduler; on a device it is queued there like every tensor operation.
+// The work a kernel term says its launch does (the 13th field: its element operations over the
+// whole launch, which Accel.Nx.Compiler gives its fused kernels, whose loops are rows of their
+// inputs), or false where it does not say (a kernel that may loop).
+bool launch_work(ErlNifEnv* env, ERL_NIF_TERM kernel, uint64_t* work) {
+  int arity = 0;
+  const ERL_NIF_TERM* fields = nullptr;
+  ErlNifUInt64 w = 0;
+  if (!enif_get_tuple(env, kernel, &arity, &fields) || arity != 13 || !enif_get_uint64(env, fields[12], &w)) return false;
+  *work = w;
+  return true;
+}
+
+// A generated kernel's cost per element is unknown unless its term says (it may loop): on the CPU
+// such a kernel runs on a dirty CPU scheduler, one whose work is known and small inline; on a
+// device it is queued there like every tensor operation.
 ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  if (!enif_is_empty_list(env, argv[1])) return scheduled<source_kernel_run, 1, true>(env, argc, argv);
+  if (!enif_is_empty_list(env, argv[1])) {
+    uint64_t work = 0;
+    if (launch_work(env, argv[0], &work)) return scheduled_by_work<source_kernel_run, 1>(env, argc, argv, work);
+    return scheduled<source_kernel_run, 1, true>(env, argc, argv);
+  }
   Runtime& rt = runtime();
   if (!rt.auto_resolved) return schedule_dirty_io(env, "kernel", guarded<after_discovery<tensor_source_kernel>>, argc, argv);
   int device = 0;

@@ -476,8 +476,18 @@ ERL_NIF_TERM tensor_transpose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[
   return scheduled<transpose_run, 0, false>(env, argc, argv);
 }
 
+// By its multiply-adds (batch * m * k * n; unknown where a count does not decode: matmul_run raises).
 ERL_NIF_TERM tensor_matmul(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<matmul_run, 0, true>(env, argc, argv);
+  uint64_t work = 1;
+  for (int i = 2; i <= 5; ++i) {
+    ErlNifUInt64 v = 0;
+    if (argc <= i || !enif_get_uint64(env, argv[i], &v) || (v != 0 && work > UINT64_MAX / v)) {
+      work = UINT64_MAX;
+      break;
+    }
+    work *= v;
+  }
+  return scheduled_by_work<matmul_run, 0>(env, argc, argv, work);
 }
 
 ERL_NIF_TERM tensor_logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

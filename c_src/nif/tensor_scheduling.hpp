@@ -20,10 +20,11 @@ namespace accel::nif {
 constexpr size_t kInlineTensorElements = 16384;  // ~10-50 us for the slowest elementwise kernel
 
 // Decides from the tensors in argv[Arg .. Arg + 2] (an elementwise operation's operands; any may be
-// a scalar; a list counts by its first element, for concatenate): the largest one's size, since a
-// broadcast output is at least as large as that.
-template <NifFn Run, int Arg, bool AlwaysDirty>
-ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+// a scalar; a list counts by its first element, for concatenate): on a device, queued there; on
+// the CPU backend inline where small(count) says so for the largest one's size (a broadcast output
+// is at least as large as that), on a dirty CPU scheduler otherwise.
+template <NifFn Run, int Arg, typename Small>
+ERL_NIF_TERM scheduled_if(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], Small small) {
   Backend* backend = nullptr;
   int device = 0;
   size_t count = 0;
@@ -44,8 +45,25 @@ ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   if (backend == nullptr || freed) return Run(env, argc, argv);
   // A device tensor exists, so its devices were discovered when it was made.
   if (backend->waits_on_device()) return submit_now(env, runtime().queue(*backend, device), Run, argc, argv);
-  if (!AlwaysDirty && count <= kInlineTensorElements) return Run(env, argc, argv);
+  if (small(count)) return Run(env, argc, argv);
   return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
+}
+
+// Inline up to kInlineTensorElements (never, where AlwaysDirty: work whose cost the size does not
+// bound).
+template <NifFn Run, int Arg, bool AlwaysDirty>
+ERL_NIF_TERM scheduled(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled_if<Run, Arg>(env, argc, argv, [](size_t count) { return !AlwaysDirty && count <= kInlineTensorElements; });
+}
+
+// Inline where `work`, the call's operations (a product's multiply-adds, a generated kernel's
+// element operations), is at most kInlineWork: a scheduler hands a call to a dirty one and back in
+// tens of microseconds on a busy VM, more than a small product or a small fused kernel takes. Its
+// tensors must be as small (a work figure that understates them is not believed).
+constexpr uint64_t kInlineWork = uint64_t{1} << 17;
+template <NifFn Run, int Arg>
+ERL_NIF_TERM scheduled_by_work(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], uint64_t work) {
+  return scheduled_if<Run, Arg>(env, argc, argv, [work](size_t count) { return work <= kInlineWork && count <= kInlineWork; });
 }
 
 // A new tensor on a device: queued there (a CPU placement, from :auto, runs here).

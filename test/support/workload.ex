@@ -41,4 +41,31 @@ defmodule Accel.Test.Workload do
     Accel.trim_memory()
     {Accel.memory(:cpu), rss_bytes()}
   end
+
+  # A user kernel whose loop runs for hours, compiled for the CPU before any clock starts: a call
+  # of it holds a dirty CPU scheduler until its caller dies.
+  def endless_kernel do
+    require Accel
+
+    k =
+      Accel.kernel(fn x ->
+        Enum.reduce(1..10_000_000_000_000, x, fn i, a -> rem(a * 31 + i, 1_000_003) end)
+      end)
+
+    compiled = Accel.Kernel.Map.compiled(k, [:s64])
+    Accel.Kernel.Native.library(compiled.key, compiled.source)
+    k
+  end
+
+  # Every dirty CPU scheduler held by an endless kernel call; the callers, to kill.
+  def occupy_dirty_schedulers do
+    k = endless_kernel()
+
+    victims =
+      for _ <- 1..:erlang.system_info(:dirty_cpu_schedulers),
+          do: spawn(fn -> Accel.map(Enum.to_list(1..64), k, backend: :cpu) end)
+
+    Process.sleep(300)
+    victims
+  end
 end

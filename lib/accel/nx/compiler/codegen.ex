@@ -35,8 +35,8 @@ defmodule Accel.Nx.Compiler.Codegen do
   def flagging?(op, type), do: op in [:divide, :quotient, :remainder, :pow] and not float?(type)
 
   @doc """
-  The text for `region`, and what launching it takes: `%{source, key, n, input_types, input_counts,
-  out_type, flag, parts}` (parts: the reduced range's split, 1 where it is not split).
+  The text for `region`, and what launching it takes: `%{source, key, n, work, input_types,
+  input_counts, out_type, flag, parts}` (parts: the reduced range's split, 1 where it is not split).
   """
   def generate(region) do
     flag_ops = for n <- region.nodes, flagging?(n.op, n.type), do: n.op
@@ -59,17 +59,22 @@ defmodule Accel.Nx.Compiler.Codegen do
     source = assemble(region, out_type, flag, loop, row_length(region))
     key = :crypto.hash(:sha256, source) |> Base.encode16(case: :lower) |> binary_part(0, 32)
 
+    input_counts = Enum.map(region.inputs, &Enum.product(Tuple.to_list(&1.shape)))
+
     %{
       source: source,
       key: key,
       n: n,
+      # the launch's element operations (its loops are rows of its inputs): the NIF runs a small
+      # one inline rather than on a dirty scheduler
+      work: length(region.nodes) * Enum.max([n | input_counts]),
       parts: parts,
       flag: flag,
       flag_ops: flag_ops,
       uses_f64: uses_f64?(region),
       out_type: out_type,
       input_types: Enum.map(region.inputs, & &1.type),
-      input_counts: Enum.map(region.inputs, &Enum.product(Tuple.to_list(&1.shape)))
+      input_counts: input_counts
     }
   end
 

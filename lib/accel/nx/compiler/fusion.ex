@@ -464,6 +464,7 @@ if Code.ensure_loaded?(Nx) do
             :source,
             :key,
             :n,
+            :work,
             :parts,
             :flag,
             :flag_ops,

@@ -41,8 +41,9 @@ if Code.ensure_loaded?(Nx) do
           :opencl -> nil
         end
 
+      # (no resumable state, no input overwritten, the launch's work)
       {spec.key, spec.source, spec.uses_f64, code, spec.input_types, spec.out_type, :binary.copy(<<8>>, 0),
-       "accel_user", spec.flag, spec.input_counts}
+       "accel_user", spec.flag, spec.input_counts, 0, nil, spec.work}
     end
 
     # The kernel's flat result in the output's shape; a split reduction's parts reduced first.
