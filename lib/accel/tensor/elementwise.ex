@@ -14,8 +14,8 @@ defmodule Accel.Tensor.Elementwise do
 
   @doc false
   def binary(family, op, a, b) do
-    check_operands!("#{op}/2", [a, b])
-    shape = broadcast!("#{op}/2", [a, b])
+    check_operands!({op, 2}, [a, b])
+    shape = broadcast!({op, 2}, [a, b])
     type = promote([a, b])
     [x, y] = converted = Enum.map([a, b], &convert(&1, type))
     out_type = if family == :compare, do: :u8, else: type
@@ -89,6 +89,14 @@ defmodule Accel.Tensor.Elementwise do
 
   @doc "The shape operands of these shapes broadcast to (Nx and NumPy: aligned at the end, 1 stretches)."
   def broadcast!(fun, operands) do
+    # (tensors of one shape, the common case, need no walk)
+    case for(%T{shape: s} <- operands, do: s) do
+      [shape | rest] -> if Enum.all?(rest, &(&1 == shape)), do: shape, else: broadcast_shapes!(fun, operands)
+      [] -> {}
+    end
+  end
+
+  defp broadcast_shapes!(fun, operands) do
     shapes = for %T{shape: s} <- operands, do: Tuple.to_list(s)
     rank = shapes |> Enum.map(&length/1) |> Enum.max(fn -> 0 end)
     padded = Enum.map(shapes, &(List.duplicate(1, rank - length(&1)) ++ &1))
@@ -104,7 +112,7 @@ defmodule Accel.Tensor.Elementwise do
 
         _ ->
           raise ArgumentError,
-                "Accel.Tensor.#{fun}: shapes #{Enum.map_join(operands_shapes(operands), " and ", &inspect/1)} do not broadcast"
+                "Accel.Tensor.#{name(fun)}: shapes #{Enum.map_join(operands_shapes(operands), " and ", &inspect/1)} do not broadcast"
       end
     end)
     |> List.to_tuple()
@@ -112,9 +120,14 @@ defmodule Accel.Tensor.Elementwise do
 
   defp operands_shapes(operands), do: for(%T{shape: s} <- operands, do: s)
 
+  # the function a message names: "select/3", or {op, arity} (made only for the message)
+  defp name({op, arity}), do: "#{op}/#{arity}"
+  defp name(fun), do: fun
+
   defp check_operands!(fun, operands) do
     for x <- operands, not is_struct(x, T) and not is_number(x) do
-      raise ArgumentError, "Accel.Tensor.#{fun} expects tensors or numbers, got: #{inspect(x, limit: 5)}"
+      raise ArgumentError,
+            "Accel.Tensor.#{name(fun)} expects tensors or numbers, got: #{inspect(x, limit: 5)}"
     end
 
     # Places are checked by the native side, which knows where each tensor really is.
