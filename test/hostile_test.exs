@@ -567,6 +567,31 @@ defmodule Accel.HostileTest do
          a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
          Accel.Job.call(&nif.tensor_solve(a.ref, a.ref, [@big, @big, 1, 1], [true, true, false, true], &1))
        end, ArgumentError, ~r/count|integer|overflows/},
+      {"fft NIF: integers", fn -> Accel.Job.call(&nif.tensor_fft(t.ref, [1, 6, 8], false, 0.0, :c64, &1)) end,
+       ArgumentError, ~r/fft needs an :f32, :f64, :c64 or :c128 tensor, got :s64/},
+      {"fft NIF: a real result type",
+       fn -> Accel.Job.call(&nif.tensor_fft(T.as_type(t, :f64).ref, [1, 6, 8], false, 0.0, :f64, &1)) end,
+       ArgumentError, ~r/fft's result is :c64 or :c128/},
+      {"fft NIF: rows that do not match the tensor",
+       fn -> Accel.Job.call(&nif.tensor_fft(T.as_type(t, :f64).ref, [2, 6, 8], true, 0.0, :c128, &1)) end,
+       ArgumentError, ~r/rows of 2 x 6 do not match/},
+      {"fft NIF: a length of zero",
+       fn -> Accel.Job.call(&nif.tensor_fft(T.as_type(t, :f64).ref, [1, 6, 0], false, 0.0, :c128, &1)) end,
+       ArgumentError, ~r/length must be positive/},
+      {"fft NIF: a length beyond 2^40",
+       fn ->
+         Accel.Job.call(
+           &nif.tensor_fft(T.as_type(t, :f64).ref, [1, 6, (1 <<< 40) + 1], false, 0.0, :c128, &1)
+         )
+       end, ArgumentError, ~r/beyond 2\^40/},
+      # (a result of 16 TiB: the allocation is refused before any work)
+      {"fft NIF: a result beyond memory",
+       fn ->
+         Accel.Job.call(&nif.tensor_fft(T.as_type(t, :f64).ref, [1, 6, 1 <<< 40], false, 0.0, :c128, &1))
+       end, Accel.Error, ~r/could not allocate/},
+      {"fft NIF: a negative eps",
+       fn -> Accel.Job.call(&nif.tensor_fft(t.ref, [1, 6, 8], false, -1.0, :c64, &1)) end, ArgumentError,
+       ~r/eps: expected a non-negative float/},
       # the test hook for device faults refuses before it touches a device
       {"fault NIF: an unknown backend", fn -> nif.simulate_device_fault(:tpu, 0, 1) end, ArgumentError,
        ~r/unknown backend: :tpu/},

@@ -242,6 +242,10 @@ std::vector<Tensor> tensor_decompose(LinalgOp op, const Tensor& a, const LinalgP
 // X of b's shape with A X = B (or X A = B); ArgumentError "can't solve for singular matrix" for a
 // zero pivot (triangular: a zero on A's diagonal), as Nx raises.
 Tensor tensor_solve(const Tensor& a, const Tensor& b, const LinalgPlan& plan, bool triangular);
+// The discrete Fourier transform (or its inverse, 1/n scaled) of each of `rows` rows of `len`
+// elements (f32, f64, c64 or c128), each padded with zeros or cut to n, as Nx.fft computes it:
+// rows x n of out_type (c64 or c128), parts of magnitude at most eps written as zeros.
+Tensor tensor_fft(const Tensor& t, uint64_t rows, uint64_t len, uint64_t n, bool inverse, double eps, DType out_type);
 
 // count * size in bytes, or ArgumentError when that overflows or exceeds what any machine holds.
 size_t checked_bytes(uint64_t count, DType type);

@@ -434,6 +434,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_scan", 7, guarded<tensor_scan>, 0},
     {"tensor_decompose", 5, guarded<tensor_decompose>, 0},
     {"tensor_solve", 5, guarded<tensor_solve>, 0},
+    {"tensor_fft", 6, guarded<tensor_fft>, 0},
     {"tensor_window_scatter", 6, guarded<tensor_window_scatter>, 0},
     {"tensor_logistic_map", 5, guarded<tensor_logistic_map>, 0},
     {"tensor_transfer", 4, guarded<tensor_transfer>, 0},

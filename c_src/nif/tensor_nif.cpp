@@ -347,6 +347,16 @@ ERL_NIF_TERM solve_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_solve(get_tensor(env, argv[0]), get_tensor(env, argv[1]), plan, flags[3]));
 }
 
+// (t, [rows, len, n], inverse, eps, out type)
+ERL_NIF_TERM fft_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::vector<uint64_t> dims = decode_counts(env, argv[1], 3, "fft dimensions");
+  double eps = 0;
+  if (!enif_get_double(env, argv[3], &eps) || !(eps >= 0))
+    throw ArgumentError("eps: expected a non-negative float, got: " + describe_term(env, argv[3]));
+  return make_tensor(env, accel::tensor_fft(get_tensor(env, argv[0]), dims[0], dims[1], dims[2], decode_flag(env, argv[2]),
+                                            eps, decode_type(env, argv[4])));
+}
+
 // (t, p, mu, iterations)
 ERL_NIF_TERM logistic_map_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Tensor t = get_tensor(env, argv[0]);
@@ -466,6 +476,10 @@ ERL_NIF_TERM tensor_sort(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 
 ERL_NIF_TERM tensor_decompose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<decompose_run, 1, true>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_fft(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<fft_run, 0, true>(env, argc, argv);
 }
 
 ERL_NIF_TERM tensor_solve(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

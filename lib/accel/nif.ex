@@ -95,6 +95,7 @@ defmodule Accel.NIF do
   def tensor_scan(_op, _t, _outer, _len, _inner, _reverse, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_decompose(_op, _t, _dims, _full, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_solve(_a, _b, _dims, _flags, _ref), do: :erlang.nif_error(:not_loaded)
+  def tensor_fft(_t, _dims, _inverse, _eps, _out_type, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_window_scatter(_op, _t, _source, _init_bits, _geometry, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_logistic_map(_tensor, _p, _mu, _iterations, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_transfer(_tensor, _backend, _device, _ref), do: :erlang.nif_error(:not_loaded)

@@ -69,6 +69,49 @@ if Code.ensure_loaded?(Nx) do
         @describetag Accel.Test.Devices.tags(device)
         @device device
 
+        test "fft and ifft: every length (radix-2, odd, Bluestein's), padded or cut, any axis, as Nx computes them" do
+          x = floats({3, 12})
+
+          # powers of two come out bit for bit Nx's (the same butterflies in f64, rounded once);
+          # other lengths within rounding (Nx sums odd lengths' DFTs directly)
+          for opts <- [[length: 16], [axis: 0, length: 4]] do
+            same(@device, [x], &Nx.fft(&1, opts))
+            same(@device, [x], &Nx.ifft(&1, opts))
+          end
+
+          for opts <- [[], [length: 5], [length: 7], [axis: 0]] do
+            same(@device, [x], &Nx.fft(&1, opts), 1.0e-6)
+            same(@device, [x], &Nx.ifft(&1, opts), 1.0e-6)
+          end
+
+          same(@device, [Nx.as_type(x, :f64)], &Nx.fft(&1, length: 9), 1.0e-14)
+          same(@device, [Nx.iota({2, 5})], &Nx.fft/1, 1.0e-6)
+          same(@device, [Nx.complex(x, Nx.cos(x))], &Nx.ifft(&1, length: 8))
+          # Bluestein's chirp on both sides (Nx's from 1024 on): equal to rounding
+          same(@device, [floats({2, 1100})], &Nx.fft/1, 1.0e-6)
+          same(@device, [floats({1, 1030})], &Nx.ifft(&1, length: 1031), 1.0e-6)
+        end
+
+        test "fft at the sizes signals take: 2^20 and 3 x 10^5 points against closed forms" do
+          backend = {Accel.Nx.Backend, device: @device, fallback: :raise}
+          n = 1_048_576
+          # a cosine of 5 periods: n / 2 at frequencies 5 and n - 5, zero elsewhere
+          j = Nx.iota({n}, type: :f64, backend: backend)
+          # (the frequency an f64 tensor: a bare number would be an f32 constant, a little off 5)
+          frequency = Nx.tensor(2 * :math.pi() * 5 / n, type: :f64)
+          # (complex arithmetic is not Accel's: the checks read the results on the host)
+          spectrum = j |> Nx.multiply(frequency) |> Nx.cos() |> Nx.fft() |> host() |> Nx.abs()
+          assert_in_delta Nx.to_number(spectrum[5]), n / 2, 1.0e-6 * n
+          assert_in_delta Nx.to_number(spectrum[n - 5]), n / 2, 1.0e-6 * n
+          zero = Nx.tensor([0.0], type: :f64)
+          rest = spectrum |> Nx.put_slice([5], zero) |> Nx.put_slice([n - 5], zero)
+          assert Nx.to_number(Nx.reduce_max(rest)) < 1.0e-6
+          # ifft(fft(x)) = x through Bluestein's chirp (300,000 is not a power of two)
+          x = Nx.iota({300_000}, type: :f64, backend: backend) |> Nx.multiply(0.001) |> Nx.sin()
+          back = x |> Nx.fft() |> Nx.ifft() |> host() |> Nx.real()
+          assert Nx.to_number(Nx.reduce_max(Nx.abs(Nx.subtract(back, host(x))))) < 1.0e-9
+        end
+
         test "pad with negative padding: what Nx removes from the interior-padded edges" do
           t = values({4, 5, 3}, {:f, 32})
 

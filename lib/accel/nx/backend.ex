@@ -55,11 +55,12 @@ if Code.ensure_loaded?(Nx) do
       * the linear algebra with results Nx's compositions would give: `cholesky`, `solve` (so
         `invert`), `triangular_solve`, `determinant` through LAPACK on the host in `f64`, and `qr`
         as Nx's own Householder algorithm in C++ (Q and R in Nx's signs, which Nx's gradients
-        read); on Nx 0.13, `eigh`, `svd` and `lu` run as Nx's compositions of these operations.
+        read); on Nx 0.13, `eigh`, `svd` and `lu` run as Nx's compositions of these operations;
+      * `fft` and `ifft` on the host in `f64` (radix-2, or Bluestein's chirp), rounded once.
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), `fft`, `eigh` and `lu` on Nx 0.7 (the binary backend's own),
+    element), `fft2` and `ifft2`, `eigh` and `lu` on Nx 0.7 (the binary backend's own),
     complex arithmetic and parts. Each fallback emits
     the telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make
@@ -529,6 +530,14 @@ if Code.ensure_loaded?(Nx) do
 
     def block(struct, _out, args, fun), do: apply(fun, [struct | args])
 
+    ## The Fourier transform (the binary backend's where the types are not Accel's)
+
+    def fft(out, t, opts),
+      do: Accel.Nx.FFT.transform(out, t, opts, false, fn -> Fallback.run(:fft, [out, t, opts]) end)
+
+    def ifft(out, t, opts),
+      do: Accel.Nx.FFT.transform(out, t, opts, true, fn -> Fallback.run(:ifft, [out, t, opts]) end)
+
     ## Fallbacks: Nx.BinaryBackend computes, the result returns to the operands' device
 
     # Nx 0.7's eigh and lu: Nx.BinaryBackend's own, which Nx 0.7's tests are written against (its
@@ -541,8 +550,6 @@ if Code.ensure_loaded?(Nx) do
       top_k: 3,
       map: 4,
       all_close: 4,
-      fft: 3,
-      ifft: 3,
       fft2: 3,
       ifft2: 3,
       phase: 2
