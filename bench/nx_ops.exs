@@ -11,7 +11,8 @@
 #     4096 x 1024;
 #   * the linear algebra on 512 x 512 f32: cholesky and solve (16 right sides) of S = G G^T / 512 + I,
 #     G = sin(0.37 iota); triangular_solve of S's lower triangle; qr of S (Q and R: G has rank 2, so its Q is
-#     not unique beyond two columns).
+#     not unique beyond two columns);
+#   * fft of 64 signals of 16,384 f32 points.
 # Each round times every row on each device (Accel eagerly, with `fallback: :raise`: nothing here
 # leaves the device) and runs the XLA process once: the fastest of 3 calls per operation on each
 # side, after a first call (XLA's compiles, Accel's builds its kernels); medians over rounds. Results are checked against XLA's (the sum of each
@@ -71,7 +72,8 @@ defmodule NxOpsBench do
         |> f32.(),
       s: s |> f32.(),
       lower: s |> Nx.tril() |> f32.(),
-      rhs: iota({512, 16}, backend) |> Nx.multiply(1.0e-2) |> Nx.cos() |> f32.()
+      rhs: iota({512, 16}, backend) |> Nx.multiply(1.0e-2) |> Nx.cos() |> f32.(),
+      signal: iota({64, 16384}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.()
     }
   end
 
@@ -89,7 +91,8 @@ defmodule NxOpsBench do
     :cholesky,
     :solve,
     :triangular_solve,
-    :qr
+    :qr,
+    :fft
   ]
 
   defp op(:conv, i), do: Nx.conv(i.x, i.k, padding: :same)
@@ -105,6 +108,7 @@ defmodule NxOpsBench do
   defp op(:cholesky, i), do: Nx.LinAlg.cholesky(i.s)
   defp op(:solve, i), do: Nx.LinAlg.solve(i.s, i.rhs)
   defp op(:triangular_solve, i), do: Nx.LinAlg.triangular_solve(i.lower, i.rhs)
+  defp op(:fft, i), do: Nx.fft(i.signal)
   # both factors, as a user of qr takes them (a jit of R alone lets XLA skip computing Q)
   defp op(:qr, i), do: i.s |> Nx.LinAlg.qr() |> then(fn {q, r} -> Nx.concatenate([q, r]) end)
 
@@ -118,7 +122,7 @@ defmodule NxOpsBench do
         # a first call (kernel builds), then the fastest of 3, as XLA's; the sum of the magnitudes
         # of the result is the check
         first = op(name, i)
-        check = first |> Nx.as_type(:f64) |> Nx.abs() |> Nx.sum() |> Nx.to_number()
+        check = magnitudes(first)
         Nx.backend_deallocate(first)
 
         fastest =
@@ -134,6 +138,12 @@ defmodule NxOpsBench do
       end)
     end)
   end
+
+  # the sum of a result's magnitudes (a complex one's on the host: complex arithmetic is not Accel's)
+  defp magnitudes(%Nx.Tensor{type: {:c, _}} = t),
+    do: t |> Nx.backend_copy(Nx.BinaryBackend) |> Nx.abs() |> Nx.as_type(:f64) |> Nx.sum() |> Nx.to_number()
+
+  defp magnitudes(t), do: t |> Nx.as_type(:f64) |> Nx.abs() |> Nx.sum() |> Nx.to_number()
 
   # device work is queued: reading one element waits for it
   defp sync(t), do: tap(t, fn t -> t |> Nx.reshape({:auto}) |> Nx.slice([0], [1]) |> Nx.to_binary() end)

@@ -41,6 +41,7 @@ def main():
     s = jnp.asarray(s64.astype(np.float32))
     lower = jnp.asarray(np.tril(s64).astype(np.float32))
     rhs = jnp.asarray(np.cos(iota((512, 16)) * 1.0e-2).astype(np.float32))
+    signal = jnp.asarray(np.sin(iota((64, 16384)) * 1.0e-3).astype(np.float32))
 
     def pool(x):
         return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
@@ -65,13 +66,14 @@ def main():
         "triangular_solve": (lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True), (lower, rhs)),
         # both factors, as bench/nx_ops.exs takes them
         "qr": (lambda s: jnp.concatenate(jnp.linalg.qr(s)), (s,)),
+        "fft": (jnp.fft.fft, (signal,)),
     }
 
     times, check = {}, {}
     for name, (fn, args) in ops.items():
         f = jax.jit(fn)
         out = f(*args).block_until_ready()
-        check[name] = float(np.abs(np.asarray(out, dtype=np.float64)).sum())
+        check[name] = float(np.abs(np.asarray(out)).astype(np.float64).sum())
         best = float("inf")
         for _ in range(repeats):
             start = time.perf_counter()
