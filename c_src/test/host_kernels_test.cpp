@@ -1,8 +1,8 @@
-// The CPU backend's two builds of its kernels (backends/cpu/host_kernels.hpp): the baseline x86-64
-// build and the x86-64-v3 one (AVX2, FMA) compute the same bits for every elementwise operation of
-// the registry on every float type and on the integer types, for reductions and scans, over about a
-// million inputs per type (bit patterns across every exponent, both signs, and the special values).
-// Skipped where this build or CPU has no x86-64-v3 build.
+// The CPU backend's builds of its kernels (backends/cpu/host_kernels.hpp): the x86-64-v3 (AVX2, FMA)
+// and x86-64-v4 (AVX-512) builds compute the baseline x86-64 build's bits for every elementwise
+// operation of the registry on every float type and on the integer types, and for reductions, over
+// about a million inputs per type (bit patterns across every exponent, both signs, and the special
+// values). Each wider build is skipped where this build or this CPU has none.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,18 +71,18 @@ std::vector<T> inputs(size_t n, uint64_t seed) {
 
 class HostKernels : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (accel::cpu::host_entries_v3() == nullptr) GTEST_SKIP() << "this build has no x86-64-v3 kernels";
-    if (std::string(accel::cpu::host_kernels().isa) != "x86-64-v3" && !cpu_has_v3())
-      GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  // The wider builds this build has and this CPU runs, by name.
+  static std::vector<std::pair<std::string, const accel::cpu::HostEntry*>> wider_builds() {
+    std::vector<std::pair<std::string, const accel::cpu::HostEntry*>> builds;
+    if (accel::cpu::host_entries_v3() != nullptr && accel::cpu::cpu_supports("x86-64-v3"))
+      builds.emplace_back("x86-64-v3", accel::cpu::host_entries_v3());
+    if (accel::cpu::host_entries_v4() != nullptr && accel::cpu::cpu_supports("x86-64-v4"))
+      builds.emplace_back("x86-64-v4", accel::cpu::host_entries_v4());
+    return builds;
   }
-  static bool cpu_has_v3() {
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("x86-64-v3");
-#else
-    return false;
-#endif
+
+  void SetUp() override {
+    if (wider_builds().empty()) GTEST_SKIP() << "no build wider than x86-64 here (this build or this CPU)";
   }
 
   template <typename T>
@@ -90,11 +90,12 @@ class HostKernels : public ::testing::Test {
     return accel::tensor_from_bytes(cpu_, 0, type, v.data(), v.size() * sizeof(T));
   }
 
-  // The result from each build, and the first element where they differ (-1: none). NaN equals
-  // NaN: a signalling NaN's payload may come back quieted (as Nx reads every NaN as one value).
+  // The first element where a wider build's result differs from the baseline's (-1: none), for
+  // each wider build in turn (`wider` names the one that differed). NaN equals NaN: a signalling
+  // NaN's payload may come back quieted (as Nx reads every NaN as one value).
   template <typename F>
   long first_difference(F run) {
-    std::vector<unsigned char> a, b;
+    std::vector<unsigned char> a;
     DType type;
     {
       ScopedHostEntries baseline(accel::cpu::host_entries_baseline());
@@ -102,20 +103,25 @@ class HostKernels : public ::testing::Test {
       type = t.type;
       a = bytes(t);
     }
-    {
-      ScopedHostEntries v3(accel::cpu::host_entries_v3());
-      b = bytes(run());
-    }
-    if (a.size() != b.size()) return 0;
-    const size_t width = accel::dtype_size(type);
-    for (size_t i = 0; i < a.size(); i += width) {
-      if (std::memcmp(&a[i], &b[i], width) == 0) continue;
-      if (type == DType::F32 && both_nan<float>(&a[i], &b[i])) continue;
-      if (type == DType::F64 && both_nan<double>(&a[i], &b[i])) continue;
-      return static_cast<long>(i / width);
+    for (const auto& [name, entries] : wider_builds()) {
+      std::vector<unsigned char> b;
+      {
+        ScopedHostEntries wide(entries);
+        b = bytes(run());
+      }
+      wider = name;
+      if (a.size() != b.size()) return 0;
+      const size_t width = accel::dtype_size(type);
+      for (size_t i = 0; i < a.size(); i += width) {
+        if (std::memcmp(&a[i], &b[i], width) == 0) continue;
+        if (type == DType::F32 && both_nan<float>(&a[i], &b[i])) continue;
+        if (type == DType::F64 && both_nan<double>(&a[i], &b[i])) continue;
+        return static_cast<long>(i / width);
+      }
     }
     return -1;
   }
+  std::string wider;
 
   template <typename T>
   static bool both_nan(const unsigned char* x, const unsigned char* y) {
@@ -154,7 +160,7 @@ class HostKernels : public ::testing::Test {
     for (const Op& op : kUnary) {
       if ((op.kind == FLOAT && !is_float) || (op.kind == INT && is_float)) continue;
       EXPECT_EQ(first_difference([&] { return accel::tensor_unary(static_cast<accel::UnaryOp>(op.code), a); }), -1)
-          << op.name << " on :" << accel::dtype_name(type);
+          << op.name << " on :" << accel::dtype_name(type) << " in " << wider;
     }
     for (const Op& op : kBinary) {
       if ((op.kind == FLOAT && !is_float) || (op.kind == INT && is_float)) continue;
@@ -168,7 +174,7 @@ class HostKernels : public ::testing::Test {
                   return accel::tensor_binary(static_cast<accel::BinaryOp>(op.code), operand(a), operand(right));
                 }),
                 -1)
-          << op.name << " on :" << accel::dtype_name(type);
+          << op.name << " on :" << accel::dtype_name(type) << " in " << wider;
     }
     for (const Op& op : kCompare)
       EXPECT_EQ(first_difference([&] {
@@ -188,12 +194,12 @@ class HostKernels : public ::testing::Test {
   accel::cpu::CpuBackend cpu_{2};
 };
 
-TEST_F(HostKernels, BothBuildsComputeTheSameFloatBits) {
+TEST_F(HostKernels, EveryBuildComputesTheBaselinesFloatBits) {
   every_elementwise_op<float>(DType::F32);
   every_elementwise_op<double>(DType::F64);
 }
 
-TEST_F(HostKernels, BothBuildsComputeTheSameIntegerBits) {
+TEST_F(HostKernels, EveryBuildComputesTheBaselinesIntegerBits) {
   every_elementwise_op<int32_t>(DType::S32);
   every_elementwise_op<int64_t>(DType::S64);
   every_elementwise_op<uint8_t>(DType::U8);
@@ -201,10 +207,12 @@ TEST_F(HostKernels, BothBuildsComputeTheSameIntegerBits) {
 }
 
 TEST_F(HostKernels, TheChosenBuildIsTheWidestTheCpuHas) {
-  // (ACCEL_HOST_ISA=x86-64 in the environment keeps the baseline build)
+  // (ACCEL_HOST_ISA caps it: x86-64 keeps the baseline build)
   const char* asked = std::getenv("ACCEL_HOST_ISA");
-  const bool baseline = asked != nullptr && std::string(asked) == "x86-64";
-  EXPECT_STREQ(accel::cpu::host_kernels().isa, baseline ? "x86-64" : "x86-64-v3");
+  std::string widest = wider_builds().back().first;
+  if (asked != nullptr && std::string(asked) == "x86-64") widest = "x86-64";
+  if (asked != nullptr && std::string(asked) == "x86-64-v3") widest = "x86-64-v3";
+  EXPECT_EQ(std::string(accel::cpu::host_kernels().isa), widest);
   EXPECT_EQ(accel::cpu::active_host_entries(), accel::cpu::host_kernels().entries);
 }
 

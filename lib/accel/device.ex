@@ -11,8 +11,8 @@ defmodule Accel.Device do
       (larger inputs are processed in chunks)
     * `:compute_units` - OpenCL compute units, CUDA multiprocessors, or CPU threads
     * `:capability` - CUDA compute capability, such as `"9.0"`; for the CPU backend, the
-      instruction set its kernels run (`"x86-64-v3"`: AVX2 and FMA, where the CPU has them, else
-      `"x86-64"`); `nil` elsewhere
+      instruction set its kernels run (`"x86-64-v4"`: AVX-512, or `"x86-64-v3"`: AVX2 and FMA,
+      where the CPU has them, else `"x86-64"`); `nil` elsewhere
   """
   @enforce_keys [:backend, :id]
   defstruct [:backend, :id, :platform, :name, :type, :memory, :max_alloc, :compute_units, :capability]

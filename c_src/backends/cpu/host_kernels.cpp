@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #define ACCEL_HOST_ENTRIES host_entries_baseline
 #include "backends/cpu/host_kernels.inc"
@@ -13,23 +14,29 @@ namespace accel::cpu {
 #ifndef ACCEL_HOST_V3
 const HostEntry* host_entries_v3() { return nullptr; }
 #endif
-
-namespace {
-bool cpu_has_v3() {
-#if defined(ACCEL_HOST_V3) && (defined(__x86_64__) || defined(__i386__))
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("x86-64-v3");
-#else
-  return false;
+#ifndef ACCEL_HOST_V4
+const HostEntry* host_entries_v4() { return nullptr; }
 #endif
+
+bool cpu_supports(const char* isa) {
+#if (defined(ACCEL_HOST_V3) || defined(ACCEL_HOST_V4)) && defined(__x86_64__)
+  __builtin_cpu_init();
+  if (std::strcmp(isa, "x86-64-v4") == 0) return __builtin_cpu_supports("x86-64-v4");
+  if (std::strcmp(isa, "x86-64-v3") == 0) return __builtin_cpu_supports("x86-64-v3");
+#endif
+  return std::strcmp(isa, "x86-64") == 0;
 }
-}  // namespace
 
 const HostKernels& host_kernels() {
   static const HostKernels chosen = [] {
+    // the widest build this CPU runs, or no wider than ACCEL_HOST_ISA asks
     const char* asked = std::getenv("ACCEL_HOST_ISA");
-    const bool baseline = asked != nullptr && std::strcmp(asked, "x86-64") == 0;
-    if (!baseline && host_entries_v3() != nullptr && cpu_has_v3()) return HostKernels{host_entries_v3(), "x86-64-v3"};
+    const std::string cap = asked != nullptr ? asked : "x86-64-v4";
+    const bool v4_allowed = cap == "x86-64-v4", v3_allowed = v4_allowed || cap == "x86-64-v3";
+    if (v4_allowed && host_entries_v4() != nullptr && cpu_supports("x86-64-v4"))
+      return HostKernels{host_entries_v4(), "x86-64-v4"};
+    if (v3_allowed && host_entries_v3() != nullptr && cpu_supports("x86-64-v3"))
+      return HostKernels{host_entries_v3(), "x86-64-v3"};
 #if defined(__x86_64__)
     return HostKernels{host_entries_baseline(), "x86-64"};
 #else

@@ -324,13 +324,13 @@ defmodule Accel.Kernel.Native do
 
   defp flags, do: toolchain() |> Tuple.to_list() |> Enum.concat()
 
-  # The instruction set the CPU backend's own kernels were built for and chose at load (AVX2 and
-  # FMA where the CPU has them; ACCEL_HOST_ISA=x86-64 keeps the baseline): generated kernels target
-  # the same. The flags are part of every cache key and precompiled name, so code built for one
-  # is never loaded where the other was chosen.
+  # The instruction set the CPU backend's own kernels were built for and chose at load (AVX-512,
+  # or AVX2 and FMA, where the CPU has them; ACCEL_HOST_ISA caps it): generated kernels target the
+  # same. The flags are part of every cache key and precompiled name, so code built for one is
+  # never loaded where another was chosen.
   defp isa_flags do
     case for({:cpu, _, _, _, _, _, _, _, isa} <- Accel.NIF.devices(), do: isa) do
-      ["x86-64-v3" | _] -> ["-march=x86-64-v3"]
+      [isa | _] when isa in ["x86-64-v3", "x86-64-v4"] -> ["-march=" <> isa]
       _ -> []
     end
   end
