@@ -62,12 +62,11 @@ defmodule Accel.Kernel.Native do
          else: (_ -> nil)
   end
 
-  # (the base flags only: a release without libc6-dev's libmvec.so must find what its builder
-  # compiled, which needs only libc6's libmvec.so.1 to load)
-  # (the compile flags name the instruction set: a release's kernels built for AVX2 are not
-  # looked for on a CPU without it)
+  # (the base flags and the instruction set only: a release without libc6-dev's libmvec.so must
+  # find what its builder compiled, which needs only libc6's libmvec.so.1 to load; a release's
+  # kernels built for AVX2 are not looked for on a CPU without it)
   defp precompiled_id(source),
-    do: hash([source, Enum.join(elem(toolchain(), 0), " "), :erlang.system_info(:system_architecture)])
+    do: hash([source, Enum.join(@base_flags ++ isa_flags(), " "), :erlang.system_info(:system_architecture)])
 
   defp compile(cc, source, so) do
     cpp = so <> ".cpp"
@@ -329,9 +328,19 @@ defmodule Accel.Kernel.Native do
   # same. The flags are part of every cache key and precompiled name, so code built for one is
   # never loaded where another was chosen.
   defp isa_flags do
-    case for({:cpu, _, _, _, _, _, _, _, isa} <- Accel.NIF.devices(), do: isa) do
-      [isa | _] when isa in ["x86-64-v3", "x86-64-v4"] -> ["-march=" <> isa]
-      _ -> []
+    case :persistent_term.get({__MODULE__, :isa_flags}, nil) do
+      nil ->
+        flags =
+          case for({:cpu, _, _, _, _, _, _, _, isa} <- Accel.NIF.devices(), do: isa) do
+            [isa | _] when isa in ["x86-64-v3", "x86-64-v4"] -> ["-march=" <> isa]
+            _ -> []
+          end
+
+        :persistent_term.put({__MODULE__, :isa_flags}, flags)
+        flags
+
+      flags ->
+        flags
     end
   end
 
