@@ -96,6 +96,15 @@ own_device =
         "backend Nx raises its own message about two incompatible backends first"
   },
   %{
+    test: "test scope_ids ignores expressions inside cond",
+    reason:
+      "sorts two expression ids, which are references, and expects them in the order they were " <>
+        "made: the VM orders references by the scheduler that made them, so that holds only while " <>
+        "the test process stays on one scheduler (it may move when it waits for a device's queue; " <>
+        "seen once on :opencl, in CI of 3e0b15e); Nx 0.13's version of the test sorts by the kind",
+    nx: "0.7"
+  },
+  %{
     test: "doctest Nx.Defn.Composite.flatten_list/2 (3)",
     reason: "a doctest comparing a tensor struct with === (a device tensor's struct holds a reference)"
   },
