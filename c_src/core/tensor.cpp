@@ -69,6 +69,25 @@ Tensor allocate_like(Backend& backend, int device, DType type, uint64_t count) {
   return tensor_over(backend, device, type, count, backend.allocate(device, checked_bytes(count, type)));
 }
 
+const void* host_elements(const Tensor& t, HostBuffer& staged) {
+  if (t.count == 0) return nullptr;
+  if (const void* host = t.backend->host_view(*t.buffer)) return host;
+  const size_t bytes = checked_bytes(t.count, t.type);
+  staged = HostBuffer(bytes);
+  t.backend->download(*t.buffer, staged.data(), bytes);
+  return staged.data();
+}
+
+void* host_destination(const Tensor& t, HostBuffer& staged) {
+  if (const void* host = t.backend->host_view(*t.buffer)) return const_cast<void*>(host);
+  staged = HostBuffer(checked_bytes(t.count, t.type));
+  return staged.data();
+}
+
+void upload_staged(const Tensor& t, const HostBuffer& staged) {
+  if (staged.data() != nullptr && t.count != 0) t.backend->upload(*t.buffer, staged.data());
+}
+
 void check_same_place(const Tensor& a, const Tensor& b) {
   if (a.backend != b.backend || a.device != b.device)
     throw ArgumentError("tensors are on different devices (" + where(a) + " and " + where(b) +

@@ -11,6 +11,10 @@
 #include "core/kernel.hpp"
 #include "core/tensor.hpp"
 
+namespace accel {
+class HostBuffer;
+}
+
 namespace accel::detail {
 
 std::string where(const Tensor& t);  // ":opencl device 0"
@@ -38,6 +42,15 @@ void launch(const Tensor& on, Kernel kernel, const accel_params& p, const Kernel
 // Through the door with a zeroed flag buffer as b3: the code a work item raised there (ACCEL_SET_FLAG),
 // or 0. Reading it waits for the device.
 int32_t launch_flagged(const Tensor& on, Kernel kernel, const accel_params& p, KernelBuffers buffers, size_t work = 1);
+// For work done on the host (the linear algebra, the FFT): a tensor's elements there, its own memory
+// where its backend computes on host memory, else a copy downloaded into `staged` (nullptr for an
+// empty tensor).
+const void* host_elements(const Tensor& t, HostBuffer& staged);
+// Where to write a new tensor's elements on the host: its own memory (which nothing else holds
+// yet) where its backend computes on host memory, else `staged`, which upload_staged() then copies
+// to the device.
+void* host_destination(const Tensor& t, HostBuffer& staged);
+void upload_staged(const Tensor& t, const HostBuffer& staged);
 // The member of a family of 1-, 2-, 4-, 8- and 16-byte kernels (copy, transpose, gather) for the
 // type's size.
 Kernel by_size(Kernel one_byte, DType type);

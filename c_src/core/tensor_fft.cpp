@@ -1,9 +1,10 @@
 // Nx.fft and Nx.ifft over the last axis of rows of a tensor, on the host in f64 (as Nx's binary
 // backend computes them, in Elixir floats, each result rounded once to the output's type): a
 // power-of-two length by iterative radix-2 butterflies, one of small prime factors by mixed
-// radices, any other by Bluestein's chirp through power-of-two transforms. Each row is padded with zeros or cut to the transform's length. The
-// CPU backend's tensors are read and written in place; a device's are read to the host, transformed
-// and written back (no device FFT library is wired in: cuFFT and clFFT are not used).
+// radices, any other by Bluestein's chirp through power-of-two transforms. Each row is padded with
+// zeros or cut to the transform's length. The CPU backend's tensors are read and written in place;
+// a device's are read to the host, transformed and written back (no device FFT library is wired
+// in: cuFFT and clFFT are not used).
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -212,18 +213,8 @@ Tensor tensor_fft(const Tensor& t, uint64_t rows, uint64_t len, uint64_t n, bool
   if (out.count == 0) return out;
 
   HostBuffer staged_in, staged_out;
-  const void* in = t.count == 0 ? nullptr : t.backend->host_view(*t.buffer);
-  if (in == nullptr && t.count != 0) {
-    staged_in = HostBuffer(checked_bytes(t.count, t.type));
-    t.backend->download(*t.buffer, staged_in.data(), checked_bytes(t.count, t.type));
-    in = staged_in.data();
-  }
-  // the new tensor's own memory, which nothing else holds yet
-  void* dst = const_cast<void*>(t.backend->host_view(*out.buffer));
-  if (dst == nullptr) {
-    staged_out = HostBuffer(checked_bytes(out.count, out_type));
-    dst = staged_out.data();
-  }
+  const void* in = host_elements(t, staged_in);
+  void* dst = host_destination(out, staged_out);
 
   Dft dft(static_cast<size_t>(n));
   std::vector<C> row(static_cast<size_t>(n));
@@ -250,7 +241,7 @@ Tensor tensor_fft(const Tensor& t, uint64_t rows, uint64_t len, uint64_t n, bool
       }
     }
   }
-  if (staged_out.data() != nullptr) t.backend->upload(*out.buffer, dst);
+  upload_staged(out, staged_out);
   return out;
 }
 

@@ -429,16 +429,10 @@ void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular,
 F64Buffer read_f64(const Tensor& t) {
   F64Buffer out(static_cast<size_t>(t.count));
   if (t.count == 0) return out;
-  const size_t bytes = checked_bytes(t.count, t.type);
   HostBuffer staged;
-  const void* host = t.backend->host_view(*t.buffer);
-  if (host == nullptr) {
-    staged = HostBuffer(bytes);
-    t.backend->download(*t.buffer, staged.data(), bytes);
-    host = staged.data();
-  }
+  const void* host = host_elements(t, staged);
   if (t.type == DType::F64)
-    std::memcpy(out.data(), host, bytes);
+    std::memcpy(out.data(), host, checked_bytes(t.count, t.type));
   else
     std::copy(static_cast<const float*>(host), static_cast<const float*>(host) + t.count, out.data());
   return out;
@@ -449,19 +443,13 @@ F64Buffer read_f64(const Tensor& t) {
 Tensor write_as(const Tensor& like, DType type, const F64Buffer& values) {
   Tensor t = allocate_like(*like.backend, like.device, type, values.size());
   if (values.size() == 0) return t;
-  const size_t bytes = checked_bytes(values.size(), type);
   HostBuffer staged;
-  // the new tensor's own memory, which nothing else holds yet
-  void* host = const_cast<void*>(like.backend->host_view(*t.buffer));
-  if (host == nullptr) {
-    staged = HostBuffer(bytes);
-    host = staged.data();
-  }
+  void* host = host_destination(t, staged);
   if (type == DType::F64)
-    std::memcpy(host, values.data(), bytes);
+    std::memcpy(host, values.data(), checked_bytes(values.size(), type));
   else
     std::copy(values.begin(), values.end(), static_cast<float*>(host));
-  if (staged.data() != nullptr) like.backend->upload(*t.buffer, host);
+  upload_staged(t, staged);
   return t;
 }
 
