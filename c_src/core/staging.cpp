@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
-#include <thread>
 
 #include "core/thread_pool.hpp"
 
@@ -13,30 +11,21 @@ namespace accel {
 namespace {
 
 // A memcpy saturates a server's memory bandwidth at about eight threads; more only contend.
-constexpr unsigned kCopyThreads = 8;
+constexpr size_t kCopyThreads = 8;
 // Each thread's share of a piece: large enough that waking it pays.
 constexpr size_t kCopyGrain = size_t{1} << 20;
-
-ThreadPool* copy_pool() {
-  static const std::unique_ptr<ThreadPool> pool = []() -> std::unique_ptr<ThreadPool> {
-    try {
-      return std::make_unique<ThreadPool>(std::min(kCopyThreads, std::max(1u, std::thread::hardware_concurrency())));
-    } catch (...) {  // no threads to be had: the caller copies alone
-      return nullptr;
-    }
-  }();
-  return pool.get();
-}
 
 }  // namespace
 
 void copy_host(void* dst, const void* src, size_t bytes) {
-  ThreadPool* pool = copy_pool();
+  ThreadPool* pool = host_pool();
   if (pool == nullptr || bytes < 2 * kCopyGrain) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  pool->parallel_for(bytes, kCopyGrain, [&](size_t begin, size_t end) {
+  // at most kCopyThreads pieces, so that at most that many threads copy
+  const size_t grain = std::max(kCopyGrain, (bytes + kCopyThreads - 1) / kCopyThreads);
+  pool->parallel_for(bytes, grain, [&](size_t begin, size_t end) {
     std::memcpy(static_cast<unsigned char*>(dst) + begin, static_cast<const unsigned char*>(src) + begin, end - begin);
   });
 }

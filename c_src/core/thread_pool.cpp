@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "core/error.hpp"
@@ -104,6 +105,17 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
   }
   // users == 0 and every chunk claimed: each claimed chunk has finished.
   if (job.error) std::rethrow_exception(job.error);
+}
+
+ThreadPool* host_pool() {
+  static const std::unique_ptr<ThreadPool> pool = []() -> std::unique_ptr<ThreadPool> {
+    try {
+      return std::make_unique<ThreadPool>();
+    } catch (...) {  // no threads to be had
+      return nullptr;
+    }
+  }();
+  return pool.get();
 }
 
 }  // namespace accel

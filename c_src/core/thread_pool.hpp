@@ -42,4 +42,9 @@ class ThreadPool {
   std::vector<std::thread> workers_;
 };
 
+// One pool of a thread per hardware thread, made on first use and shared by the host-side work of
+// every backend (staged copies, the FFT's rows); null where the OS starts no thread (the caller
+// then works alone).
+ThreadPool* host_pool();
+
 }  // namespace accel

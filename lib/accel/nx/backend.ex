@@ -56,11 +56,12 @@ if Code.ensure_loaded?(Nx) do
         `invert`), `triangular_solve`, `determinant` through LAPACK on the host in `f64`, and `qr`
         as Nx's own Householder algorithm in C++ (Q and R in Nx's signs, which Nx's gradients
         read); on Nx 0.13, `eigh`, `svd` and `lu` run as Nx's compositions of these operations;
-      * `fft` and `ifft` on the host in `f64` (radix-2, or Bluestein's chirp), rounded once.
+      * `fft` and `ifft` on the host in `f64` (radix-2, mixed radices, or Bluestein's chirp),
+        rows on every core, rounded once; `fft2` and `ifft2` as Nx composes them, of these.
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), `fft2` and `ifft2`, `eigh` and `lu` on Nx 0.7 (the binary backend's own),
+    element), `eigh` and `lu` on Nx 0.7 (the binary backend's own),
     complex arithmetic and parts. Each fallback emits
     the telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make
@@ -550,8 +551,6 @@ if Code.ensure_loaded?(Nx) do
       top_k: 3,
       map: 4,
       all_close: 4,
-      fft2: 3,
-      ifft2: 3,
       phase: 2
     ]
 

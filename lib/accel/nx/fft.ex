@@ -5,9 +5,9 @@ if Code.ensure_loaded?(Nx) do
     # first, and back after, each a strided copy on the device), in f64 on the host as Nx's binary
     # backend computes them (radix-2 butterflies for a power-of-two length, mixed radices for one
     # of small prime factors, Bluestein's chirp for any other), each result rounded once to the
-    # output's complex type. Integer, f16 and bf16
-    # input is converted to the real type of the output's first. fft2 and ifft2 stay the binary
-    # backend's.
+    # output's complex type, rows shared among the host's threads. Integer, f16 and bf16 input is
+    # converted to the real type of the output's first. fft2 and ifft2 are Nx's composition of two
+    # of these (Nx.BinaryBackend has no callback of its own for them).
 
     alias Accel.Nx.Storage
     alias Accel.Tensor, as: AT
