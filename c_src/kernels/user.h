@@ -19,6 +19,14 @@
 #endif
 
 /* The output's flag (many elements may raise it at once), and a double from its bits. */
+/* Accel.Nx.Compiler's max and min reductions keep this many lanes: 64 on the host (a flat loop
+ * of picks that vectorises), 8 on a device (each work item's lanes are its registers). */
+#if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
+#define ACCEL_NX_PICK_LANES 8
+#else
+#define ACCEL_NX_PICK_LANES 64
+#endif
+
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global
 #define ACCEL_USER_FLAG(flag) (*(flag) = 1)

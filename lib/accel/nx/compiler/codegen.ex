@@ -288,14 +288,19 @@ defmodule Accel.Nx.Compiler.Codegen do
   # `body` computes the element `value` at `var`; `acc` holds the result after them. Blocks of
   # @block elements: their values first (a loop that vectorises, the element functions included),
   # then added into @lanes interleaved accumulators, element r into lane r % @lanes (a loop over
-  # lanes that vectorises, where one accumulator is a chain no compiler may reorder); the lanes and
-  # the tail combine in a fixed order, so a result never depends on threads or parts.
+  # lanes that vectorises, where one accumulator is a chain no compiler may reorder: each step's
+  # sums go through a temporary, without which GCC adds each lane's 8 in turn, scalar); the lanes and
+  # the tail combine in a fixed order, so a result never depends on threads or parts. A max or min
+  # keeps ACCEL_NX_PICK_LANES (kernels/user.h): @block on the host (one pick per element, a flat
+  # loop GCC vectorises, where it leaves the picks of 8 lanes scalar), 8 on a device (its
+  # registers); it is the same value in any order.
   defp reduce_loop(op, acc_type, body, value, var, first, last) do
     init = initial(op, acc_type)
+    lanes = if op in [:reduce_max, :reduce_min], do: "ACCEL_NX_PICK_LANES", else: @lanes
 
     [
-      "#{c_type(acc_type)} lanes[#{@lanes}];",
-      "for (int l = 0; l < #{@lanes}; ++l) lanes[l] = #{init};",
+      "#{c_type(acc_type)} lanes[#{lanes}];",
+      "for (int l = 0; l < #{lanes}; ++l) lanes[l] = #{init};",
       "accel_u64 rb = #{first};",
       "for (; rb + #{@block} <= #{last}; rb += #{@block}) {",
       "  #{c_type(acc_type)} block[#{@block}];",
@@ -305,15 +310,18 @@ defmodule Accel.Nx.Compiler.Codegen do
       indent(body ++ ["block[l] = #{value};"], 2) ++
       [
         "  }",
-        "  for (int l = 0; l < #{@block}; l += #{@lanes})",
-        "    for (int k = 0; k < #{@lanes}; ++k) #{reduce_step(op, acc_type, "lanes[k]", "block[l + k]")}",
+        "  for (int l = 0; l < #{@block}; l += #{lanes}) {",
+        "    #{c_type(acc_type)} t[#{lanes}];",
+        "    for (int k = 0; k < #{lanes}; ++k) t[k] = #{reduce_expr(op, acc_type, "lanes[k]", "block[l + k]")};",
+        "    for (int k = 0; k < #{lanes}; ++k) lanes[k] = t[k];",
+        "  }",
         "}",
         "#{c_type(acc_type)} acc = #{init};",
         "for (; rb < #{last}; ++rb) {",
         "  const accel_u64 #{var} = rb;"
       ] ++
       indent(body ++ [reduce_step(op, acc_type, "acc", value)], 1) ++
-      ["}", "for (int l = 0; l < #{@lanes}; ++l) #{reduce_step(op, acc_type, "acc", "lanes[l]")}"]
+      ["}", "for (int l = 0; l < #{lanes}; ++l) #{reduce_step(op, acc_type, "acc", "lanes[l]")}"]
   end
 
   defp indent(lines, n), do: Enum.map(lines, &(String.duplicate("  ", n) <> &1))
@@ -508,14 +516,16 @@ defmodule Accel.Nx.Compiler.Codegen do
     end
   end
 
-  defp reduce_step(:sum, t, acc, value), do: "#{acc} = #{combine(:add, t, acc, value)};"
-  defp reduce_step(:product, t, acc, value), do: "#{acc} = #{combine(:multiply, t, acc, value)};"
+  defp reduce_step(op, t, acc, value), do: "#{acc} = #{reduce_expr(op, t, acc, value)};"
 
-  defp reduce_step(:reduce_max, t, acc, value),
-    do: "#{acc} = accel_#{family(t)}_pick(ACCEL_REDUCE_MAX, #{acc}, #{value});"
+  defp reduce_expr(:sum, t, acc, value), do: combine(:add, t, acc, value)
+  defp reduce_expr(:product, t, acc, value), do: combine(:multiply, t, acc, value)
 
-  defp reduce_step(:reduce_min, t, acc, value),
-    do: "#{acc} = accel_#{family(t)}_pick(ACCEL_REDUCE_MIN, #{acc}, #{value});"
+  defp reduce_expr(:reduce_max, t, acc, value),
+    do: "accel_#{family(t)}_pick(ACCEL_REDUCE_MAX, #{acc}, #{value})"
+
+  defp reduce_expr(:reduce_min, t, acc, value),
+    do: "accel_#{family(t)}_pick(ACCEL_REDUCE_MIN, #{acc}, #{value})"
 
   defp combine(op, t, a, b) do
     if float?(t),
