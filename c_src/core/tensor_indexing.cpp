@@ -231,10 +231,14 @@ Tensor tensor_window_scatter(WindowOp op, const Tensor& t, const Tensor& source,
     launch(t, typed_kernel(Kernel::accel_window_f32, t.type), p, {t.buffer.get(), nullptr, g.buffer.get(), selected.get()},
            static_cast<size_t>(std::min<uint64_t>(product(window, run, "the work per item"), SIZE_MAX)));
   }
-  accel_params p = params_for(out.count);
+  // each work item: a run of the input's last dimension
+  const uint64_t len = dims.back().in;
+  accel_params p = params_for(out.count / len);
+  p.count[0] = len;
   p.bits[0] = init_bits;
   launch(t, typed_kernel(Kernel::accel_window_scatter_f32, t.type), p,
-         {selected.get(), source.count != 0 ? source.buffer.get() : g.buffer.get(), g.buffer.get(), out.buffer.get()});
+         {selected.get(), source.count != 0 ? source.buffer.get() : g.buffer.get(), g.buffer.get(), out.buffer.get()},
+         static_cast<size_t>(len));
   return out;
 }
 

@@ -447,19 +447,22 @@ ACCEL_KERNEL(accel_convert) {
     }                                                                                                 \
   }                                                                                                   \
   /* Window scatter (selections, source, geometry as a window's, out): out has the input's shape */ \
-  /* (contiguous); work item i is out element i: init (bits[0]) plus, in window order, the source */ \
-  /* element of each window whose selection (the select operation's, s64) is i, each sum rounded */   \
-  /* to T as Nx adds them. */                                                                          \
+  /* (contiguous); work item i is a run of count[0] out elements along the last dimension (its */     \
+  /* whole length: the leading coordinates and their windows' ranges found once per run), each */    \
+  /* element init (bits[0]) plus, in window order, the source element of each window whose */         \
+  /* selection (the select operation's, s64) is that element, each sum rounded to T as Nx adds. */   \
   ACCEL_KERNEL(accel_window_scatter_##S) {                                                           \
     ACCEL_GLOBAL const accel_i64* g = (ACCEL_GLOBAL const accel_i64*)b2;                            \
     ACCEL_GLOBAL const accel_i64* selected = (ACCEL_GLOBAL const accel_i64*)b0;                      \
     ACCEL_GLOBAL const T* source = (ACCEL_GLOBAL const T*)b1;                                        \
-    const int rank = (int)g[0];                                                                      \
-    /* the range of windows [lo, hi] holding this element on each dimension (padded coordinates) */ \
+    const int rank = (int)g[0], last = rank - 1;                                                     \
+    const accel_u64 run = p->count[0];                                                               \
+    /* the range of windows [lo, hi] holding the run's elements on each leading dimension (padded */ \
+    /* coordinates) */                                                                               \
     accel_i64 lo[ACCEL_MAX_RANK], hi[ACCEL_MAX_RANK], w[ACCEL_MAX_RANK];                             \
     accel_u64 rest = i;                                                                              \
-    int any = 1;                                                                                     \
-    for (int d = rank - 1; d >= 0; --d) {                                                            \
+    int lead = 1;                                                                                    \
+    for (int d = last - 1; d >= 0; --d) {                                                            \
       ACCEL_GLOBAL const accel_i64* gd = g + 1 + d * ACCEL_WINDOW_GEOMETRY;                         \
       const accel_i64 q = (accel_i64)(rest % (accel_u64)gd[1]) + gd[5];                              \
       rest /= (accel_u64)gd[1];                                                                      \
@@ -467,25 +470,37 @@ ACCEL_KERNEL(accel_convert) {
       lo[d] = first <= 0 ? 0 : (first + gd[4] - 1) / gd[4];                                          \
       hi[d] = q / gd[4];                                                                             \
       if (hi[d] > gd[0] - 1) hi[d] = gd[0] - 1;                                                      \
-      if (lo[d] > hi[d]) any = 0;                                                                    \
-      w[d] = lo[d];                                                                                  \
+      if (lo[d] > hi[d]) lead = 0;                                                                   \
     }                                                                                                \
-    T acc = ACCEL_SCALAR_##K(T, p->bits[0]);                                                         \
-    while (any) {                                                                                    \
-      accel_u64 at = 0;                                                                              \
-      for (int d = 0; d < rank; ++d) at = at * (accel_u64)g[1 + d * ACCEL_WINDOW_GEOMETRY] + (accel_u64)w[d]; \
-      if (selected[at] == (accel_i64)i) acc = (T)(acc + source[at]);                                 \
-      int d = rank - 1;                                                                              \
-      for (; d >= 0; --d) {                                                                          \
-        if (w[d] < hi[d]) {                                                                          \
-          ++w[d];                                                                                    \
-          break;                                                                                     \
+    ACCEL_GLOBAL const accel_i64* gl = g + 1 + last * ACCEL_WINDOW_GEOMETRY;                        \
+    const T init = ACCEL_SCALAR_##K(T, p->bits[0]);                                                  \
+    /* (a walk over the windows ends with each leading w[d] back at lo[d]: set once per run) */       \
+    for (int d = 0; d < last; ++d) w[d] = lo[d];                                                     \
+    for (accel_u64 x = 0; x < run; ++x) {                                                            \
+      const accel_u64 e = i * run + x;                                                               \
+      const accel_i64 q = (accel_i64)x + gl[5], first = q - gl[3] + 1;                               \
+      lo[last] = first <= 0 ? 0 : (first + gl[4] - 1) / gl[4];                                       \
+      hi[last] = q / gl[4];                                                                          \
+      if (hi[last] > gl[0] - 1) hi[last] = gl[0] - 1;                                                \
+      T acc = init;                                                                                  \
+      int any = lead && lo[last] <= hi[last];                                                        \
+      w[last] = lo[last];                                                                            \
+      while (any) {                                                                                  \
+        accel_u64 at = 0;                                                                            \
+        for (int d = 0; d < rank; ++d) at = at * (accel_u64)g[1 + d * ACCEL_WINDOW_GEOMETRY] + (accel_u64)w[d]; \
+        if (selected[at] == (accel_i64)e) acc = (T)(acc + source[at]);                               \
+        int d = last;                                                                                \
+        for (; d >= 0; --d) {                                                                        \
+          if (w[d] < hi[d]) {                                                                        \
+            ++w[d];                                                                                  \
+            break;                                                                                   \
+          }                                                                                          \
+          w[d] = lo[d];                                                                              \
         }                                                                                            \
-        w[d] = lo[d];                                                                                \
+        if (d < 0) any = 0;                                                                          \
       }                                                                                              \
-      if (d < 0) any = 0;                                                                            \
+      ((ACCEL_GLOBAL T*)b3)[e] = acc;                                                                \
     }                                                                                                \
-    ((ACCEL_GLOBAL T*)b3)[i] = acc;                                                                  \
   }                                                                                                  \
   /* Scan (in, out): work item i is line i of in[outer][len][inner] (size[0] = len, size[1] = */      \
   /* inner), each element the sum, product, max or min (ACCEL_WINDOW_* codes) of those before it */   \
