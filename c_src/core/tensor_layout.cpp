@@ -29,14 +29,21 @@ void copy_region(const Tensor& in, const Tensor& out, std::vector<uint64_t> shap
   merge_dimensions(shape, {&from, &to});
   // A long innermost dimension is a run each work item copies in a loop: its coordinates are found
   // once per run, not once per element (a strided view of many dimensions divides per dimension).
-  uint64_t run = 0, run_from = 0, run_to = 0;
-  if (!shape.empty() && shape.back() >= kCopyRun) {
-    run = shape.back();
-    run_from = from.back();
-    run_to = to.back();
+  // A short one goes with the dimension before it: rows of runs (im2col's patches, 3 x 3).
+  uint64_t run = 0, run_from = 0, run_to = 0, rows = 0, rows_from = 0, rows_to = 0;
+  const auto take_last = [&](uint64_t& n, uint64_t& step_from, uint64_t& step_to) {
+    n = shape.back();
+    step_from = from.back();
+    step_to = to.back();
     shape.pop_back();
     from.pop_back();
     to.pop_back();
+  };
+  if (!shape.empty() && shape.back() >= kCopyRun) {
+    take_last(run, run_from, run_to);
+  } else if (shape.size() >= 2 && shape.back() > 1 && shape.back() * shape[shape.size() - 2] >= kCopyRun) {
+    take_last(run, run_from, run_to);
+    take_last(rows, rows_from, rows_to);
   }
   const size_t lead = shape.size() > ACCEL_MAX_RANK ? shape.size() - ACCEL_MAX_RANK : 0;
   accel_params p = params_for(shape_count(std::vector<uint64_t>(shape.begin() + static_cast<std::ptrdiff_t>(lead), shape.end())));
@@ -44,6 +51,9 @@ void copy_region(const Tensor& in, const Tensor& out, std::vector<uint64_t> shap
   p.count[0] = run;
   p.count[1] = run_from;
   p.count[2] = run_to;
+  p.size[2] = rows;
+  p.size[3] = rows_from;
+  p.size[4] = rows_to;
   std::copy(shape.begin() + static_cast<std::ptrdiff_t>(lead), shape.end(), p.shape);
   std::copy(from.begin() + static_cast<std::ptrdiff_t>(lead), from.end(), p.stride[0]);
   std::copy(to.begin() + static_cast<std::ptrdiff_t>(lead), to.end(), p.stride[1]);
@@ -56,7 +66,8 @@ void copy_region(const Tensor& in, const Tensor& out, std::vector<uint64_t> shap
       p.size[0] += index[d] * from[d];  // wraps modulo 2^64 as the kernel's strides do
       p.size[1] += index[d] * to[d];
     }
-    launch(in, by_size(Kernel::accel_copy_1, in.type), p, {in.buffer.get(), out.buffer.get()}, run ? run : 1);
+    launch(in, by_size(Kernel::accel_copy_1, in.type), p, {in.buffer.get(), out.buffer.get()},
+           run ? run * std::max<uint64_t>(rows, 1) : 1);
     size_t d = lead;
     while (d > 0 && ++index[d - 1] == shape[d - 1]) index[--d] = 0;
     if (d == 0) return;

@@ -719,7 +719,9 @@ ACCEL_TRANSPOSE_KERNEL(16, accel_b16)
  * region is source[size[0] + sum(c_d * stride[0][d])] and target[size[1] + sum(c_d * stride[1][d])],
  * c its coordinates. slice (a strided source) and concatenate (an offset target) are copies. With
  * count[0] set, item i is a run of count[0] elements along an innermost dimension the shape leaves
- * out, count[1] apart in the source and count[2] in the target. */
+ * out, count[1] apart in the source and count[2] in the target; with size[2] set too, size[2] such
+ * runs along the dimension before it (also left out), size[3] apart in the source and size[4] in
+ * the target (short innermost dimensions: im2col's patches). */
 #define ACCEL_COPY_KERNEL(BYTES, U)                                                                \
   ACCEL_KERNEL(accel_copy_##BYTES) {                                                               \
     const accel_u64 from = p->size[0] + accel_strided_index(p, 0, i);                              \
@@ -727,12 +729,17 @@ ACCEL_TRANSPOSE_KERNEL(16, accel_b16)
     ACCEL_GLOBAL const U* in = (ACCEL_GLOBAL const U*)b0;                                          \
     ACCEL_GLOBAL U* out = (ACCEL_GLOBAL U*)b1;                                                     \
     const accel_u64 run = p->count[0], step_in = p->count[1], step_out = p->count[2];              \
+    const accel_u64 rows = p->size[2] ? p->size[2] : 1;                                            \
     if (run == 0) {                                                                                \
       out[to] = in[from];                                                                          \
-    } else if (step_in == 1 && step_out == 1) {                                                    \
-      for (accel_u64 j = 0; j < run; ++j) out[to + j] = in[from + j];                              \
-    } else {                                                                                       \
-      for (accel_u64 j = 0; j < run; ++j) out[to + j * step_out] = in[from + j * step_in];         \
+      return;                                                                                      \
+    }                                                                                              \
+    for (accel_u64 r = 0; r < rows; ++r) {                                                         \
+      const accel_u64 f = from + r * p->size[3], t = to + r * p->size[4];                          \
+      if (step_in == 1 && step_out == 1)                                                           \
+        for (accel_u64 j = 0; j < run; ++j) out[t + j] = in[f + j];                                \
+      else                                                                                         \
+        for (accel_u64 j = 0; j < run; ++j) out[t + j * step_out] = in[f + j * step_in];           \
     }                                                                                              \
   }
 ACCEL_COPY_KERNEL(1, accel_u8)
