@@ -38,6 +38,9 @@ defmodule Accel.Config do
   @doc false
   def path?(value), do: is_binary(value) and value != ""
 
+  @doc false
+  def default(key), do: elem(Keyword.fetch!(@keys, key), 0)
+
   @doc "The value of `key`, or `{:error, message}` when it is set to something invalid."
   @spec fetch(atom()) :: {:ok, term()} | {:error, String.t()}
   def fetch(key) do

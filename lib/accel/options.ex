@@ -19,31 +19,45 @@ defmodule Accel.Options do
   @spec validate!(term(), schema(), String.t()) :: keyword()
   def validate!(opts, schema, function) do
     keyword!(opts, function)
-
-    Enum.reduce(opts, MapSet.new(), fn {key, value}, seen ->
-      spec = Keyword.get(schema, key)
-
-      cond do
-        spec == nil ->
-          known = schema |> Keyword.keys() |> Enum.map_join(", ", &inspect/1)
-          raise ArgumentError, "unknown option #{inspect(key)} for #{function}; known options: #{known}"
-
-        MapSet.member?(seen, key) ->
-          raise ArgumentError, "option #{inspect(key)} is given twice to #{function}; give each option once"
-
-        is_nil(value) and Keyword.get(spec, :default) == nil ->
-          MapSet.put(seen, key)
-
-        not valid?(spec[:rule], value) ->
-          raise ArgumentError,
-                "option #{inspect(key)} must be #{expected(spec[:rule])}, got: #{inspect(value, limit: 5)}"
-
-        true ->
-          MapSet.put(seen, key)
+    check_each(opts, schema, function, [])
+    # (called for every operation of Accel.Tensor: plain list functions, no MapSet or Access)
+    for {key, spec} <- schema do
+      case :lists.keyfind(key, 1, opts) do
+        {^key, value} -> {key, value}
+        false -> {key, Keyword.get(spec, :default)}
       end
-    end)
+    end
+  end
 
-    for {key, spec} <- schema, do: {key, Keyword.get(opts, key, spec[:default])}
+  defp check_each([], _schema, _function, _seen), do: :ok
+
+  defp check_each([{key, value} | rest], schema, function, seen) do
+    spec =
+      case :lists.keyfind(key, 1, schema) do
+        {^key, spec} -> spec
+        false -> nil
+      end
+
+    cond do
+      spec == nil ->
+        known = schema |> Keyword.keys() |> Enum.map_join(", ", &inspect/1)
+        raise ArgumentError, "unknown option #{inspect(key)} for #{function}; known options: #{known}"
+
+      key in seen ->
+        raise ArgumentError, "option #{inspect(key)} is given twice to #{function}; give each option once"
+
+      is_nil(value) and Keyword.get(spec, :default) == nil ->
+        :ok
+
+      not valid?(Keyword.get(spec, :rule), value) ->
+        raise ArgumentError,
+              "option #{inspect(key)} must be #{expected(Keyword.get(spec, :rule))}, got: #{inspect(value, limit: 5)}"
+
+      true ->
+        :ok
+    end
+
+    check_each(rest, schema, function, [key | seen])
   end
 
   @doc "Raises ArgumentError naming `function` unless `opts` is a keyword list (a proper one)."

@@ -297,11 +297,16 @@ defmodule Accel.Tensor do
 
   @doc "Number of elements."
   @spec size(t()) :: non_neg_integer()
-  def size(%__MODULE__{shape: shape}), do: shape |> Tuple.to_list() |> Enum.reduce(1, &(&1 * &2))
+  def size(%__MODULE__{shape: shape}), do: size_of(shape, tuple_size(shape), 1)
   def size(other), do: not_a_tensor!("size/1", other)
+
+  defp size_of(_shape, 0, product), do: product
+  defp size_of(shape, i, product), do: size_of(shape, i - 1, product * elem(shape, i - 1))
 
   @doc "The same elements under another shape of the same size. Shares the buffer."
   @spec reshape(t(), shape()) :: t()
+  def reshape(%__MODULE__{shape: shape} = t, shape), do: t
+
   def reshape(%__MODULE__{} = t, shape) do
     if count!(shape) != size(t),
       do:
@@ -562,8 +567,14 @@ defmodule Accel.Tensor do
   # Once tensor_gc_bytes of tensors were made VM-wide since the last time, every process that made
   # some meanwhile collects its garbage (where dropped tensors wait, their size unseen by the VM's
   # heuristics): this one at once, the others in the background.
+  @gc_bytes Accel.Config.default(:tensor_gc_bytes)
   defp maybe_collect(since_gc) do
-    threshold = Accel.Config.get!(:tensor_gc_bytes)
+    # (read for every tensor made: a valid setting taken as it is, anything else checked)
+    threshold =
+      case Application.get_env(:accel, :tensor_gc_bytes, @gc_bytes) do
+        bytes when is_integer(bytes) and bytes >= 1 -> bytes
+        _invalid -> Accel.Config.get!(:tensor_gc_bytes)
+      end
 
     if since_gc >= threshold do
       case NIF.tensor_take_pressure(threshold) do

@@ -234,8 +234,9 @@ if Code.ensure_loaded?(Nx) do
     # Compiled functions, kept for the VM's life (as Accel.Kernel's specialisations are).
     # A function whose key is too large to hash (see bounded?/1) compiles on every call, as
     # Nx.Defn.Evaluator does.
-    defp cached(signature, compile) do
-      if bounded?(signature), do: persistent(signature, compile), else: compile.()
+    defp cached({key, _templates, opts} = signature, compile) do
+      # (the templates are bounded by the arguments' count: only what the caller captured is checked)
+      if bounded?({key, opts}), do: persistent(signature, compile), else: compile.()
     end
 
     defp persistent(signature, compile) do

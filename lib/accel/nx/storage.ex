@@ -148,6 +148,27 @@ if Code.ensure_loaded?(Nx) do
     an :auto-placed one moved there; two devices chosen explicitly raise, naming both.
     """
     def operands!(fun, tensors) do
+      # (every operation's first step: the common case, Accel tensors placed on one device, in
+      # one pass)
+      case placed_together(tensors, nil, []) do
+        nil -> gather!(fun, tensors)
+        same -> same
+      end
+    end
+
+    defp placed_together([], _device, acc), do: :lists.reverse(acc)
+
+    defp placed_together(
+           [%T{data: %Accel.Nx.Backend{tensor: %AT{device: d} = a, auto: false}} | rest],
+           device,
+           acc
+         )
+         when device == nil or device == d,
+         do: placed_together(rest, d, [a | acc])
+
+    defp placed_together(_tensors, _device, _acc), do: nil
+
+    defp gather!(fun, tensors) do
       accel = for %T{data: %Accel.Nx.Backend{} = d} <- tensors, do: d
       target = target_device(accel)
 
@@ -195,10 +216,12 @@ if Code.ensure_loaded?(Nx) do
     Whether the result of an operation on these Nx tensors may move to another operand's device:
     when one of them was placed by :auto, or none is an Accel tensor (no one chose its device).
     """
-    def auto?(tensors) do
-      Enum.any?(tensors, &match?(%T{data: %Accel.Nx.Backend{auto: true}}, &1)) or
-        not Enum.any?(tensors, &match?(%T{data: %Accel.Nx.Backend{}}, &1))
-    end
+    def auto?(tensors), do: auto?(tensors, false)
+
+    defp auto?([], accel_seen), do: not accel_seen
+    defp auto?([%T{data: %Accel.Nx.Backend{auto: true}} | _], _accel_seen), do: true
+    defp auto?([%T{data: %Accel.Nx.Backend{}} | rest], _accel_seen), do: auto?(rest, true)
+    defp auto?([_other | rest], accel_seen), do: auto?(rest, accel_seen)
 
     @doc "The Accel tensor in the type `type` (an Nx type) computes in; the same tensor if it is already."
     def cast(%AT{} = a, type) do
