@@ -321,15 +321,19 @@ void to_rows(const double* src, size_t rows, size_t cols, double* dst) {
     for (size_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i + j * rows];
 }
 
-// OpenBLAS on one thread for a Cholesky factorisation below 1536 x 1536: its parallel dpotrf
-// synchronises its threads after every block, and they lose more waiting for a core than they gain
-// when the VM's schedulers share the cores (a 512 x 512 factor took 2.4 ms on two threads inside
-// the VM, 1.35 ms on one; at 2048 the threads win, 37 ms against 48). The count is OpenBLAS's
-// global: a product another thread starts meanwhile also runs on one.
+// OpenBLAS on every core for a Cholesky factorisation of 1536 x 1536 or more, on one below (where
+// the CPU backend keeps it: its products run over the backend's own threads, where OpenBLAS's
+// would spin between them and take the cores the next kernel needs): its parallel dpotrf
+// synchronises its threads after every block, and they lose more waiting for a core than they
+// gain when the VM's schedulers share the cores (a 512 x 512 factor took 2.4 ms on two threads
+// inside the VM, 1.35 ms on one; at 2048 the threads win, 37 ms against 48). The count is
+// OpenBLAS's global: a product another thread starts meanwhile also runs on every core. (QR at
+// 512 x 512, its products on two OpenBLAS threads or one, side by side: 8.4-12.0 ms against
+// 9.0-9.5: no gain.)
 class CholeskyThreads {
  public:
   explicit CholeskyThreads(size_t n) : saved_(openblas_get_num_threads()) {
-    if (n < 1536 && saved_ > 1) openblas_set_num_threads(1);
+    if (n >= 1536 && openblas_get_num_procs() > saved_) openblas_set_num_threads(openblas_get_num_procs());
   }
   ~CholeskyThreads() {
     if (openblas_get_num_threads() != saved_) openblas_set_num_threads(saved_);

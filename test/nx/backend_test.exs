@@ -149,6 +149,22 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [Nx.iota({5}, type: type), Nx.iota({5}, type: type)], &Nx.dot/2)
           end
 
+          # products of 2^20 multiply-adds and more are shared among the CPU backend's threads: by
+          # rows where A is the larger operand, by columns where B is, by batch entries
+          for {ashape, bshape} <- [{{2048, 8}, {8, 64}}, {{64, 8}, {8, 2048}}] do
+            a = Nx.iota(ashape, type: :f32) |> Nx.remainder(17) |> Nx.add(1) |> Nx.divide(7)
+            b = Nx.iota(bshape, type: :f32) |> Nx.remainder(13) |> Nx.add(1) |> Nx.divide(5)
+            same(@device, [a, b], &Nx.dot/2)
+          end
+
+          batched = Nx.iota({3, 128, 24}, type: :f64) |> Nx.remainder(11) |> Nx.add(1)
+
+          same(
+            @device,
+            [batched, Nx.transpose(batched, axes: [0, 2, 1])],
+            &Nx.dot(&1, [2], [0], &2, [1], [0])
+          )
+
           # Integer dot falls back to the binary backend: still Nx's wrapping result.
           same(@device, [Nx.iota({3, 3}, type: :s32), Nx.iota({3, 3}, type: :s32)], &Nx.dot/2)
         end

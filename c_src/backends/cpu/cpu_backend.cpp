@@ -1,6 +1,10 @@
 // CpuBackend (see cpu_backend.hpp): splits a call into chunks over the pool.
 #include "backends/cpu/cpu_backend.hpp"
 
+#ifdef ACCEL_WITH_OPENBLAS
+#include <cblas.h>
+#endif
+
 #include <algorithm>
 #include <fstream>
 #include <string>
@@ -29,6 +33,10 @@ std::string cpu_model() {
 }  // namespace
 
 CpuBackend::CpuBackend(unsigned threads) : pool_(threads) {
+#ifdef ACCEL_WITH_OPENBLAS
+  // products run over this backend's threads (tensor_cpu.cpp), each on one OpenBLAS thread
+  openblas_set_num_threads(1);
+#endif
   device_.backend = "cpu";
   device_.platform = "host";
   device_.name = cpu_model();

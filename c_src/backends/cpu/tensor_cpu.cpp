@@ -152,24 +152,60 @@ void CpuBackend::launch_source(const SourceKernel& kernel, int device, uint64_t 
   if (cancel != nullptr) cancel->throw_if_cancelled();
 }
 
+namespace {
+// Products of fewer multiply-adds than this run on the calling thread; a block has at least
+// kMinBlock rows (or columns).
+constexpr double kParallelMacs = 1 << 20;
+constexpr size_t kMinBlock = 16;
+}  // namespace
+
 void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch,
                         size_t m, size_t k, size_t n) {
 #ifdef ACCEL_WITH_OPENBLAS
   if (m > INT_MAX || k > INT_MAX || n > INT_MAX)
     throw ArgumentError("matmul dimensions must each be below 2^31 for BLAS");
-  const int M = static_cast<int>(m), K = static_cast<int>(k), N = static_cast<int>(n);
+  const int K = static_cast<int>(k), N = static_cast<int>(n);
   if (k == 0) {  // BLAS leaves C alone when there is nothing to sum; the product is zeros
     std::memset(data<unsigned char>(out), 0, out.bytes());
     return;
   }
-  for (size_t i = 0; i < batch; ++i) {  // each product on OpenBLAS's threads
+  // One block of product i on the calling thread (OpenBLAS on one thread): rows [r0, r1) of A
+  // times columns [c0, c1) of B.
+  const auto block = [&](size_t i, size_t r0, size_t r1, size_t c0, size_t c1) {
+    const int rows = static_cast<int>(r1 - r0), cols = static_cast<int>(c1 - c0);
     if (type == DType::F32)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, data<float>(a) + i * m * k, K,
-                  data<float>(b) + i * k * n, N, 0.0f, data<float>(out) + i * m * n, N);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, K, 1.0f, data<float>(a) + i * m * k + r0 * k,
+                  K, data<float>(b) + i * k * n + c0, N, 0.0f, data<float>(out) + i * m * n + r0 * n + c0, N);
     else
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, data<double>(a) + i * m * k, K,
-                  data<double>(b) + i * k * n, N, 0.0, data<double>(out) + i * m * n, N);
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, K, 1.0, data<double>(a) + i * m * k + r0 * k,
+                  K, data<double>(b) + i * k * n + c0, N, 0.0, data<double>(out) + i * m * n + r0 * n + c0, N);
+  };
+  // The products over the backend's own threads, OpenBLAS on one thread (set when the backend
+  // starts: its own threads spin between products, taking the cores the next kernel needs). Each
+  // unit is a batch entry, or where there are fewer entries than threads a block of one: of its
+  // rows where A is the larger operand, of its columns where B is (each thread packs the other
+  // operand whole, so the smaller one is the one read twice).
+  const size_t threads = pool_.threads();
+  const double macs = static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  if (threads == 1 || macs < kParallelMacs) {
+    for (size_t i = 0; i < batch; ++i) block(i, 0, m, 0, n);
+    return;
   }
+  const bool by_rows = m >= n;
+  const size_t extent = by_rows ? m : n;
+  const size_t blocks =
+      batch >= threads ? 1 : std::min<size_t>((threads + batch - 1) / batch, std::max<size_t>(extent / kMinBlock, 1));
+  const size_t per = (extent + blocks - 1) / blocks;
+  pool_.parallel_for(batch * blocks, 1, [&](size_t begin, size_t end) {
+    for (size_t u = begin; u < end; ++u) {
+      const size_t i = u / blocks, lo = (u % blocks) * per, hi = std::min(extent, lo + per);
+      if (lo >= hi) continue;
+      if (by_rows)
+        block(i, lo, hi, 0, n);
+      else
+        block(i, 0, m, lo, hi);
+    }
+  });
 #else
   (void)type, (void)a, (void)b, (void)out, (void)batch, (void)m, (void)k, (void)n;
   throw ArgumentError("matmul on :cpu needs OpenBLAS, which this build did not find (run bin/setup, then rebuild)");
