@@ -20,16 +20,16 @@ defmodule Accel.Tensor.Codec do
   # Every dimension is a non-negative integer below 2^63, so that every count and stride derived
   # from a shape fits the signed 64-bit arguments of the NIF, also for shapes with a zero in them.
   # (called for every tensor an operation makes: a loop over the tuple, no list built)
-  def count!(shape) when is_tuple(shape), do: count(shape, tuple_size(shape), 1)
+  def count!(shape) when is_tuple(shape), do: count(shape, 0, 1)
 
   def count!(shape), do: raise(ArgumentError, "shape must be a tuple of dimensions, got: #{inspect(shape)}")
 
-  defp count(_shape, 0, product), do: product
+  defp count(shape, i, product) when i == tuple_size(shape), do: product
 
   defp count(shape, i, product) do
-    case elem(shape, i - 1) do
+    case elem(shape, i) do
       dim when is_integer(dim) and dim >= 0 and dim < 0x8000000000000000 ->
-        count(shape, i - 1, product * dim)
+        count(shape, i + 1, product * dim)
 
       bad ->
         raise ArgumentError,
