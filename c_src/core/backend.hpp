@@ -141,6 +141,14 @@ class Backend {
                       size_t /*k*/, size_t /*n*/) {
     no_tensors();
   }
+  // The same with either operand stored transposed (a[i] as k x m, b[i] as n x k), where
+  // transposed_operands() says the backend reads them so (the CPU backend's BLAS); the others are
+  // never asked (core/tensor.cpp refuses).
+  virtual bool transposed_operands() const { return false; }
+  virtual void matmul_transposed(DType, const DeviceBuffer&, const DeviceBuffer&, DeviceBuffer&, size_t /*batch*/,
+                                 size_t /*m*/, size_t /*k*/, size_t /*n*/, bool /*trans_a*/, bool /*trans_b*/) {
+    no_tensors();
+  }
   // False for F64 on a device without doubles.
   virtual bool supports(DType, int) { return true; }
   // Bytes of tensor memory allocated on the device and not yet released.

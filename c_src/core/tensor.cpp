@@ -403,7 +403,8 @@ Tensor tensor_argreduce(ReduceOp op, const Tensor& t, uint64_t outer, uint64_t l
   }
 }
 
-Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t m, uint64_t k, uint64_t n) {
+Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t m, uint64_t k, uint64_t n,
+                     bool trans_a, bool trans_b) {
   check_same_place(a, b);
   check_same_type(a, b);
   check_computes(a.type, "matmul");
@@ -412,9 +413,13 @@ Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t 
     throw ArgumentError("matmul of " + std::to_string(batch) + " x " + std::to_string(m) + " x " + std::to_string(k) +
                         " by " + std::to_string(k) + " x " + std::to_string(n) + " does not match tensors of " +
                         std::to_string(a.count) + " and " + std::to_string(b.count) + " elements");
+  if ((trans_a || trans_b) && (!is_float(a.type) || !a.backend->transposed_operands()))
+    throw ArgumentError("transposed matmul operands are read by the cpu backend's BLAS only (floats); transpose first");
   Tensor out = allocate_like(*a.backend, a.device, a.type, product(rows, n, "the result shape"));
   if (out.count == 0) return out;
-  if (is_float(a.type)) {
+  if (trans_a || trans_b) {
+    a.backend->matmul_transposed(a.type, *a.buffer, *b.buffer, *out.buffer, batch, m, k, n, trans_a, trans_b);
+  } else if (is_float(a.type)) {
     a.backend->matmul(a.type, *a.buffer, *b.buffer, *out.buffer, batch, m, k, n);
   } else if (batch != 1) {
     throw ArgumentError("a batched matmul takes floats (integer products are one at a time)");

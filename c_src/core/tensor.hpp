@@ -220,7 +220,8 @@ enum class SortMerge { Auto, Sequential, Search };
 SortResult tensor_sort(const Tensor& t, uint64_t rows, uint64_t len, bool descending, bool indices,
                        SortMerge merge = SortMerge::Auto);
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);
-Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t m, uint64_t k, uint64_t n);
+Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t m, uint64_t k, uint64_t n,
+                     bool trans_a = false, bool trans_b = false);
 Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options);
 // The linear algebra (core/tensor_linalg.cpp), :f32 or :f64, over `batch` matrices of m x n
 // stored one after another, row-major; through LAPACK on the host, whatever a's device. The

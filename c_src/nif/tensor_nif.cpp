@@ -191,11 +191,14 @@ ERL_NIF_TERM transpose_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
                                                   decode_count(env, argv[2], "cols")));
 }
 
-// (a, b, batch, m, k, n)
+// (a, b, batch, m, k, n, transposes: 1 when a is stored transposed, 2 when b is, 3 both)
 ERL_NIF_TERM matmul_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const uint64_t transposes = decode_count(env, argv[6], "transposes");
+  if (transposes > 3) throw ArgumentError("transposes must be 0 to 3 (1: a, 2: b), got " + std::to_string(transposes));
   return make_tensor(env, accel::tensor_matmul(get_tensor(env, argv[0]), get_tensor(env, argv[1]),
                                                decode_count(env, argv[2], "batch"), decode_count(env, argv[3], "m"),
-                                               decode_count(env, argv[4], "k"), decode_count(env, argv[5], "n")));
+                                               decode_count(env, argv[4], "k"), decode_count(env, argv[5], "n"),
+                                               (transposes & 1) != 0, (transposes & 2) != 0));
 }
 
 // Indexed axes: (sizes, strides), two lists of one length.

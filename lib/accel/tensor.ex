@@ -490,7 +490,7 @@ defmodule Accel.Tensor do
     # A sum over k = 0 terms is 0: no kernel for an empty product (BLAS would not be asked).
     if m * k * n == 0,
       do: Layout.zeros({m, n}, a),
-      else: new({m, n}, a.type, fn ref -> NIF.tensor_matmul(a.ref, b.ref, 1, m, k, n, ref) end)
+      else: new({m, n}, a.type, fn ref -> NIF.tensor_matmul(a.ref, b.ref, 1, m, k, n, 0, ref) end)
   end
 
   def matmul(%__MODULE__{shape: sa}, %__MODULE__{shape: sb}),

@@ -157,7 +157,26 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [a, b], &Nx.dot/2)
           end
 
+          # operands stored transposed (x^T dy, dy w^T): read so by the CPU backend's BLAS, small
+          # and split
+          for {ashape, bshape, ca, cb} <- [
+                {{8, 2048}, {8, 64}, [0], [0]},
+                {{64, 8}, {2048, 8}, [1], [1]},
+                {{8, 64}, {2048, 8}, [0], [1]},
+                {{5, 3}, {4, 5}, [0], [1]}
+              ] do
+            a = Nx.iota(ashape, type: :f32) |> Nx.remainder(17) |> Nx.add(1) |> Nx.divide(7)
+            b = Nx.iota(bshape, type: :f32) |> Nx.remainder(13) |> Nx.add(1) |> Nx.divide(5)
+            same(@device, [a, b], &Nx.dot(&1, ca, &2, cb))
+          end
+
           batched = Nx.iota({3, 128, 24}, type: :f64) |> Nx.remainder(11) |> Nx.add(1)
+
+          same(
+            @device,
+            [Nx.transpose(batched, axes: [0, 2, 1]), batched],
+            &Nx.dot(&1, [1], [0], &2, [2], [0])
+          )
 
           same(
             @device,

@@ -36,7 +36,12 @@ class CpuBackend final : public Backend {
   void enqueue_download(const DeviceBuffer& src, void* dst, size_t bytes, size_t queue) override;
   void finish(int device, size_t queue) override;
   void matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch, size_t m,
-              size_t k, size_t n) override;
+              size_t k, size_t n) override {
+    matmul_transposed(type, a, b, out, batch, m, k, n, false, false);
+  }
+  bool transposed_operands() const override { return true; }
+  void matmul_transposed(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch,
+                         size_t m, size_t k, size_t n, bool trans_a, bool trans_b) override;
   int64_t allocated_bytes(int) override { return tensor_bytes_->load(std::memory_order_relaxed); }
 
   unsigned threads() const { return pool_.threads(); }

@@ -159,26 +159,30 @@ constexpr double kParallelMacs = 1 << 20;
 constexpr size_t kMinBlock = 16;
 }  // namespace
 
-void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch,
-                        size_t m, size_t k, size_t n) {
+void CpuBackend::matmul_transposed(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out,
+                                   size_t batch, size_t m, size_t k, size_t n, bool trans_a, bool trans_b) {
 #ifdef ACCEL_WITH_OPENBLAS
   if (m > INT_MAX || k > INT_MAX || n > INT_MAX)
     throw ArgumentError("matmul dimensions must each be below 2^31 for BLAS");
   const int K = static_cast<int>(k), N = static_cast<int>(n);
+  // op(A) = A or A^T (stored k x m: its leading dimension m), op(B) likewise (stored n x k)
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  const int lda = trans_a ? static_cast<int>(m) : K, ldb = trans_b ? K : N;
   if (k == 0) {  // BLAS leaves C alone when there is nothing to sum; the product is zeros
     std::memset(data<unsigned char>(out), 0, out.bytes());
     return;
   }
-  // One block of product i on the calling thread (OpenBLAS on one thread): rows [r0, r1) of A
-  // times columns [c0, c1) of B.
+  // One block of product i on the calling thread (OpenBLAS on one thread): rows [r0, r1) of op(A)
+  // times columns [c0, c1) of op(B) (a transposed operand's rows are its stored columns).
   const auto block = [&](size_t i, size_t r0, size_t r1, size_t c0, size_t c1) {
     const int rows = static_cast<int>(r1 - r0), cols = static_cast<int>(c1 - c0);
+    const size_t a_at = i * m * k + (trans_a ? r0 : r0 * k), b_at = i * k * n + (trans_b ? c0 * k : c0);
     if (type == DType::F32)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, K, 1.0f, data<float>(a) + i * m * k + r0 * k,
-                  K, data<float>(b) + i * k * n + c0, N, 0.0f, data<float>(out) + i * m * n + r0 * n + c0, N);
+      cblas_sgemm(CblasRowMajor, ta, tb, rows, cols, K, 1.0f, data<float>(a) + a_at, lda, data<float>(b) + b_at, ldb,
+                  0.0f, data<float>(out) + i * m * n + r0 * n + c0, N);
     else
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, K, 1.0, data<double>(a) + i * m * k + r0 * k,
-                  K, data<double>(b) + i * k * n + c0, N, 0.0, data<double>(out) + i * m * n + r0 * n + c0, N);
+      cblas_dgemm(CblasRowMajor, ta, tb, rows, cols, K, 1.0, data<double>(a) + a_at, lda, data<double>(b) + b_at, ldb,
+                  0.0, data<double>(out) + i * m * n + r0 * n + c0, N);
   };
   // The products over the backend's own threads, OpenBLAS on one thread (set when the backend
   // starts: its own threads spin between products, taking the cores the next kernel needs). Each
@@ -207,7 +211,7 @@ void CpuBackend::matmul(DType type, const DeviceBuffer& a, const DeviceBuffer& b
     }
   });
 #else
-  (void)type, (void)a, (void)b, (void)out, (void)batch, (void)m, (void)k, (void)n;
+  (void)type, (void)a, (void)b, (void)out, (void)batch, (void)m, (void)k, (void)n, (void)trans_a, (void)trans_b;
   throw ArgumentError("matmul on :cpu needs OpenBLAS, which this build did not find (run bin/setup, then rebuild)");
 #endif
 }

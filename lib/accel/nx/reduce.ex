@@ -131,8 +131,6 @@ if Code.ensure_loaded?(Nx) do
         [x, y] = Storage.operands!(:dot, [a, b]) |> Enum.map(&Storage.cast(&1, type))
         free_a = axes_except(a.shape, contract_a ++ batch_a)
         free_b = axes_except(b.shape, contract_b ++ batch_b)
-        x = Storage.permute(x, batch_a ++ free_a ++ contract_a)
-        y = Storage.permute(y, batch_b ++ contract_b ++ free_b)
 
         [nb, m, k, n] = [
           size(a.shape, batch_a),
@@ -141,10 +139,38 @@ if Code.ensure_loaded?(Nx) do
           size(b.shape, free_b)
         ]
 
-        result = batched_matmul(AT.reshape(x, {nb, m, k}), AT.reshape(y, {nb, k, n}))
+        # the CPU backend's BLAS reads an operand stored transposed as it is (a weight's gradient,
+        # x^T dy): no copy to put its axes in order
+        transposable = elem(x.device, 0) == :cpu and x.type in [:f32, :f64] and nb * m * k * n > 0
+        {x, ta} = layout(x, batch_a ++ free_a ++ contract_a, batch_a ++ contract_a ++ free_a, transposable)
+        {y, tb} = layout(y, batch_b ++ contract_b ++ free_b, batch_b ++ free_b ++ contract_b, transposable)
+
+        result =
+          if ta or tb do
+            x = AT.reshape(x, if(ta, do: {nb, k, m}, else: {nb, m, k}))
+            y = AT.reshape(y, if(tb, do: {nb, n, k}, else: {nb, k, n}))
+            flags = if(ta, do: 1, else: 0) + if(tb, do: 2, else: 0)
+            AT.new({nb, m, n}, x.type, &Accel.NIF.tensor_matmul(x.ref, y.ref, nb, m, k, n, flags, &1))
+          else
+            batched_matmul(AT.reshape(x, {nb, m, k}), AT.reshape(y, {nb, k, n}))
+          end
+
         Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([a, b]))
       else
         Fallback.run(:dot, [out, a, contract_a, batch_a, b, contract_b, batch_b])
+      end
+    end
+
+    # An operand in the axis order `order` (its free and contracted axes in the product's order):
+    # itself where it is stored so, or (where the backend can read it so) where it is stored in
+    # `transposed` order, as {operand, transposed?}; else a copy in order.
+    defp layout(t, order, transposed, transposable) do
+      identity = Enum.to_list(0..(tuple_size(t.shape) - 1)//1)
+
+      cond do
+        order == identity -> {t, false}
+        transposable and transposed == identity -> {t, true}
+        true -> {Storage.permute(t, order), false}
       end
     end
 
@@ -156,7 +182,7 @@ if Code.ensure_loaded?(Nx) do
     # floats: one strided-batched call of the device's BLAS, no copies
     def batched_matmul(%AT{shape: {nb, m, k}, type: type} = x, %AT{shape: {nb, k, n}} = y)
         when type in [:f32, :f64] and nb * m * n > 0 and k > 0 do
-      AT.new({nb, m, n}, type, fn ref -> Accel.NIF.tensor_matmul(x.ref, y.ref, nb, m, k, n, ref) end)
+      AT.new({nb, m, n}, type, fn ref -> Accel.NIF.tensor_matmul(x.ref, y.ref, nb, m, k, n, 0, ref) end)
     end
 
     # integers (no BLAS takes them): a product per batch entry
