@@ -18,7 +18,6 @@
 #define ACCEL_UFN ACCEL_FN __attribute__((always_inline))
 #endif
 
-/* The output's flag (many elements may raise it at once), and a double from its bits. */
 /* Accel.Nx.Compiler's max and min reductions keep this many lanes: 64 on the host (a flat loop
  * of picks that vectorises), 8 on a device (each work item's lanes are its registers). */
 #if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
@@ -27,6 +26,7 @@
 #define ACCEL_NX_PICK_LANES 64
 #endif
 
+/* The output's flag (many elements may raise it at once), and a double from its bits. */
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global
 #define ACCEL_USER_FLAG(flag) (*(flag) = 1)
