@@ -2,9 +2,9 @@ if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.TypesTest do
     # Every Nx type computes on the device: the integer types of every width (with Nx's wrapping),
     # f16 and bf16 (stored as themselves, computed in f32, rounded as Nx rounds), complex types
-    # moved on the device; each result equal to Nx.BinaryBackend's, and no operation here falls
-    # back to it (counted with the fallback telemetry event). On the CPU backend, OpenCL and CUDA
-    # (each where it is usable).
+    # made on the device (their arithmetic: complex_test.exs); each result equal to
+    # Nx.BinaryBackend's, and no operation here falls back to it (counted with the fallback
+    # telemetry event). On the CPU backend, OpenCL and CUDA (each where it is usable).
     use ExUnit.Case, async: true
     import Accel.Test.Fallbacks, only: [count: 1]
     import Bitwise
@@ -159,17 +159,19 @@ if Code.ensure_loaded?(Nx) do
               [Nx.broadcast(Nx.tensor(1, type: type, backend: place), {4})]
           end
 
-          for type <- @ints ++ @halves ++ [{:f, 32}, {:f, 64}], t <- made.(type) do
+          for type <- @ints ++ @halves ++ [{:f, 32}, {:f, 64}, {:c, 64}, {:c, 128}], t <- made.(type) do
             assert t.data.tensor.device == device, "#{inspect(type)} made on #{inspect(t.data.tensor.device)}"
           end
 
           bits = Nx.bitcast(Nx.tensor([1.0, -2.0], backend: place), :u32)
           assert bits.data.tensor.device == device
           assert Nx.to_flat_list(bits) == [0x3F800000, 0xC0000000]
-          Accel.Test.Fallbacks.none!()
+          # complex iota and eye: the real ones, made complex on the device
+          assert Nx.to_flat_list(Nx.eye(2, type: :c64, backend: place)) ==
+                   Enum.map([1, 0, 0, 1], &Complex.new/1)
 
-          # complex iota and eye are computed by the binary backend, and land on the device too
-          for t <- made.({:c, 64}), do: assert(t.data.tensor.device == device)
+          assert Nx.to_flat_list(Nx.iota({3}, type: :c128, backend: place)) == Enum.map(0..2, &Complex.new/1)
+          Accel.Test.Fallbacks.none!()
         end
 
         test "operands of another backend are uploaded to the Accel operand's device" do

@@ -59,10 +59,15 @@ if Code.ensure_loaded?(Nx) do
       * `fft` and `ifft` on the host in `f64` (radix-2, mixed radices, or Bluestein's chirp),
         rows on every core, rounded once; `fft2` and `ifft2` as Nx composes them, of these.
 
+    Complex tensors (`c64`, `c128`) compute on their parts with these kernels (`Accel.Nx.Complex`:
+    the Complex library's formulas and special cases, in `f64`): arithmetic, `exp` ... `tanh`,
+    `abs`, `phase`, `real`, `imag`, `conjugate`, comparisons, `sum`, `dot`, scatters, layout.
+
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), `eigh` and `lu` on Nx 0.7 (the binary backend's own),
-    complex arithmetic and parts. Each fallback emits
+    element), `eigh` and `lu` on Nx 0.7 (the binary backend's own), complex `solve`,
+    `determinant` and `triangular_solve`, and the complex functions guides/nx.md lists. Each
+    fallback emits
     the telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make
     fallbacks raise (below).
@@ -118,6 +123,10 @@ if Code.ensure_loaded?(Nx) do
 
     def from_binary(out, binary, opts), do: Storage.upload(binary, out, opts)
 
+    # complex: the real iota, as complex (x + 0i)
+    def iota(%T{type: {:c, _} = type} = out, axis, opts),
+      do: Accel.Nx.Complex.as_type(out, iota(%{out | type: Nx.Type.to_real(type)}, axis, opts))
+
     def iota(%T{shape: shape, type: type} = out, axis, opts) do
       case Storage.compute_type(type) do
         nil ->
@@ -137,6 +146,9 @@ if Code.ensure_loaded?(Nx) do
           end
       end
     end
+
+    def eye(%T{type: {:c, _} = type} = out, opts),
+      do: Accel.Nx.Complex.as_type(out, eye(%{out | type: Nx.Type.to_real(type)}, opts))
 
     def eye(%T{shape: shape, type: type} = out, opts) do
       case Storage.compute_type(type) do
@@ -299,9 +311,14 @@ if Code.ensure_loaded?(Nx) do
       def unquote(op)(out, t), do: unary(unquote(op), out, t)
     end
 
-    for op <- [:real, :imag, :conjugate] do
+    # complex parts and arithmetic: Accel.Nx.Complex, of the real kernels
+    for op <- [:real, :imag] do
+      def unquote(op)(out, %T{type: {:c, _}} = t), do: Accel.Nx.Complex.part(unquote(op), out, t)
       def unquote(op)(out, t), do: Fallback.run(unquote(op), [out, t])
     end
+
+    defdelegate conjugate(out, t), to: Accel.Nx.Complex
+    defdelegate phase(out, t), to: Accel.Nx.Complex
 
     # Bit counts in the Nx type's width, of the registry's shifts, masks and adds (no kernel of
     # their own): a population count sums bit pairs, nibbles, bytes, then the bytes; leading zeros
@@ -357,20 +374,32 @@ if Code.ensure_loaded?(Nx) do
     defp binary(family, op, %T{type: type} = out, %T{} = a, %T{} = b) do
       in_type = if family == :compare, do: Nx.Type.merge(a.type, b.type), else: type
 
-      if Storage.compute?([type, a.type, b.type]) and admits?(op, in_type) do
-        [x, y] = Storage.operands!(op, [a, b]) |> Enum.map(&Storage.cast(&1, in_type))
-        Storage.wrap(Elementwise.binary(family, op, x, y), out, Storage.auto?([a, b]))
-      else
-        Fallback.run(op, [out, a, b])
+      cond do
+        Accel.Nx.Complex.handles?(op, [type, a.type, b.type]) ->
+          if family == :compare,
+            do: Accel.Nx.Complex.compare(op, out, a, b),
+            else: Accel.Nx.Complex.binary(op, out, a, b)
+
+        Storage.compute?([type, a.type, b.type]) and admits?(op, in_type) ->
+          [x, y] = Storage.operands!(op, [a, b]) |> Enum.map(&Storage.cast(&1, in_type))
+          Storage.wrap(Elementwise.binary(family, op, x, y), out, Storage.auto?([a, b]))
+
+        true ->
+          Fallback.run(op, [out, a, b])
       end
     end
 
     defp unary(op, %T{type: type} = out, %T{} = t) do
-      if Storage.compute?([type, t.type]) and admits?(op, type) do
-        [a] = Storage.operands!(op, [t])
-        Storage.wrap(Elementwise.unary(op, Storage.cast(a, type)), out, Storage.auto?([t]))
-      else
-        Fallback.run(op, [out, t])
+      cond do
+        Accel.Nx.Complex.handles?(op, [type, t.type]) ->
+          Accel.Nx.Complex.unary(op, out, t)
+
+        Storage.compute?([type, t.type]) and admits?(op, type) ->
+          [a] = Storage.operands!(op, [t])
+          Storage.wrap(Elementwise.unary(op, Storage.cast(a, type)), out, Storage.auto?([t]))
+
+        true ->
+          Fallback.run(op, [out, t])
       end
     end
 
@@ -399,21 +428,31 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp predicate(name, out, t, fun) do
-      if Storage.compute?([t.type]) do
-        [a] = Storage.operands!(name, [t])
-        Storage.wrap(fun.(Storage.cast(a, t.type)), out, Storage.auto?([t]))
-      else
-        Fallback.run(name, [out, t])
+      cond do
+        Storage.compute?([t.type]) ->
+          [a] = Storage.operands!(name, [t])
+          Storage.wrap(fun.(Storage.cast(a, t.type)), out, Storage.auto?([t]))
+
+        match?({:c, _}, t.type) and name in [:is_nan, :is_infinity] ->
+          Accel.Nx.Complex.predicate(name, out, t)
+
+        true ->
+          Fallback.run(name, [out, t])
       end
     end
 
     def select(%T{type: type} = out, pred, on_true, on_false) do
-      if Storage.compute?([type, pred.type, on_true.type, on_false.type]) do
-        [p, x, y] = Storage.operands!(:select, [pred, on_true, on_false])
-        result = AT.select(Storage.cast(p, pred.type), Storage.cast(x, type), Storage.cast(y, type))
-        Storage.wrap(result, out, Storage.auto?([pred, on_true, on_false]))
-      else
-        Fallback.run(:select, [out, pred, on_true, on_false])
+      cond do
+        Storage.compute?([type, pred.type, on_true.type, on_false.type]) ->
+          [p, x, y] = Storage.operands!(:select, [pred, on_true, on_false])
+          result = AT.select(Storage.cast(p, pred.type), Storage.cast(x, type), Storage.cast(y, type))
+          Storage.wrap(result, out, Storage.auto?([pred, on_true, on_false]))
+
+        match?({:c, _}, type) ->
+          Accel.Nx.Complex.select(out, pred, on_true, on_false)
+
+        true ->
+          Fallback.run(:select, [out, pred, on_true, on_false])
       end
     end
 
@@ -489,6 +528,8 @@ if Code.ensure_loaded?(Nx) do
     # other block runs its default, Nx's composition of operations (top_k of a sort, the linear
     # algebra of its primitives), each of which runs as this backend's operation.
     def block(%{__struct__: Nx.Block.LogicalNot}, out, [t], _fun), do: logical_not(out, t)
+    # phase: atan2 with the Complex library's rules at infinities, as the binary backend's atan2
+    def block(%{__struct__: Nx.Block.Phase}, out, [t], _fun), do: phase(out, t)
     # take and take_along_axis: the gather kernel's plans for them (Nx composes them of gathers)
     def block(%{__struct__: Nx.Block.Take, axis: axis}, out, [t, indices], _fun),
       do: Accel.Nx.Indexing.take(out, t, indices, axis)
@@ -550,8 +591,7 @@ if Code.ensure_loaded?(Nx) do
       reduce: 5,
       top_k: 3,
       map: 4,
-      all_close: 4,
-      phase: 2
+      all_close: 4
     ]
 
     # Only those the installed Nx.BinaryBackend has: an optional callback it lacks (take/4 in Nx

@@ -123,6 +123,23 @@ if Code.ensure_loaded?(Nx) do
     def indexed_put(out, target, indices, updates, opts),
       do: scatter(:put, :indexed_put, out, target, indices, updates, opts)
 
+    # complex: the scatter of the buffers read as {..., 2} reals (an add adds both parts)
+    defp scatter(
+           op,
+           name,
+           %T{type: {:c, _} = type} = out,
+           %T{type: type} = target,
+           indices,
+           %T{type: type} = updates,
+           opts
+         ) do
+      axes = opts[:axes] || all_axes(tuple_size(target.shape))
+
+      Accel.Nx.Complex.as_pairs(name, out, [target, indices, updates], fn [t, i, u], pairs_out ->
+        scatter(op, name, pairs_out, t, i, u, Keyword.merge(opts, axes: axes, pairs: true))
+      end)
+    end
+
     defp scatter(op, name, %T{type: type} = out, %T{shape: shape} = target, indices, updates, opts) do
       rank = tuple_size(shape)
       axes = opts[:axes] || all_axes(rank)
@@ -138,10 +155,12 @@ if Code.ensure_loaded?(Nx) do
         [t, i, u] = Storage.operands!(name, [target, indices, updates])
         [t, u] = Enum.map([t, u], &Storage.cast(&1, type))
         i = Storage.cast(i, {:s, 64})
-        message_shape = Enum.map(axes ++ rest, &elem(shape, &1)) |> List.to_tuple()
+        message_shape = Enum.map(axes ++ rest, &elem(shape, &1))
+        # (a complex target's, without the axis of its parts)
+        message_shape = if opts[:pairs], do: Enum.drop(message_shape, -1), else: message_shape
 
         result =
-          checked(fn -> tuples_out_of_bounds(indices, sizes, message_shape) end, fn ->
+          checked(fn -> tuples_out_of_bounds(indices, sizes, List.to_tuple(message_shape)) end, fn ->
             AT.new(shape, t.type, fn ref ->
               Accel.NIF.tensor_scatter(
                 op,

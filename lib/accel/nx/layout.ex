@@ -10,12 +10,18 @@ if Code.ensure_loaded?(Nx) do
     alias Nx.Tensor, as: T
 
     # One conversion on the device between any two real types (wrap/3 has nothing left to convert).
+    # To or from a complex type: Accel.Nx.Complex.
     def as_type(%T{type: type} = out, %T{type: from} = t) do
-      if Storage.compute?([type, from]) do
-        [a] = Storage.operands!(:as_type, [t])
-        Storage.wrap(AT.as_type(a, Storage.storage_type(type)), out, Storage.auto?([t]))
-      else
-        Fallback.run(:as_type, [out, t])
+      cond do
+        Storage.compute?([type, from]) ->
+          [a] = Storage.operands!(:as_type, [t])
+          Storage.wrap(AT.as_type(a, Storage.storage_type(type)), out, Storage.auto?([t]))
+
+        match?({:c, _}, type) or match?({:c, _}, from) ->
+          Accel.Nx.Complex.as_type(out, t)
+
+        true ->
+          Fallback.run(:as_type, [out, t])
       end
     end
 
@@ -86,17 +92,17 @@ if Code.ensure_loaded?(Nx) do
     end
 
     def put_slice(%T{type: type} = out, %T{shape: shape} = t, start_indices, %T{} = slice) do
-      if Storage.compute?([type, t.type, slice.type]) do
+      if movable?(type, [t.type, slice.type]) do
         [a, s] = Storage.operands!(:put_slice, [t, slice])
         in_strides = Storage.strides(shape)
         offset = Storage.offset(clamp(start_indices, shape, Tuple.to_list(slice.shape)), in_strides)
 
         result =
           Storage.put_view(
-            Storage.cast(a, type),
+            in_type(a, type),
             shape,
             in_strides,
-            Storage.cast(s, type),
+            in_type(s, type),
             in_strides,
             offset
           )
@@ -117,16 +123,16 @@ if Code.ensure_loaded?(Nx) do
     end
 
     def pad(%T{type: type} = out, %T{shape: shape} = t, %T{} = pad_value, config) do
-      if Storage.compute?([type, t.type, pad_value.type]) do
+      if movable?(type, [t.type, pad_value.type]) do
         [a, v] = Storage.operands!(:pad, [t, pad_value])
         {a, config} = unpad(a, shape, config)
         out_strides = Storage.strides(out.shape)
         strides = Enum.zip_with(out_strides, config, fn s, {_, _, interior} -> s * (interior + 1) end)
         offset = Storage.offset(Enum.map(config, &elem(&1, 0)), out_strides)
         # The padding value, a scalar, is the base at stride 0: one pass writes the whole result.
-        value = Storage.cast(AT.reshape(v, {}), type)
+        value = in_type(AT.reshape(v, {}), type)
         zeros = List.duplicate(0, tuple_size(out.shape))
-        result = Storage.put_view(value, out.shape, zeros, Storage.cast(a, type), strides, offset)
+        result = Storage.put_view(value, out.shape, zeros, in_type(a, type), strides, offset)
         Storage.wrap(result, out, Storage.auto?([t]))
       else
         Fallback.run(:pad, [out, t, pad_value, config])
@@ -166,8 +172,8 @@ if Code.ensure_loaded?(Nx) do
     end
 
     def concatenate(%T{type: type} = out, tensors, axis) do
-      if Storage.compute?([type | Enum.map(tensors, & &1.type)]) do
-        parts = Storage.operands!(:concatenate, tensors) |> Enum.map(&Storage.cast(&1, type))
+      if movable?(type, Enum.map(tensors, & &1.type)) do
+        parts = Storage.operands!(:concatenate, tensors) |> Enum.map(&in_type(&1, type))
         Storage.wrap(AT.concatenate(parts, axis: axis), out, Storage.auto?(tensors))
       else
         Fallback.run(:concatenate, [out, tensors, axis])
@@ -182,6 +188,15 @@ if Code.ensure_loaded?(Nx) do
         end)
 
       concatenate(out, reshaped, axis)
+    end
+
+    # Operands of put_slice, pad and concatenate: converted to the result's type on the device
+    # (types Accel computes in), or already of it (every type stored by element: complex ones).
+    defp movable?(type, types),
+      do: Storage.compute?([type | types]) or (Storage.elements?(type) and Enum.all?(types, &(&1 == type)))
+
+    defp in_type(%AT{} = a, type) do
+      if a.type == Storage.storage_type(type), do: a, else: Storage.cast(a, type)
     end
 
     # An operation that only moves elements: on the device for every type stored by element.

@@ -11,11 +11,18 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Tensor, as: AT
     alias Nx.Tensor, as: T
 
+    # a complex sum: its {..., 2} reals summed over the same axes
+    def sum(%T{type: {:c, _}} = out, t, opts),
+      do: Accel.Nx.Complex.sum(out, t, opts, &reduce_axes(&1, :sum, &2))
+
     def sum(out, t, opts), do: reduce(:sum, out, t, opts)
     def product(out, t, opts), do: reduce(:product, out, t, opts)
     def reduce_max(out, t, opts), do: reduce(:reduce_max, out, t, opts)
     def reduce_min(out, t, opts), do: reduce(:reduce_min, out, t, opts)
+    # all/any of a complex tensor: of whether each element is not zero
+    def all(out, %T{type: {:c, _}} = t, opts), do: reduce(:all, out, Accel.Nx.Complex.nonzero(t), opts)
     def all(out, t, opts), do: reduce(:all, out, t, opts)
+    def any(out, %T{type: {:c, _}} = t, opts), do: reduce(:any, out, Accel.Nx.Complex.nonzero(t), opts)
     def any(out, t, opts), do: reduce(:any, out, t, opts)
 
     # What each reduction runs in Accel.
@@ -124,6 +131,16 @@ if Code.ensure_loaded?(Nx) do
     defp first_along(%AT{shape: shape} = a, axis) do
       strides = Storage.strides(shape) |> List.delete_at(axis)
       Storage.view(a, Tuple.delete_at(shape, axis), strides, 0)
+    end
+
+    # a complex product: real products of the parts (Accel.Nx.Complex)
+    def dot(%T{type: {:c, _} = type} = out, a, contract_a, batch_a, b, contract_b, batch_b) do
+      args = [out, a, contract_a, batch_a, b, contract_b, batch_b]
+
+      Accel.Nx.Complex.dot(out, a, b, args, fn ra, rb ->
+        real = %{out | type: Nx.Type.to_real(type)}
+        dot(real, ra, contract_a, batch_a, rb, contract_b, batch_b).data.tensor
+      end)
     end
 
     def dot(%T{type: type} = out, a, contract_a, batch_a, b, contract_b, batch_b) do

@@ -10,8 +10,8 @@ if Code.ensure_loaded?(Nx) do
     # u64, u32) compute in themselves; s8, s16 and u16 compute in s32, f16 and bf16 in f32: an
     # operation converts its operands on the device, computes, and wrap/3 converts the result back
     # to its type (integers wrap, f16 rounds to nearest even, bf16 as Nx writes it), so each
-    # operation rounds once, as Nx's does. Complex types move on the device and compute through the
-    # fallback. Types outside the registry (Nx 0.9+'s sub-byte and f8 types) are stored as their
+    # operation rounds once, as Nx's does. Complex types have no kernels: Accel.Nx.Complex computes
+    # on their parts with the real ones. Types outside the registry (Nx 0.9+'s sub-byte and f8 types) are stored as their
     # bytes (a u8 vector) and every operation on them falls back.
 
     alias Accel.Tensor, as: AT

@@ -13,6 +13,19 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Tensor, as: AT
     alias Nx.Tensor, as: T
 
+    # a complex window sum or cumulative sum: the sum of the buffer read as {..., 2} reals, whose
+    # axis of parts is a window of 1
+    def window_sum(%T{type: {:c, _} = c} = out, %T{type: c} = t, window, opts) do
+      Accel.Nx.Complex.as_pairs(:window_sum, out, [t], fn [p], pairs_out ->
+        pairs_opts =
+          for {key, one} <- [padding: {0, 0}, strides: 1, window_dilations: 1],
+              opts[key] != nil,
+              do: {key, opts[key] ++ [one]}
+
+        window(:sum, :window_sum, pairs_out, p, Tuple.insert_at(window, tuple_size(window), 1), pairs_opts)
+      end)
+    end
+
     def window_sum(out, t, window, opts), do: window(:sum, :window_sum, out, t, window, opts)
     def window_product(out, t, window, opts), do: window(:product, :window_product, out, t, window, opts)
     def window_max(out, t, window, opts), do: window(:max, :window_max, out, t, window, opts)
@@ -83,6 +96,12 @@ if Code.ensure_loaded?(Nx) do
       else
         Fallback.run(name, [out, t, source, init, window, opts])
       end
+    end
+
+    def cumulative_sum(%T{type: {:c, _} = c} = out, %T{type: c} = t, opts) do
+      Accel.Nx.Complex.as_pairs(:cumulative_sum, out, [t], fn [p], pairs_out ->
+        cumulative(:sum, :cumulative_sum, pairs_out, p, opts)
+      end)
     end
 
     def cumulative_sum(out, t, opts), do: cumulative(:sum, :cumulative_sum, out, t, opts)

@@ -1,0 +1,574 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Complex do
+    @moduledoc false
+    # Accel.Nx.Backend's complex arithmetic (c64, c128), on the device, of the registry's real
+    # kernels: a complex tensor's buffer read as {..., 2} reals (no copy) gives its real and
+    # imaginary parts (a strided copy each), the result's parts are computed with the formulas of
+    # the Complex library that Nx.BinaryBackend calls, element by element, and interleaved back
+    # (one concatenate). The parts compute in f64, c64's too, as the binary backend computes
+    # Elixir floats, and round once to the result's type; on a device without doubles c64
+    # computes in f32 (and c128, which needs them, falls back).
+    #
+    # Where the Complex library has special cases for non-finite parts (abs/1's infinity when a
+    # part is not finite, exp/1, sqrt/1, sin/1 and cos/1 at infinities, the quotient by a real
+    # infinity, atan2/2's angles at infinities, pow/2's NaN), they are applied after the formula,
+    # each a select, so that every combination of special values gives the binary backend's
+    # result. One exception: equal/2 and not_equal/2 compare the parts as IEEE does, a NaN part
+    # never equal (the binary backend compares Complex structs, whose NaN atoms are equal), as
+    # XLA compares.
+
+    alias Accel.Nx.{Fallback, Storage}
+    alias Accel.Tensor, as: AT
+    alias Nx.Tensor, as: T
+
+    # Two Complex libraries ship as 0.6.0 (Nx 0.7's and Nx 0.13's dependencies): the later one
+    # gives exp(inf + yi) the signs of cos(y) and sin(y), and halves sinh's and cosh's parts as
+    # reals. Read from the installed library when this module compiles.
+    @exp_inf_signs match?(%Complex{re: :neg_infinity}, Complex.exp(Complex.new(:infinity, 3)))
+    @halves_parts match?(%Complex{re: :infinity}, Complex.cosh(Complex.new(:infinity, 0.0)))
+
+    @unary [
+      :negate,
+      :exp,
+      :log,
+      :sqrt,
+      :rsqrt,
+      :expm1,
+      :log1p,
+      :sigmoid,
+      :sin,
+      :cos,
+      :tan,
+      :sinh,
+      :cosh,
+      :tanh
+    ]
+    @binary [:add, :subtract, :multiply, :divide, :pow]
+    @compare [:equal, :not_equal, :logical_and, :logical_or, :logical_xor]
+
+    @doc "Whether the operation `op` on these Nx types computes here."
+    def handles?(op, types) do
+      Enum.any?(types, &complex?/1) and op in (@unary ++ @binary ++ @compare ++ [:abs])
+    end
+
+    defp complex?({:c, _}), do: true
+    defp complex?(_), do: false
+
+    ## Entry points (Accel.Nx.Backend's callbacks), each falling back where the device cannot
+
+    def unary(op, %T{type: type} = out, %T{} = t) when op in @unary do
+      run(op, [out, t], [t], type, fn [z], w ->
+        join(apply_unary(op, parts(z, t.type, w), w), out)
+      end)
+    end
+
+    def unary(:abs, %T{} = out, %T{type: {:c, _} = ctype} = t) do
+      run(:abs, [out, t], [t], ctype, fn [z], w -> real_result(c_abs(parts(z, ctype, w)), out) end)
+    end
+
+    def binary(op, %T{type: type} = out, %T{} = a, %T{} = b) when op in @binary do
+      run(op, [out, a, b], [a, b], type, fn [x, y], w ->
+        join(apply_binary(op, parts(x, a.type, w), parts(y, b.type, w), w), out)
+      end)
+    end
+
+    # Equal when both parts are (IEEE: a NaN part is never equal); a number is true when a part
+    # is not zero.
+    def compare(op, %T{} = out, %T{} = a, %T{} = b) when op in @compare do
+      run(op, [out, a, b], [a, b], Nx.Type.merge(a.type, b.type), fn [x, y], w ->
+        {xr, _} = x = parts(x, a.type, w)
+        {yr, _} = y = parts(y, b.type, w)
+
+        case op do
+          :equal -> AT.logical_and(AT.equal(xr, yr), AT.equal(im_of(x), im_of(y)))
+          :not_equal -> AT.logical_or(AT.not_equal(xr, yr), AT.not_equal(im_of(x), im_of(y)))
+          logical -> apply(AT, logical, [nonzero_parts(x), nonzero_parts(y)])
+        end
+      end)
+    end
+
+    @doc "A u8 tensor (as an Nx tensor of `t`'s shape): 1 where the complex element is not zero."
+    def nonzero(%T{type: ctype} = t) do
+      out = %{t | type: {:u, 8}}
+      # (falling back: the binary backend's t != 0)
+      zero = Nx.tensor(0, type: ctype, backend: Nx.BinaryBackend)
+      run(:not_equal, [out, t, zero], [t], ctype, fn [z], w -> nonzero_parts(parts(z, ctype, w)) end)
+    end
+
+    defp nonzero_parts({re, _} = z), do: AT.logical_or(AT.not_equal(re, 0), AT.not_equal(im_of(z), 0))
+
+    @doc "real/imag of a complex tensor: its part, one strided copy of the buffer (no arithmetic)."
+    def part(which, %T{} = out, %T{type: ctype} = t) do
+      run(which, [out, t], [t], ctype, fn [z], _w ->
+        pairs = pairs(z, ctype)
+        view_part(pairs, z.shape, if(which == :real, do: 0, else: 1))
+      end)
+    end
+
+    @doc "The complex conjugate; of a real tensor, the complex number x - 0.0i, as Nx writes it."
+    def conjugate(%T{type: type} = out, %T{} = t) do
+      run(:conjugate, [out, t], [t], type, fn [z], w ->
+        {re, _} = z = parts(z, t.type, w)
+        join({re, AT.negate(im_of(z))}, out)
+      end)
+    end
+
+    @doc "The angle of each element, atan2(im, re) (of a real one: pi below zero, else 0)."
+    def phase(%T{} = out, %T{type: type} = t) do
+      run(:phase, [out, t], [t], type, fn [z], w ->
+        real_result(c_phase(parts(z, type, w)), out)
+      end)
+    end
+
+    @doc "is_nan / is_infinity of a complex tensor: of either part."
+    def predicate(name, %T{} = out, %T{type: ctype} = t) do
+      run(name, [out, t], [t], ctype, fn [z], w ->
+        {re, im} = parts(z, ctype, w)
+        test = if name == :is_nan, do: &nan?/1, else: &infinite/1
+        AT.logical_or(test.(re), test.(im))
+      end)
+    end
+
+    @doc "as_type to or from a complex type: a real value x is x + 0i; a complex one keeps its real part."
+    def as_type(%T{type: type} = out, %T{type: from} = t) do
+      run(:as_type, [out, t], [t], if(complex?(type), do: type, else: from), fn [z], w ->
+        {re, _} = z = parts(z, from, w)
+        if complex?(type), do: join(z, out), else: real_result(re, out)
+      end)
+    end
+
+    @doc "select/4 with complex branches: each part selected."
+    def select(%T{type: type} = out, pred, on_true, on_false) do
+      run(:select, [out, pred, on_true, on_false], [pred, on_true, on_false], type, fn [p, x, y], w ->
+        p = Storage.cast(p, pred.type)
+        {xr, _} = x = parts(x, on_true.type, w)
+        {yr, _} = y = parts(y, on_false.type, w)
+        join({AT.select(p, xr, yr), AT.select(p, im_of(x), im_of(y))}, out)
+      end)
+    end
+
+    @doc "sum of a complex tensor: the {..., 2} reals summed over the same axes (f32 accumulating in f64)."
+    def sum(%T{type: ctype} = out, %T{} = t, opts, sum_reals) do
+      run(:sum, [out, t, opts], [t], ctype, fn [z], _w ->
+        axes = opts[:axes] || Enum.to_list(0..(tuple_size(t.shape) - 1)//1)
+        %AT{} = summed = sum_reals.(pairs(z, ctype), axes)
+        summed = real_result(summed, %{out | type: Nx.Type.to_real(ctype)})
+        reinterpret(summed, Storage.storage_type(ctype), out.shape)
+      end)
+    end
+
+    @doc """
+    dot with a complex operand: (ar + ai i)(br + bi i) as the real products ar br - ai bi and
+    ar bi + ai br, each through `real_dot` (BLAS), in the result's component type.
+    """
+    def dot(%T{type: ctype} = out, a, b, fallback_args, real_dot) do
+      run(:dot, fallback_args, [a, b], ctype, fn [x, y], _w ->
+        comp = component(ctype)
+        real = Nx.Type.to_real(ctype)
+        {xr, xi} = parts(x, a.type, comp)
+        {yr, yi} = parts(y, b.type, comp)
+        # a product of two parts, as Nx tensors of the component type in the operands' shapes
+        rdot = fn p, q ->
+          real_dot.(Storage.wrap(p, %{a | type: real}), Storage.wrap(q, %{b | type: real}))
+        end
+
+        re = rdot.(xr, yr)
+        re = if xi && yi, do: AT.subtract(re, rdot.(xi, yi)), else: re
+
+        im =
+          case Enum.reject([xi && rdot.(xi, yr), yi && rdot.(xr, yi)], &is_nil/1) do
+            [] -> scalar(re, 0.0)
+            [one] -> one
+            [p, q] -> AT.add(p, q)
+          end
+
+        join({re, im}, out)
+      end)
+    end
+
+    @doc """
+    A complex operation that only moves or adds elements, run on the buffer read as {..., 2} reals
+    of the component type: `fun` gets the operands so read (Nx tensors of shape ++ {2}; real
+    operands as they are) and `out`'s template so read, and returns such a result.
+    """
+    def as_pairs(name, %T{type: ctype} = out, tensors, fun) do
+      operands = Storage.operands!(name, tensors)
+
+      in_pairs =
+        Enum.zip_with(tensors, operands, fn
+          %T{type: {:c, _} = c} = t, a -> Storage.wrap(pairs(a, c), pairs_template(t))
+          t, a -> Storage.wrap(a, t, Storage.auto?([t]))
+        end)
+
+      %T{data: %Accel.Nx.Backend{tensor: result}} = fun.(in_pairs, pairs_template(out))
+      Storage.wrap(reinterpret(result, Storage.storage_type(ctype), out.shape), out, Storage.auto?(tensors))
+    end
+
+    defp pairs_template(%T{type: c, shape: shape} = t),
+      do: %{
+        t
+        | type: Nx.Type.to_real(c),
+          shape: Tuple.insert_at(shape, tuple_size(shape), 2),
+          names: List.duplicate(nil, tuple_size(shape) + 1)
+      }
+
+    ## Running one: the operands on one device, the type parts compute in, or the fallback
+
+    # `args`: the callback's arguments (for the fallback), `tensors` the operands among them,
+    # `ctype` the complex type whose parts the operation computes on.
+    defp run(name, [out | _] = args, tensors, ctype, fun) do
+      with true <- Enum.all?([out | tensors], &(complex?(&1.type) or Storage.compute?([&1.type]))),
+           [first | _] = operands <- Storage.operands!(name, tensors),
+           w when w != nil <- work_type(ctype, first.device) do
+        Storage.wrap(fun.(operands, w), out, Storage.auto?(tensors))
+      else
+        _ -> Fallback.run(name, args)
+      end
+    end
+
+    # f64 for both complex types where the device has doubles (as Nx's binary backend computes);
+    # without them c64 in f32, c128 not at all (nil).
+    defp work_type(ctype, device) do
+      case {doubles?(device), ctype} do
+        {true, _} -> :f64
+        {false, {:c, 64}} -> :f32
+        {false, _} -> nil
+      end
+    end
+
+    defp doubles?({backend, index} = device) do
+      key = {__MODULE__, :doubles, device}
+
+      case :persistent_term.get(key, nil) do
+        nil ->
+          has =
+            try do
+              AT.from_binary(<<0.0::float-64-native>>, :f64, {}, backend: backend, device: index)
+              true
+            rescue
+              ArgumentError -> false
+            end
+
+          :persistent_term.put(key, has)
+          has
+
+        has ->
+          has
+      end
+    end
+
+    ## Parts
+
+    defp component({:c, 64}), do: :f32
+    defp component({:c, 128}), do: :f64
+
+    # The complex tensor's buffer as reals of shape ++ {2} (shared, no copy).
+    defp pairs(%AT{shape: shape} = z, ctype),
+      do: reinterpret(z, component(ctype), Tuple.insert_at(shape, tuple_size(shape), 2))
+
+    defp reinterpret(%AT{} = a, type, shape),
+      do: AT.wrap(Accel.NIF.tensor_reinterpret(a.ref, type), shape, type)
+
+    defp view_part(%AT{} = pairs, shape, offset),
+      do: Storage.view(pairs, shape, Enum.map(Storage.strides(shape), &(&1 * 2)), offset)
+
+    # {re, im} of an operand in the work type; im is nil for a real operand.
+    defp parts(%AT{} = z, {:c, _} = ctype, w) do
+      pairs = pairs(z, ctype)
+      pairs = if pairs.type == w, do: pairs, else: AT.as_type(pairs, w)
+      {view_part(pairs, z.shape, 0), view_part(pairs, z.shape, 1)}
+    end
+
+    defp parts(%AT{} = x, _type, w), do: {if(x.type == w, do: x, else: AT.as_type(x, w)), nil}
+
+    # A complex tensor of `out` from its parts (broadcast to its shape): one interleaving copy,
+    # rounded once to out's component type.
+    defp join({re, im}, %T{type: ctype, shape: shape}) do
+      rank = tuple_size(shape)
+      column = Tuple.insert_at(shape, tuple_size(shape), 1)
+      [re, im] = Enum.map([re, im || scalar(re, 0.0)], &(&1 |> spread(shape) |> AT.reshape(column)))
+      pairs = AT.concatenate([re, im], axis: rank)
+      comp = component(ctype)
+      pairs = if pairs.type == comp, do: pairs, else: AT.as_type(pairs, comp)
+      reinterpret(pairs, Storage.storage_type(ctype), shape)
+    end
+
+    # A real result in the out type (abs, phase, real of as_type).
+    defp real_result(%AT{} = x, %T{type: type}) do
+      case Storage.storage_type(type) do
+        t when t == x.type -> x
+        t -> AT.as_type(x, t)
+      end
+    end
+
+    # A part broadcast to `shape` (aligned at the end, as Nx broadcasts): a strided view.
+    defp spread(%AT{shape: shape} = x, shape), do: x
+
+    defp spread(%AT{shape: from} = x, shape) do
+      lead = tuple_size(shape) - tuple_size(from)
+      in_strides = Storage.strides(from)
+
+      strides =
+        for d <- 0..(tuple_size(shape) - 1)//1 do
+          i = d - lead
+          if i >= 0 and elem(from, i) == elem(shape, d), do: Enum.at(in_strides, i), else: 0
+        end
+
+      Storage.view(x, shape, strides, 0)
+    end
+
+    # A scalar tensor (shape {}) of x's type on x's device: 0.0, 1.0 or :infinity, which broadcasts
+    # against x in every operation (0 * x would be NaN where x is not finite).
+    defp scalar(%AT{type: type, device: {backend, index}}, value) do
+      bits =
+        case {type, value} do
+          {:f64, :infinity} -> <<0x7FF0000000000000::64-native>>
+          {:f32, :infinity} -> <<0x7F800000::32-native>>
+          {:f64, v} -> <<v::float-64-native>>
+          {:f32, v} -> <<v::float-32-native>>
+        end
+
+      AT.from_binary(bits, type, {}, backend: backend, device: index)
+    end
+
+    defp zero(%AT{} = x), do: scalar(x, 0.0)
+
+    defp infinite(%AT{} = x),
+      do: AT.logical_and(AT.equal(x, x), AT.not_equal(AT.subtract(x, x), AT.subtract(x, x)))
+
+    ## The Complex library's formulas, on parts
+
+    defp apply_unary(:negate, {re, _} = z, _w), do: {AT.negate(re), AT.negate(im_of(z))}
+    defp apply_unary(:exp, z, _w), do: c_exp(z)
+    defp apply_unary(:log, z, _w), do: c_log(z)
+    defp apply_unary(:sqrt, z, _w), do: c_sqrt(z)
+    defp apply_unary(:rsqrt, z, _w), do: c_div(one(z), c_sqrt(z))
+    defp apply_unary(:expm1, z, _w), do: c_sub(c_exp(z), one(z))
+    defp apply_unary(:log1p, z, _w), do: c_log(c_add(z, one(z)))
+    # 1 / (1 + exp(-z))
+    defp apply_unary(:sigmoid, z, w), do: c_div(one(z), c_add(c_exp(apply_unary(:negate, z, w)), one(z)))
+    defp apply_unary(:sin, z, _w), do: c_sin(z)
+    defp apply_unary(:cos, z, _w), do: c_cos(z)
+    defp apply_unary(:tan, z, _w), do: c_div(c_sin(z), c_cos(z))
+    defp apply_unary(:sinh, z, w), do: c_half(c_sub(c_exp(z), c_exp(apply_unary(:negate, z, w))))
+    defp apply_unary(:cosh, z, w), do: c_half(c_add(c_exp(z), c_exp(apply_unary(:negate, z, w))))
+    defp apply_unary(:tanh, z, w), do: c_div(apply_unary(:sinh, z, w), apply_unary(:cosh, z, w))
+
+    defp apply_binary(:add, x, y, _w), do: c_add(x, y)
+    defp apply_binary(:subtract, x, y, _w), do: c_sub(x, y)
+    defp apply_binary(:multiply, x, y, _w), do: c_mul(x, y)
+    defp apply_binary(:divide, x, y, _w), do: c_div(x, y)
+    defp apply_binary(:pow, x, y, _w), do: c_pow(x, y)
+
+    # 1 + 0i in z's type (the Complex library's as_complex(1))
+    defp one({re, _im}), do: {scalar(re, 1.0), nil}
+
+    defp im_of({re, nil}), do: zero(re)
+    defp im_of({_re, im}), do: im
+
+    defp c_add({ar, _} = a, {br, _} = b), do: {AT.add(ar, br), AT.add(im_of(a), im_of(b))}
+    defp c_sub({ar, _} = a, {br, _} = b), do: {AT.subtract(ar, br), AT.subtract(im_of(a), im_of(b))}
+
+    # (r1 r2 - i1 i2) + (i1 r2 + r1 i2)i
+    defp c_mul({r1, _} = a, {r2, _} = b) do
+      {i1, i2} = {im_of(a), im_of(b)}
+
+      {AT.subtract(AT.multiply(r1, r2), AT.multiply(i1, i2)),
+       AT.add(AT.multiply(i1, r2), AT.multiply(r1, i2))}
+    end
+
+    # ((r1 r2 + i1 i2) + (i1 r2 - r1 i2)i) / (r2^2 + i2^2)
+    defp c_div({r1, _} = a, {r2, _} = b) do
+      {i1, i2} = {im_of(a), im_of(b)}
+      den = AT.add(AT.multiply(r2, r2), AT.multiply(i2, i2))
+      re = AT.add(AT.multiply(r1, r2), AT.multiply(i1, i2))
+      im = AT.subtract(AT.multiply(i1, r2), AT.multiply(r1, i2))
+      # a finite dividend over an infinite real divisor is 0 (the Complex library's case)
+      infinite_real = AT.logical_and(infinite(r2), AT.equal(i2, 0))
+      finite = AT.logical_and(finite?(r1), finite?(i1))
+
+      where(
+        {AT.divide(re, den), AT.divide(im, den)},
+        AT.logical_and(infinite_real, finite),
+        {zero(r1), zero(r1)}
+      )
+    end
+
+    # sinh's and cosh's halving: each part halved (the later library), or the quotient by 2 + 0i,
+    # whose cross terms make an infinite part's other NaN
+    if @halves_parts do
+      defp c_half({re, _} = z), do: {AT.divide(re, 2), AT.divide(im_of(z), 2)}
+    else
+      defp c_half({re, _} = z), do: c_div(z, {scalar(re, 2.0), nil})
+    end
+
+    # exp(re) (cos(im) + i sin(im)); the Complex library's cases, by precedence: re = -inf gives
+    # 0; re = +inf with im not infinite gives inf + (inf * im)i (the later library: infinities of
+    # the signs of cos(im) and sin(im), NaN where one is 0; inf + NaNi for a NaN im); a NaN part
+    # or an infinite im gives NaN + NaNi
+    defp c_exp({re, _} = z) do
+      im = im_of(z)
+      rho = AT.exp(re)
+      general = {AT.multiply(rho, AT.cos(im)), AT.multiply(rho, AT.sin(im))}
+      inf = scalar(re, :infinity)
+      nan = AT.subtract(inf, inf)
+
+      general
+      |> where(AT.logical_or(nan?(re), AT.logical_not(finite?(im))), {nan, nan})
+      |> where(AT.logical_and(AT.equal(re, inf), AT.logical_not(infinite(im))), exp_at_infinity(im, inf))
+      |> where(AT.equal(re, AT.negate(inf)), {zero(re), zero(re)})
+    end
+
+    if @exp_inf_signs do
+      defp exp_at_infinity(im, inf) do
+        {AT.select(nan?(im), inf, AT.multiply(inf, AT.sign(AT.cos(im)))),
+         AT.multiply(inf, AT.sign(AT.sin(im)))}
+      end
+    else
+      defp exp_at_infinity(im, inf), do: {inf, AT.multiply(inf, im)}
+    end
+
+    # z where `pred` is false, `value` where it is true (the later a case, the higher its precedence)
+    defp where({re, im}, pred, {vr, vi}), do: {AT.select(pred, vr, re), AT.select(pred, vi, im)}
+
+    defp nan?(%AT{} = x), do: AT.not_equal(x, x)
+
+    # log(abs(z)) + atan2(im, re) i
+    defp c_log({re, _} = z), do: {AT.log(c_abs(z)), c_atan2(im_of(z), re)}
+
+    # Complex.atan2/2 of reals: IEEE's, but a finite y over an infinite x is 0 (x = +inf) or pi
+    # (x = -inf) whatever y's sign
+    defp c_atan2(y, x) do
+      at_inf = AT.logical_and(infinite(x), finite?(y))
+      AT.select(at_inf, AT.select(AT.greater(x, 0), zero(x), scalar(x, :math.pi())), AT.atan2(y, x))
+    end
+
+    # the phase: Nx's atan2(imag, real) (Nx.phase/1 without this callback), of these atan2 rules
+    defp c_phase({re, _} = z), do: c_atan2(im_of(z), re)
+
+    # sin(re) cosh(im) + cos(re) sinh(im) i; the library's case: a finite re with an infinite im
+    # gives re im + im i
+    defp c_sin({re, _} = z) do
+      im = im_of(z)
+
+      {AT.multiply(AT.sin(re), AT.cosh(im)), AT.multiply(AT.cos(re), AT.sinh(im))}
+      |> where(AT.logical_and(finite?(re), infinite(im)), {AT.multiply(re, im), im})
+    end
+
+    # cos(re) cosh(im) - sin(re) sinh(im) i; a finite re with an infinite im gives inf - (im re) i
+    defp c_cos({re, _} = z) do
+      im = im_of(z)
+
+      {AT.multiply(AT.cos(re), AT.cosh(im)), AT.multiply(AT.negate(AT.sin(re)), AT.sinh(im))}
+      |> where(
+        AT.logical_and(finite?(re), infinite(im)),
+        {scalar(re, :infinity), AT.multiply(AT.negate(im), re)}
+      )
+    end
+
+    # Complex.abs/1: x = |re|, y = |im|; x when y is 0, y when x is 0, else the larger times
+    # sqrt(1 + (smaller / larger)^2); NaN when both parts are, infinity when either is not finite.
+    defp c_abs({re, im}) do
+      x = AT.abs(re)
+
+      if im == nil do
+        x
+      else
+        y = AT.abs(im)
+        hi = AT.select(AT.greater(x, y), x, y)
+        lo = AT.select(AT.greater(x, y), y, x)
+        q = AT.divide(lo, hi)
+        scaled = AT.multiply(hi, AT.sqrt(AT.add(AT.multiply(q, q), 1.0)))
+        finite = AT.logical_and(finite?(x), finite?(y))
+
+        scaled
+        |> then(&AT.select(AT.equal(y, 0), x, &1))
+        |> then(&AT.select(AT.equal(x, 0), y, &1))
+        |> then(&AT.select(finite, &1, scalar(x, :infinity)))
+        |> then(&AT.select(AT.logical_and(nan?(x), nan?(y)), x, &1))
+      end
+    end
+
+    defp finite?(%AT{} = x), do: AT.equal(AT.subtract(x, x), 0)
+
+    # Complex.sqrt/1 (x = |re|, y = |im|):
+    #   w = sqrt(x) sqrt((1 + sqrt(1 + (y/x)^2)) / 2)      when x >= y
+    #       sqrt(y) sqrt((x/y + sqrt(1 + (x/y)^2)) / 2)    otherwise
+    #   re >= 0: w + im / (2w) i;  else: im / (2v) + v i with v = w (im >= 0) or -w; 0 stays itself
+    defp c_sqrt({re, _} = z) do
+      im = im_of(z)
+      x = AT.abs(re)
+      y = AT.abs(im)
+      wide = AT.greater_equal(x, y)
+      yx = AT.divide(y, x)
+      xy = AT.divide(x, y)
+
+      w_x =
+        AT.multiply(
+          AT.sqrt(x),
+          AT.sqrt(AT.multiply(AT.add(AT.sqrt(AT.add(AT.multiply(yx, yx), 1.0)), 1.0), 0.5))
+        )
+
+      w_y =
+        AT.multiply(
+          AT.sqrt(y),
+          AT.sqrt(AT.multiply(AT.add(AT.sqrt(AT.add(AT.multiply(xy, xy), 1.0)), xy), 0.5))
+        )
+
+      w = AT.select(wide, w_x, w_y)
+      v = AT.select(AT.greater_equal(im, 0), w, AT.negate(w))
+      right = AT.greater_equal(re, 0)
+      out_re = AT.select(right, w, AT.divide(im, AT.multiply(v, 2)))
+      out_im = AT.select(right, AT.divide(im, AT.multiply(w, 2)), v)
+      origin = AT.logical_and(AT.equal(re, 0), AT.equal(im, 0))
+      inf = scalar(re, :infinity)
+      nan = AT.subtract(inf, inf)
+
+      # the library's cases, the first of them taking precedence (applied last)
+      {AT.select(origin, re, out_re), AT.select(origin, im, out_im)}
+      |> where(AT.equal(re, AT.negate(inf)), {zero(re), inf})
+      |> where(AT.equal(re, inf), {inf, zero(re)})
+      |> where(AT.equal(im, AT.negate(inf)), {inf, AT.negate(inf)})
+      |> where(AT.equal(im, inf), {inf, inf})
+      |> where(AT.logical_or(nan?(re), nan?(im)), {nan, nan})
+    end
+
+    # Complex.pow/2: 0^0 = 1 and 0^y = 0; x^1 = x; x^-1 = 1/x; else with rho = abs(x), theta =
+    # phase(x): s = rho^yr exp(-yi theta), r = yr theta + yi log(rho), s cos(r) + s sin(r) i
+    defp c_pow({xr, _} = x, {yr, _} = y) do
+      {xi, yi} = {im_of(x), im_of(y)}
+      rho = c_abs({xr, xi})
+      theta = c_phase({xr, xi})
+      s = AT.multiply(AT.pow(rho, yr), AT.exp(AT.multiply(AT.negate(yi), theta)))
+      r = AT.add(AT.multiply(yr, theta), AT.multiply(yi, AT.log(rho)))
+      {gr, gi} = {AT.multiply(s, AT.cos(r)), AT.multiply(s, AT.sin(r))}
+      {ir, ii} = c_div(one(x), {xr, xi})
+
+      real_y = AT.equal(yi, 0)
+      y_one = AT.logical_and(real_y, AT.equal(yr, 1))
+      y_minus = AT.logical_and(real_y, AT.equal(yr, -1))
+      x_zero = AT.logical_and(AT.equal(xr, 0), AT.equal(xi, 0))
+      y_zero = AT.logical_and(real_y, AT.equal(yr, 0))
+      at_zero = AT.select(y_zero, scalar(xr, 1.0), zero(xr))
+
+      pick = fn general, inverse, same, origin ->
+        general
+        |> then(&AT.select(y_minus, inverse, &1))
+        |> then(&AT.select(y_one, same, &1))
+        |> then(&AT.select(x_zero, origin, &1))
+      end
+
+      inf = scalar(xr, :infinity)
+      nan = AT.subtract(inf, inf)
+      finite = Enum.reduce([xi, yr, yi], finite?(xr), &AT.logical_and(finite?(&1), &2))
+
+      # the library's cases: a part not finite gives NaN + NaNi, but 0 to the power +inf + 0i is 0
+      {pick.(gr, ir, xr, at_zero), pick.(gi, ii, xi, zero(xr))}
+      |> where(AT.logical_not(finite), {nan, nan})
+      |> where(
+        AT.logical_and(x_zero, AT.logical_and(AT.equal(yr, inf), AT.equal(yi, 0))),
+        {zero(xr), zero(xr)}
+      )
+    end
+  end
+end
