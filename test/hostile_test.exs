@@ -553,6 +553,22 @@ defmodule Accel.HostileTest do
       {"linalg NIF: a Cholesky factor of a matrix that is not square",
        fn -> Accel.Job.call(&nif.tensor_decompose(:cholesky, T.as_type(t, :f64).ref, [1, 2, 3], 0.0, &1)) end,
        ArgumentError, ~r/needs square matrices/},
+      {"linalg NIF: Nx 0.7's eigh without its iteration count",
+       fn ->
+         Accel.Job.call(&nif.tensor_decompose(:eigh_nx07, T.as_type(t, :f64).ref, [1, 2, 3], 1.0e-4, &1))
+       end, ArgumentError, ~r/matrix dimensions: expected a list of 4 integers/},
+      {"linalg NIF: Nx 0.7's eigh asked for 2^62 iterations",
+       fn ->
+         a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
+
+         Accel.Job.call(
+           &nif.tensor_decompose(:eigh_nx07, a.ref, [1, 2, 2, 4_611_686_018_427_387_904], 1.0e-4, &1)
+         )
+       end, ArgumentError, ~r/max_iter: at most 1000000 iterations/},
+      {"linalg NIF: Nx 0.7's eigh of matrices that are not square",
+       fn ->
+         Accel.Job.call(&nif.tensor_decompose(:eigh_nx07, T.as_type(t, :f64).ref, [1, 2, 3, 5], 1.0e-4, &1))
+       end, ArgumentError, ~r/needs square matrices/},
       {"linalg NIF: a decomposition of integers",
        fn -> Accel.Job.call(&nif.tensor_decompose(:qr, t.ref, [1, 2, 3], 0.0, &1)) end, ArgumentError,
        ~r/needs an :f32 or :f64 tensor, got :s64/},

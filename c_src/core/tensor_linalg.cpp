@@ -303,6 +303,157 @@ void qr(const double* a, size_t m, size_t n, double eps, double* const* out) {
     for (size_t j = 0; j < n; ++j) r[i * n + j] = j < i ? 0.0 : zeroed(w.data()[i * n + j]);
 }
 
+// ---- Nx 0.7's eigh (Nx.BinaryBackend.Matrix.eigh), operation for operation ----
+//
+// Nx 0.7 has eigh as the binary backend's own callback, and its tests are written against that
+// algorithm's results: a Hessenberg reduction by Householder reflections, then unshifted QR
+// iterations (each QR of Householder reflections) until Q moves by at most eps anywhere, or
+// max_iter of them. Every reflection is an explicit n x n matrix H, and every product sums its
+// terms in order from zero, as the binary backend's lists do: so the same bits. A product with H
+// skips only the terms H's identity part makes exactly zero (their sum is +0, which the first
+// term's addition to +0 gives as well). Magnitudes below eps are written as zeros (signed, as 0 * x).
+
+double nx_zeroed(double x, double eps) { return std::fabs(x) < eps ? 0.0 * x : x; }
+
+// H = I - scale v v^T over the rows and columns from n - len on, of the column `a` (len elements,
+// stride `stride`): the binary backend's householder_reflector of a real vector.
+void nx_reflector(const double* a, size_t stride, size_t len, size_t n, double eps, std::vector<double>& v, double* h) {
+  const size_t prefix = n - len;
+  double scale = 0;
+  v.assign(n, 0.0);
+  if (len > 0) {
+    const double a0 = a[0];
+    double norm_sq = 0;
+    for (size_t k = 0; k < len; ++k) norm_sq = a[k * stride] * a[k * stride] + norm_sq;
+    const double rest = norm_sq - a0 * a0;
+    v[prefix] = 1;
+    if (rest < eps) {
+      for (size_t k = 1; k < len; ++k) v[prefix + k] = a[k * stride];
+    } else {
+      const double v0 = a0 <= 0 ? a0 - std::sqrt(norm_sq) : -rest / (a0 + std::sqrt(norm_sq));
+      const double v0_sq = v0 * v0;
+      scale = 2 * v0_sq / (rest + v0_sq);
+      for (size_t k = 1; k < len; ++k) v[prefix + k] = a[k * stride] / v0;
+    }
+  }
+  for (size_t r = 0; r < n; ++r)
+    for (size_t c = 0; c < n; ++c) {
+      const double identity = r == c ? 1.0 : 0.0;
+      h[r * n + c] = r >= prefix && c >= prefix ? identity - scale * v[r] * v[c] : identity;
+    }
+}
+
+// out = H X, H a reflector from row and column `prefix` on (its rows above are the identity's)
+void nx_reflect_left(const double* h, size_t prefix, const double* x, size_t n, double* out) {
+  for (size_t i = 0; i < n; ++i) {
+    double* o = out + i * n;
+    if (i < prefix) {
+      for (size_t j = 0; j < n; ++j) o[j] = 0.0 + x[i * n + j];
+      continue;
+    }
+    std::fill(o, o + n, 0.0);
+    for (size_t k = prefix; k < n; ++k) {
+      const double f = h[i * n + k];
+      const double* xr = x + k * n;
+      for (size_t j = 0; j < n; ++j) o[j] = o[j] + f * xr[j];
+    }
+  }
+}
+
+// out = X H (transposed: X H^T), H a reflector from row and column `prefix` on
+void nx_reflect_right(const double* x, const double* h, size_t prefix, size_t n, bool transposed, double* out) {
+  for (size_t i = 0; i < n; ++i) {
+    double* o = out + i * n;
+    const double* xr = x + i * n;
+    for (size_t j = 0; j < prefix; ++j) o[j] = 0.0 + xr[j];
+    for (size_t j = prefix; j < n; ++j) o[j] = 0.0;
+    for (size_t k = prefix; k < n; ++k) {
+      const double f = xr[k];
+      if (transposed)
+        for (size_t j = prefix; j < n; ++j) o[j] = o[j] + f * h[j * n + k];
+      else
+        for (size_t j = prefix; j < n; ++j) o[j] = o[j] + f * h[k * n + j];
+    }
+  }
+}
+
+// out = A B, each element summed over k in order from zero
+void nx_product(const double* a, const double* b, size_t n, double* out) {
+  for (size_t i = 0; i < n; ++i) {
+    double* o = out + i * n;
+    std::fill(o, o + n, 0.0);
+    for (size_t k = 0; k < n; ++k) {
+      const double f = a[i * n + k];
+      const double* br = b + k * n;
+      for (size_t j = 0; j < n; ++j) o[j] = o[j] + f * br[j];
+    }
+  }
+}
+
+// |a - b| <= eps everywhere (a NaN difference counts as close, as the binary backend's check has it)
+bool nx_close(const double* a, const double* b, size_t count, double eps) {
+  for (size_t i = 0; i < count; ++i)
+    if (std::fabs(a[i] - b[i]) > eps) return false;
+  return true;
+}
+
+// out[0]: the n eigenvalues, out[1]: the eigenvectors (columns), of a symmetric matrix.
+void eigh_nx07(const double* a, size_t n, double eps, uint64_t iterations, double* const* out) {
+  double* values = out[0];
+  double* vectors = out[1];
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      if (std::fabs(a[j * n + i] - a[i * n + j]) > eps)
+        throw ArgumentError("matrix must be hermitian, a matrix is hermitian iff X = adjoint(X)");
+  if (n == 1) {  // (the binary backend's reflections of a 1 x 1 matrix are all the identity)
+    values[0] = nx_zeroed(0.0 + a[0], eps);
+    vectors[0] = 1.0;
+    return;
+  }
+  const size_t nn = n * n;
+  std::vector<double> h(nn), t(nn), hess(a, a + nn), q(nn), q_now(nn), r(nn), a_new(nn), q_new(nn), v;
+  // Hessenberg: hess = H hess H^T for the column under the diagonal of each column but the last
+  for (size_t i = 0; i + 2 <= n; ++i) {
+    nx_reflector(&hess[(i + 1) * n + i], n, n - i - 1, n, eps, v, h.data());
+    const size_t prefix = i + 1;
+    if (i == 0) {
+      q = h;
+    } else {
+      nx_reflect_right(q.data(), h.data(), prefix, n, false, t.data());
+      q.swap(t);
+    }
+    nx_reflect_left(h.data(), prefix, hess.data(), n, t.data());
+    nx_reflect_right(t.data(), h.data(), prefix, n, true, hess.data());
+  }
+  for (double& x : hess) x = nx_zeroed(x, eps);
+  for (double& x : q) x = nx_zeroed(x, eps);
+  // QR iterations: A = R Q, Q_total = Q_total Q, until Q_total settles
+  for (uint64_t iteration = 0; iteration < iterations; ++iteration) {
+    r = hess;
+    for (size_t i = 0; i + 2 <= n; ++i) {
+      nx_reflector(&r[i * n + i], n, n - i, n, eps, v, h.data());
+      if (i == 0) {
+        q_now = h;
+      } else {
+        nx_reflect_right(q_now.data(), h.data(), i, n, false, t.data());
+        q_now.swap(t);
+      }
+      nx_reflect_left(h.data(), i, r.data(), n, t.data());
+      r.swap(t);
+    }
+    for (double& x : q_now) x = nx_zeroed(x, eps);
+    for (double& x : r) x = nx_zeroed(x, eps);
+    nx_product(r.data(), q_now.data(), n, a_new.data());
+    nx_product(q.data(), q_now.data(), n, q_new.data());
+    const bool settled = nx_close(q.data(), q_new.data(), nn, eps);
+    hess.swap(a_new);
+    q.swap(q_new);
+    if (settled) break;
+  }
+  for (size_t i = 0; i < n; ++i) values[i] = nx_zeroed(hess[i * n + i], eps);
+  for (size_t i = 0; i < nn; ++i) vectors[i] = nx_zeroed(q[i], eps);
+}
+
 #ifdef ACCEL_WITH_OPENBLAS
 
 int lapack_int(uint64_t v, const char* what) {
@@ -502,6 +653,9 @@ std::vector<Tensor> tensor_decompose(LinalgOp op, const Tensor& a, const LinalgP
   const uint64_t m = plan.m, n = plan.n, k = std::min(m, n);
   if (op == LinalgOp::QR)
     return per_matrix(a, plan, {m * k, k * n}, [&](const double* x, double* const* o) { qr(x, m, n, plan.eps, o); });
+  if (op == LinalgOp::EighNx07)
+    return per_matrix(a, plan, {n, n * n},
+                      [&](const double* x, double* const* o) { eigh_nx07(x, n, plan.eps, plan.iterations, o); });
 #ifdef ACCEL_WITH_OPENBLAS
   if (op == LinalgOp::Cholesky)
     return per_matrix(a, plan, {n * n}, [&](const double* x, double* const* o) { cholesky(x, n, o); });

@@ -314,19 +314,23 @@ bool decode_flag(ErlNifEnv* env, ERL_NIF_TERM term) {
   return text == "true";
 }
 
-// (op, a, [batch, m, n], eps): a list of the factors
+// (op, a, [batch, m, n], eps): a list of the factors; eigh_nx07 takes [batch, n, n, iterations]
 ERL_NIF_TERM decompose_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  static const char* const names[] = {"cholesky", "qr", "determinant"};
+  static const char* const names[] = {"cholesky", "qr", "determinant", "eigh_nx07"};
   const std::string name = atom_text(env, argv[0]);
   const auto found = std::find(std::begin(names), std::end(names), name);
   if (found == std::end(names)) throw ArgumentError("unknown decomposition: " + describe_term(env, argv[0]));
-  const std::vector<uint64_t> dims = decode_counts(env, argv[2], 3, "matrix dimensions");
+  const LinalgOp op = static_cast<LinalgOp>(found - std::begin(names));
+  const std::vector<uint64_t> dims = decode_counts(env, argv[2], op == LinalgOp::EighNx07 ? 4 : 3, "matrix dimensions");
   LinalgPlan plan;
   plan.batch = dims[0], plan.m = dims[1], plan.n = dims[2];
+  // (no cancellation reaches the linear algebra's thread: a bound, not a 2^62-iteration hold)
+  if (op == LinalgOp::EighNx07 && dims[3] > 1'000'000)
+    throw ArgumentError("max_iter: at most 1000000 iterations, got: " + std::to_string(dims[3]));
+  if (op == LinalgOp::EighNx07) plan.iterations = dims[3];
   if (!enif_get_double(env, argv[3], &plan.eps) || !(plan.eps >= 0))
     throw ArgumentError("eps: expected a non-negative float, got: " + describe_term(env, argv[3]));
-  std::vector<Tensor> factors =
-      accel::tensor_decompose(static_cast<LinalgOp>(found - std::begin(names)), get_tensor(env, argv[1]), plan);
+  std::vector<Tensor> factors = accel::tensor_decompose(op, get_tensor(env, argv[1]), plan);
   ERL_NIF_TERM list = enif_make_list(env, 0);
   for (auto it = factors.rbegin(); it != factors.rend(); ++it) list = enif_make_list_cell(env, make_tensor(env, std::move(*it)), list);
   return list;

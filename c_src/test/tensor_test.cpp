@@ -712,6 +712,23 @@ TEST_P(TensorTest, LinearAlgebraFactorsAndSolvesAsNxDoes) {
   EXPECT_EQ(argument_error([&] { accel::tensor_solve(from(std::vector<double>{2, 1, 0, 0}, DType::F64), from(std::vector<double>{3, 4}, DType::F64), s, true); }),
             "can't solve for singular matrix");
 
+  // Nx 0.7's eigh of [[2, 1], [1, 2]]: eigenvalues 3 and 1, eigenvectors of A V = V diag(values),
+  // as near as its stopping rule gets (Q moving by at most eps = 1e-4; the Elixir tests compare
+  // its bits with Nx.BinaryBackend's); a matrix that is not symmetric raises Nx 0.7's message
+  accel::LinalgPlan e;
+  e.m = e.n = 2, e.eps = 1e-4, e.iterations = 1000;
+  const std::vector<Tensor> eig = accel::tensor_decompose(accel::LinalgOp::EighNx07, from(std::vector<double>{2, 1, 1, 2}, DType::F64), e);
+  const std::vector<double> values = read<double>(eig[0]), vectors = read<double>(eig[1]);
+  EXPECT_NEAR(values[0], 3, 1e-4);
+  EXPECT_NEAR(values[1], 1, 1e-4);
+  for (size_t col = 0; col < 2; ++col)
+    for (size_t row = 0; row < 2; ++row) {
+      const double av = (row == 0 ? 2 * vectors[col] + vectors[2 + col] : vectors[col] + 2 * vectors[2 + col]);
+      EXPECT_NEAR(av, values[col] * vectors[row * 2 + col], 1e-2);
+    }
+  EXPECT_EQ(argument_error([&] { accel::tensor_decompose(accel::LinalgOp::EighNx07, from(std::vector<double>{1, 2, 3, 4}, DType::F64), e); }),
+            "matrix must be hermitian, a matrix is hermitian iff X = adjoint(X)");
+
   // plans that do not match their tensors, and integer tensors, are refused
   plan.m = plan.n = 3;
   EXPECT_NE(argument_error([&] { accel::tensor_decompose(accel::LinalgOp::QR, from(a, DType::F64), plan); }), "");

@@ -95,6 +95,54 @@ if Code.ensure_loaded?(Nx) do
           end
         end
 
+        # Nx 0.7: the binary backend's own eigh, ported: the same bits; Nx 0.8 on: Nx's composition
+        # on the device (eigenvectors up to sign: compared through A V = V diag(values))
+        test "eigh of symmetric matrices, batched, f32, f64 and integers" do
+          for {shape, type} <- [
+                {{1, 1}, :f64},
+                {{2, 2}, :f64},
+                {{6, 6}, :f64},
+                {{3, 5, 5}, :f32},
+                {{12, 12}, :f64}
+              ] do
+            a = random(shape, 40 + elem(shape, 0), type)
+            a = Nx.add(a, Nx.transpose(a, axes: Enum.to_list(0..(tuple_size(shape) - 3)//1) ++ [-1, -2]))
+
+            if nx_0_8?() do
+              {values, vectors} = device_run(@device, fn -> Nx.LinAlg.eigh(on(@device, a)) end)
+              none!()
+
+              rank = tuple_size(shape)
+              batch = Enum.to_list(0..(rank - 3)//1)
+              av = Nx.dot(a, [rank - 1], batch, host(vectors), [rank - 2], batch)
+              residual = Nx.subtract(av, Nx.multiply(host(vectors), Nx.new_axis(host(values), -2)))
+
+              assert Nx.to_number(Nx.reduce_max(Nx.abs(residual))) < 1.0e-3
+            else
+              {ev, evec} = Nx.LinAlg.eigh(host(a))
+              {values, vectors} = device_run(@device, fn -> Nx.LinAlg.eigh(on(@device, a)) end)
+              none!()
+              assert host(values) == ev
+              assert host(vectors) == evec
+            end
+          end
+
+          # integers, and the options
+          int = Nx.tensor([[2, 1, 0], [1, 3, 1], [0, 1, 4]])
+          tolerance = if nx_0_8?(), do: 1.0e-5, else: 0.0
+          same(@device, [int], &Nx.LinAlg.eigh/1, tolerance)
+          same(@device, [int], &Nx.LinAlg.eigh(&1, max_iter: 3, eps: 1.0e-6), tolerance)
+        end
+
+        # (Nx 0.8's composition does not check)
+        unless Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0") do
+          test "eigh of a matrix that is not symmetric raises Nx 0.7's error" do
+            assert_raise ArgumentError, ~r/matrix must be hermitian/, fn ->
+              device_run(@device, fn -> Nx.LinAlg.eigh(on(@device, Nx.tensor([[1.0, 2.0], [3.0, 4.0]]))) end)
+            end
+          end
+        end
+
         test "cholesky of a matrix that is not positive definite: NaN from the failing pivot on" do
           l =
             device_run(@device, fn ->

@@ -12,7 +12,7 @@ if Code.ensure_loaded?(Nx) do
     # composition, with that composition's factors, so a factor in other signs (LAPACK's Q, or
     # eigenvectors and singular vectors, unique only up to sign, or LU with other pivots) would
     # make every gradient through it silently wrong. Q comes in Nx's signs; eigh, svd and lu stay
-    # Nx's compositions.
+    # Nx's compositions (Nx 0.7's eigh: the binary backend's own algorithm, ported).
 
     alias Accel.Nx.Storage
     alias Accel.Tensor, as: AT
@@ -31,6 +31,21 @@ if Code.ensure_loaded?(Nx) do
       if elem(q_shape, tuple_size(q_shape) - 1) == min(m, n),
         do: decompose(:qr, Tuple.to_list(out), t, [batch, m, n], opts[:eps] || 1.0e-10, otherwise),
         else: otherwise.()
+    end
+
+    # Nx 0.7's eigh callback: the binary backend's own algorithm (Hessenberg reduction, unshifted QR
+    # iterations), operation for operation in C++, so its results to the bit; Nx 0.7's tests are
+    # written against them. (Nx 0.13 calls a block instead, whose composition runs on the device.)
+    def eigh({%T{}, %T{}} = out, %T{shape: shape} = t, opts, otherwise) do
+      {batch, n, n} = matrices(shape)
+      max_iter = opts[:max_iter] || 1_000
+
+      unless is_integer(max_iter),
+        do: raise(ArgumentError, "eigh: max_iter must be an integer, got: #{inspect(max_iter)}")
+
+      # (as Elixir's 1..max_iter counts)
+      iterations = if max_iter >= 1, do: max_iter, else: 2 - max_iter
+      decompose(:eigh_nx07, Tuple.to_list(out), t, [batch, n, n, iterations], opts[:eps] || 1.0e-4, otherwise)
     end
 
     def determinant(%T{} = out, %T{shape: shape} = t, otherwise) do
