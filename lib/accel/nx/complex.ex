@@ -56,6 +56,11 @@ if Code.ensure_loaded?(Nx) do
 
     ## Entry points (Accel.Nx.Backend's callbacks), each falling back where the device cannot
 
+    # negation of the result's type: the {..., 2} reals negated, one pass
+    def unary(:negate, %T{type: type} = out, %T{type: type} = t) do
+      as_pairs(:negate, out, [t], fn [x], pairs_out -> Storage.wrap(AT.negate(x.data.tensor), pairs_out) end)
+    end
+
     def unary(op, %T{type: type} = out, %T{} = t) when op in @unary do
       run(op, [out, t], [t], type, fn [z], w ->
         join(apply_unary(op, parts(z, t.type, w), w), out)
@@ -64,6 +69,15 @@ if Code.ensure_loaded?(Nx) do
 
     def unary(:abs, %T{} = out, %T{type: {:c, _} = ctype} = t) do
       run(:abs, [out, t], [t], ctype, fn [z], w -> real_result(c_abs(parts(z, ctype, w)), out) end)
+    end
+
+    # a sum or difference of two operands of the result's type: of their buffers read as {..., 2}
+    # reals, one pass (each part's f32 sum is the f64 sum rounded once, as the binary backend's)
+    def binary(op, %T{type: type} = out, %T{type: type} = a, %T{type: type} = b)
+        when op in [:add, :subtract] do
+      as_pairs(op, out, [a, b], fn [x, y], pairs_out ->
+        Storage.wrap(apply(AT, op, [x.data.tensor, y.data.tensor]), pairs_out)
+      end)
     end
 
     def binary(op, %T{type: type} = out, %T{} = a, %T{} = b) when op in @binary do
@@ -106,6 +120,21 @@ if Code.ensure_loaded?(Nx) do
     end
 
     @doc "The complex conjugate; of a real tensor, the complex number x - 0.0i, as Nx writes it."
+    def conjugate(%T{type: type} = out, %T{type: type} = t) do
+      as_pairs(:conjugate, out, [t], fn [x], pairs_out ->
+        %AT{} = pairs = x.data.tensor
+
+        signs =
+          AT.from_list([1.0, -1.0],
+            type: pairs.type,
+            backend: elem(pairs.device, 0),
+            device: elem(pairs.device, 1)
+          )
+
+        Storage.wrap(AT.multiply(pairs, signs), pairs_out)
+      end)
+    end
+
     def conjugate(%T{type: type} = out, %T{} = t) do
       run(:conjugate, [out, t], [t], type, fn [z], w ->
         {re, _} = z = parts(z, t.type, w)
@@ -138,6 +167,16 @@ if Code.ensure_loaded?(Nx) do
     end
 
     @doc "select/4 with complex branches: each part selected."
+    # branches of the result's type: their {..., 2} reals selected, the predicate broadcast across
+    # the parts, one pass
+    def select(%T{type: type} = out, %T{} = pred, %T{type: type} = on_true, %T{type: type} = on_false) do
+      as_pairs(:select, out, [pred, on_true, on_false], fn [p, x, y], pairs_out ->
+        %AT{shape: shape} = p = Storage.cast(p.data.tensor, pred.type)
+        p = AT.reshape(p, Tuple.insert_at(shape, tuple_size(shape), 1))
+        Storage.wrap(AT.select(p, x.data.tensor, y.data.tensor), pairs_out)
+      end)
+    end
+
     def select(%T{type: type} = out, pred, on_true, on_false) do
       run(:select, [out, pred, on_true, on_false], [pred, on_true, on_false], type, fn [p, x, y], w ->
         p = Storage.cast(p, pred.type)
