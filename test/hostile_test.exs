@@ -569,6 +569,10 @@ defmodule Accel.HostileTest do
        fn ->
          Accel.Job.call(&nif.tensor_decompose(:eigh_nx07, T.as_type(t, :f64).ref, [1, 2, 3, 5], 1.0e-4, &1))
        end, ArgumentError, ~r/needs square matrices/},
+      {"linalg NIF: Nx 0.7's lu of matrices that are not square",
+       fn ->
+         Accel.Job.call(&nif.tensor_decompose(:lu_nx07, T.as_type(t, :f64).ref, [1, 2, 3], 1.0e-10, &1))
+       end, ArgumentError, ~r/needs square matrices/},
       {"linalg NIF: a decomposition of integers",
        fn -> Accel.Job.call(&nif.tensor_decompose(:qr, t.ref, [1, 2, 3], 0.0, &1)) end, ArgumentError,
        ~r/needs an :f32 or :f64 tensor, got :s64/},

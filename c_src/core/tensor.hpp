@@ -227,7 +227,7 @@ Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const C
 // stored one after another, row-major; through LAPACK on the host, whatever a's device. The
 // operations whose result is unique, and QR in Nx's signs (Nx differentiates a decomposition
 // through its own composition, so a factor in other signs would make gradients wrong).
-enum class LinalgOp : int { Cholesky, QR, Determinant, EighNx07 };
+enum class LinalgOp : int { Cholesky, QR, Determinant, EighNx07, LuNx07 };
 struct LinalgPlan {
   uint64_t batch = 1, m = 0, n = 0;
   double eps = 1e-10;  // QR: magnitudes at or below it are written as zeros, as Nx's
@@ -240,7 +240,8 @@ struct LinalgPlan {
 // Cholesky: [L], A = L L^T from A's lower triangle (NaN from the first pivot that is not positive
 // on); QR: [Q m x k, R k x n] (k = min(m, n)); Determinant: [det]; EighNx07: [eigenvalues n,
 // eigenvectors n x n] as Nx 0.7's binary backend computes them (ArgumentError for a matrix that
-// is not symmetric within eps). A matrix holding NaN or an infinity gets NaN factors.
+// is not symmetric within eps); LuNx07: [P, L, U] as Nx 0.7's binary backend computes them. A
+// matrix holding NaN or an infinity gets NaN factors.
 std::vector<Tensor> tensor_decompose(LinalgOp op, const Tensor& a, const LinalgPlan& plan);
 // X of b's shape with A X = B (or X A = B); ArgumentError "can't solve for singular matrix" for a
 // zero pivot (triangular: a zero on A's diagonal), as Nx raises.

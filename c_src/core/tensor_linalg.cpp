@@ -397,6 +397,57 @@ bool nx_close(const double* a, const double* b, size_t count, double eps) {
   return true;
 }
 
+// Nx 0.7's lu (Nx.BinaryBackend.Matrix.lu): rows swapped first so that each column's largest
+// magnitude (of the rows from the diagonal down, the first of equals) is on the diagonal, in the
+// matrix as it stands, without elimination; then Doolittle's loops, each sum over k in order
+// (x y + acc from zero), magnitudes below eps written as zeros, and a zero pivot giving an
+// infinity of the sign of its numerator. out: [P, L, U] with A = P L U (P the swaps transposed).
+void lu_nx07(const double* a, size_t n, double eps, double* const* out) {
+  double* p = out[0];
+  double* l = out[1];
+  double* u = out[2];
+  std::vector<double> ap(a, a + n * n);
+  std::vector<size_t> rows(n);
+  for (size_t i = 0; i < n; ++i) rows[i] = i;
+  for (size_t j = 0; j + 1 < n; ++j) {
+    size_t best = j;
+    for (size_t i = j + 1; i < n; ++i)
+      if (std::fabs(ap[i * n + j]) > std::fabs(ap[best * n + j])) best = i;
+    if (best != j) {
+      std::swap(rows[j], rows[best]);
+      std::swap_ranges(ap.begin() + j * n, ap.begin() + (j + 1) * n, ap.begin() + best * n);
+    }
+  }
+  std::fill(l, l + n * n, 0.0);
+  std::fill(u, u + n * n, 0.0);
+  const auto small = [eps](double x) { return std::fabs(x) < eps; };
+  for (size_t j = 0; j < n; ++j) {
+    l[j * n + j] = 1.0;
+    for (size_t i = 0; i <= j; ++i) {
+      double sum = 0;
+      for (size_t k = 0; k < i; ++k) sum = u[k * n + j] * l[i * n + k] + sum;
+      const double value = ap[i * n + j] - sum;
+      u[i * n + j] = small(value) ? 0.0 : value;
+    }
+    const double pivot = u[j * n + j];
+    for (size_t i = j + 1; i < n; ++i) {
+      double sum = 0;
+      for (size_t k = 0; k < i; ++k) sum = u[k * n + j] * l[i * n + k] + sum;
+      const double numerator = ap[i * n + j] - sum;
+      const double inf = std::numeric_limits<double>::infinity();
+      const double value = pivot != 0 ? numerator / pivot : (ap[i * n + j] >= sum ? inf : -inf);
+      l[i * n + j] = small(value) ? 0.0 : value;
+    }
+  }
+  // P = (the swaps)^T: row rows[i] of the identity at row i, transposed
+  std::fill(p, p + n * n, 0.0);
+  for (size_t i = 0; i < n; ++i) p[rows[i] * n + i] = 1.0;
+  for (size_t i = 0; i < n * n; ++i) {
+    l[i] = nx_zeroed(l[i], eps);
+    u[i] = nx_zeroed(u[i], eps);
+  }
+}
+
 // out[0]: the n eigenvalues, out[1]: the eigenvectors (columns), of a symmetric matrix.
 void eigh_nx07(const double* a, size_t n, double eps, uint64_t iterations, double* const* out) {
   double* values = out[0];
@@ -653,6 +704,8 @@ std::vector<Tensor> tensor_decompose(LinalgOp op, const Tensor& a, const LinalgP
   const uint64_t m = plan.m, n = plan.n, k = std::min(m, n);
   if (op == LinalgOp::QR)
     return per_matrix(a, plan, {m * k, k * n}, [&](const double* x, double* const* o) { qr(x, m, n, plan.eps, o); });
+  if (op == LinalgOp::LuNx07)
+    return per_matrix(a, plan, {n * n, n * n, n * n}, [&](const double* x, double* const* o) { lu_nx07(x, n, plan.eps, o); });
   if (op == LinalgOp::EighNx07)
     return per_matrix(a, plan, {n, n * n},
                       [&](const double* x, double* const* o) { eigh_nx07(x, n, plan.eps, plan.iterations, o); });

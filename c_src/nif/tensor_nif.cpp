@@ -316,7 +316,7 @@ bool decode_flag(ErlNifEnv* env, ERL_NIF_TERM term) {
 
 // (op, a, [batch, m, n], eps): a list of the factors; eigh_nx07 takes [batch, n, n, iterations]
 ERL_NIF_TERM decompose_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  static const char* const names[] = {"cholesky", "qr", "determinant", "eigh_nx07"};
+  static const char* const names[] = {"cholesky", "qr", "determinant", "eigh_nx07", "lu_nx07"};
   const std::string name = atom_text(env, argv[0]);
   const auto found = std::find(std::begin(names), std::end(names), name);
   if (found == std::end(names)) throw ArgumentError("unknown decomposition: " + describe_term(env, argv[0]));

@@ -134,6 +134,33 @@ if Code.ensure_loaded?(Nx) do
           same(@device, [int], &Nx.LinAlg.eigh(&1, max_iter: 3, eps: 1.0e-6), tolerance)
         end
 
+        # Nx 0.7: the binary backend's own lu, ported: the same values (NaN's sign apart); Nx 0.8
+        # on: Nx's composition on the device
+        test "lu of batches, f32, f64 and integers, with zero pivots" do
+          for a <- [
+                random({5, 5}, 51),
+                random({3, 4, 4}, 52),
+                random({8, 8}, 53, :f32),
+                random({40, 40}, 54),
+                Nx.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 10]]),
+                Nx.tensor([[1.0, 2.0], [2.0, 4.0]]),
+                Nx.tensor([[0.0, 0.0], [0.0, 0.0]])
+              ] do
+            {expected, actual} =
+              {Nx.LinAlg.lu(host(a)), device_run(@device, fn -> Nx.LinAlg.lu(on(@device, a)) end)}
+
+            none!()
+
+            for {e, x} <- Enum.zip(Tuple.to_list(expected), Tuple.to_list(actual)) do
+              assert {host(x).type, host(x).shape} == {e.type, e.shape}
+
+              if nx_0_8?(),
+                do: close(e, host(x), 1.0e-5),
+                else: assert(Nx.to_flat_list(host(x)) == Nx.to_flat_list(e))
+            end
+          end
+        end
+
         # (Nx 0.8's composition does not check)
         unless Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0") do
           test "eigh of a matrix that is not symmetric raises Nx 0.7's error" do

@@ -56,7 +56,7 @@ if Code.ensure_loaded?(Nx) do
         `invert`), `triangular_solve`, `determinant` through LAPACK on the host in `f64`, and `qr`
         as Nx's own Householder algorithm in C++ (Q and R in Nx's signs, which Nx's gradients
         read); on Nx 0.13, `eigh`, `svd` and `lu` run as Nx's compositions of these operations;
-        on Nx 0.7, `eigh` is its binary backend's own algorithm ported to C++ (the same bits);
+        on Nx 0.7, `eigh` and `lu` are its binary backend's own algorithms ported to C++;
       * `fft` and `ifft` on the host in `f64` (radix-2, mixed radices, or Bluestein's chirp),
         rows on every core, rounded once; `fft2` and `ifft2` as Nx composes them, of these.
 
@@ -66,8 +66,8 @@ if Code.ensure_loaded?(Nx) do
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), `lu` on Nx 0.7 (the binary backend's own), complex `solve`, `determinant` and
-    `triangular_solve`, and the complex functions guides/nx.md lists. Each fallback emits the
+    element), complex `solve`, `determinant`, `triangular_solve` (and on Nx 0.7 `eigh` and
+    `lu`), and the complex functions guides/nx.md lists. Each fallback emits the
     telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make
     fallbacks raise (below).
@@ -507,8 +507,9 @@ if Code.ensure_loaded?(Nx) do
     ## composition on this backend, or the binary backend where that composition is not public
 
     def cholesky(out, t), do: LinAlg.cholesky(out, t, fn -> Nx.LinAlg.Cholesky.cholesky(t) end)
-    # Nx 0.7's eigh: its binary backend's algorithm, ported (LinAlg.eigh/4)
+    # Nx 0.7's eigh and lu: its binary backend's algorithms, ported (LinAlg)
     def eigh(out, t, opts), do: LinAlg.eigh(out, t, opts, fn -> Fallback.run(:eigh, [out, t, opts]) end)
+    def lu(out, t, opts), do: LinAlg.lu(out, t, opts, fn -> Fallback.run(:lu, [out, t, opts]) end)
     def qr(out, t, opts), do: LinAlg.qr(out, t, opts, fn -> Nx.LinAlg.QR.qr(t, opts) end)
 
     def solve(out, a, b),
@@ -584,9 +585,7 @@ if Code.ensure_loaded?(Nx) do
 
     ## Fallbacks: Nx.BinaryBackend computes, the result returns to the operands' device
 
-    # Nx 0.7's lu: Nx.BinaryBackend's own, which Nx 0.7's tests are written against
     fallbacks = [
-      lu: 3,
       window_reduce: 6,
       reduce: 5,
       top_k: 3,

@@ -12,7 +12,7 @@ if Code.ensure_loaded?(Nx) do
     # composition, with that composition's factors, so a factor in other signs (LAPACK's Q, or
     # eigenvectors and singular vectors, unique only up to sign, or LU with other pivots) would
     # make every gradient through it silently wrong. Q comes in Nx's signs; eigh, svd and lu stay
-    # Nx's compositions (Nx 0.7's eigh: the binary backend's own algorithm, ported).
+    # Nx's compositions (Nx 0.7's eigh and lu: the binary backend's own algorithms, ported).
 
     alias Accel.Nx.Storage
     alias Accel.Tensor, as: AT
@@ -46,6 +46,18 @@ if Code.ensure_loaded?(Nx) do
       # (as Elixir's 1..max_iter counts)
       iterations = if max_iter >= 1, do: max_iter, else: 2 - max_iter
       decompose(:eigh_nx07, Tuple.to_list(out), t, [batch, n, n, iterations], opts[:eps] || 1.0e-4, otherwise)
+    end
+
+    # Nx 0.7's lu callback: the binary backend's own loops, ported the same way (P in the input's
+    # type, L and U floats); integer matrices compute in f64, as exactly as Elixir's integers up to
+    # 2^53.
+    def lu({%T{}, %T{type: type}, %T{}} = out, %T{shape: shape} = t, opts, otherwise) do
+      {batch, n, n} = matrices(shape)
+
+      compute =
+        if Storage.compute?([t.type]) and match?({k, _} when k in [:f, :bf], t.type), do: type, else: {:f, 64}
+
+      decompose(:lu_nx07, Tuple.to_list(out), t, [batch, n, n], opts[:eps] || 1.0e-10, otherwise, compute)
     end
 
     def determinant(%T{} = out, %T{shape: shape} = t, otherwise) do
@@ -96,8 +108,9 @@ if Code.ensure_loaded?(Nx) do
       {dims |> Enum.drop(-2) |> Enum.product(), m, n}
     end
 
-    defp decompose(op, outs, %T{type: in_type} = t, dims, eps, otherwise) do
-      [%T{type: type} | _] = outs
+    # `type`: the type the matrices compute in (the first factor's, unless given)
+    defp decompose(op, outs, %T{type: in_type} = t, dims, eps, otherwise, type \\ nil) do
+      type = type || hd(outs).type
 
       # (complex types have no compute type: their matrices run `otherwise`)
       if Storage.compute?([in_type | Enum.map(outs, & &1.type)]) do
