@@ -12,7 +12,9 @@
 #   * the linear algebra on 512 x 512 f32: cholesky and solve (16 right sides) of S = G G^T / 512 + I,
 #     G = sin(0.37 iota); triangular_solve of S's lower triangle; qr of S (Q and R: G has rank 2, so its Q is
 #     not unique beyond two columns);
-#   * fft of 64 signals of 16,384 f32 points.
+#   * fft of 64 signals of 16,384 f32 points;
+#   * complex arithmetic on 2^20 c64 (Accel.Nx.Complex: the parts computed in f64 with the real
+#     kernels): a product z w, and abs(z).
 # Each round times every row on each device (Accel eagerly, with `fallback: :raise`: nothing here
 # leaves the device) and runs the XLA process once: the fastest of 3 calls per operation on each
 # side, after a first call (XLA's compiles, Accel's builds its kernels); medians over rounds. Results are checked against XLA's (the sum of each
@@ -73,9 +75,15 @@ defmodule NxOpsBench do
       s: s |> f32.(),
       lower: s |> Nx.tril() |> f32.(),
       rhs: iota({512, 16}, backend) |> Nx.multiply(1.0e-2) |> Nx.cos() |> f32.(),
-      signal: iota({64, 16384}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.()
+      signal: iota({64, 16384}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.(),
+      z: complex(iota({1_048_576}, backend), [1.0e-3, 2.0e-3], [&Nx.sin/1, &Nx.cos/1]),
+      w: complex(iota({1_048_576}, backend), [1.0e-3, 3.0e-3], [&Nx.cos/1, &Nx.sin/1])
     }
   end
+
+  # f(j * a) + g(j * b) i, in f64, as c64
+  defp complex(j, [a, b], [f, g]),
+    do: Nx.complex(f.(Nx.multiply(j, a)), g.(Nx.multiply(j, b))) |> Nx.as_type(:c64)
 
   @ops [
     :conv,
@@ -92,7 +100,9 @@ defmodule NxOpsBench do
     :solve,
     :triangular_solve,
     :qr,
-    :fft
+    :fft,
+    :complex_multiply,
+    :complex_abs
   ]
 
   defp op(:conv, i), do: Nx.conv(i.x, i.k, padding: :same)
@@ -109,6 +119,8 @@ defmodule NxOpsBench do
   defp op(:solve, i), do: Nx.LinAlg.solve(i.s, i.rhs)
   defp op(:triangular_solve, i), do: Nx.LinAlg.triangular_solve(i.lower, i.rhs)
   defp op(:fft, i), do: Nx.fft(i.signal)
+  defp op(:complex_multiply, i), do: Nx.multiply(i.z, i.w)
+  defp op(:complex_abs, i), do: Nx.abs(i.z)
   # both factors, as a user of qr takes them (a jit of R alone lets XLA skip computing Q)
   defp op(:qr, i), do: i.s |> Nx.LinAlg.qr() |> then(fn {q, r} -> Nx.concatenate([q, r]) end)
 
@@ -139,11 +151,8 @@ defmodule NxOpsBench do
     end)
   end
 
-  # the sum of a result's magnitudes (a complex one's on the host: complex arithmetic is not Accel's)
-  defp magnitudes(%Nx.Tensor{type: {:c, _}} = t),
-    do: t |> Nx.backend_copy(Nx.BinaryBackend) |> Nx.abs() |> Nx.as_type(:f64) |> Nx.sum() |> Nx.to_number()
-
-  defp magnitudes(t), do: t |> Nx.as_type(:f64) |> Nx.abs() |> Nx.sum() |> Nx.to_number()
+  # the sum of a result's magnitudes
+  defp magnitudes(t), do: t |> Nx.abs() |> Nx.as_type(:f64) |> Nx.sum() |> Nx.to_number()
 
   # device work is queued: reading one element waits for it
   defp sync(t), do: tap(t, fn t -> t |> Nx.reshape({:auto}) |> Nx.slice([0], [1]) |> Nx.to_binary() end)

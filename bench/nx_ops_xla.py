@@ -42,6 +42,9 @@ def main():
     lower = jnp.asarray(np.tril(s64).astype(np.float32))
     rhs = jnp.asarray(np.cos(iota((512, 16)) * 1.0e-2).astype(np.float32))
     signal = jnp.asarray(np.sin(iota((64, 16384)) * 1.0e-3).astype(np.float32))
+    j = iota((1 << 20,))
+    z = jnp.asarray((np.sin(j * 1.0e-3) + 1j * np.cos(j * 2.0e-3)).astype(np.complex64))
+    w = jnp.asarray((np.cos(j * 1.0e-3) + 1j * np.sin(j * 3.0e-3)).astype(np.complex64))
 
     def pool(x):
         return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
@@ -67,6 +70,8 @@ def main():
         # both factors, as bench/nx_ops.exs takes them
         "qr": (lambda s: jnp.concatenate(jnp.linalg.qr(s)), (s,)),
         "fft": (jnp.fft.fft, (signal,)),
+        "complex_multiply": (lambda z, w: z * w, (z, w)),
+        "complex_abs": (jnp.abs, (z,)),
     }
 
     times, check = {}, {}

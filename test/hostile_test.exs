@@ -268,6 +268,28 @@ defmodule Accel.HostileTest do
       {"tensor NIF: negative count",
        fn -> Accel.Job.call(fn ref -> nif.tensor_iota(:s64, -1, :cpu, 0, ref) end) end, ArgumentError,
        ~r/count must be non-negative/},
+      {"complex NIF: an unknown operation",
+       fn -> Accel.Job.call(&nif.tensor_complex(:add, t.ref, t.ref, [2, 3], [2, 3], &1)) end, ArgumentError,
+       ~r/unknown complex operation: :add/},
+      {"complex NIF: real tensors",
+       fn -> Accel.Job.call(&nif.tensor_complex(:multiply, t.ref, t.ref, [2, 3], [2, 3], &1)) end,
+       ArgumentError, ~r/a complex product takes :c64 or :c128 tensors, got :s64/},
+      {"complex NIF: a number operand",
+       fn -> Accel.Job.call(&nif.tensor_complex(:divide, t.ref, 2.0, [2, 3], [], &1)) end, ArgumentError,
+       ~r/a complex product takes two tensors/},
+      {"complex NIF: shapes that do not broadcast",
+       fn ->
+         z = T.from_binary(<<0::size(6 * 64)>>, :c64, {6}, backend: :cpu)
+         Accel.Job.call(&nif.tensor_complex(:multiply, z.ref, z.ref, [2, 3], [3, 2], &1))
+       end, ArgumentError, ~r/do not broadcast/},
+      {"complex NIF: a shape that is not the tensor's",
+       fn ->
+         z = T.from_binary(<<0::size(6 * 64)>>, :c64, {6}, backend: :cpu)
+         Accel.Job.call(&nif.tensor_complex(:multiply, z.ref, z.ref, [7], [6], &1))
+       end, ArgumentError, ~r/does not match the tensor's 6 elements/},
+      {"complex NIF: the magnitude of a real tensor",
+       fn -> Accel.Job.call(&nif.tensor_complex_abs(t.ref, &1)) end, ArgumentError,
+       ~r/a complex magnitude takes :c64 or :c128 tensors/},
       {"tensor NIF: unknown op", fn -> Accel.Job.call(fn ref -> nif.tensor_unary(:cube, t.ref, ref) end) end,
        ArgumentError, ~r/unknown operation: :cube/},
       {"tensor NIF: bignum scalar",

@@ -134,6 +134,12 @@ Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b);
 // pred (:u8, a tensor) chooses a (non-zero) or b (zero), elementwise; a and b share a type.
 Tensor tensor_select(const Operand& pred, const Operand& a, const Operand& b);
 Tensor tensor_unary(UnaryOp op, const Tensor& t);
+// Complex products (multiply) and quotients (divide) of two c64 or c128 tensors of one type, with
+// Nx's broadcasting, and magnitudes (a c64 or c128 tensor to f32 or f64): the Complex library's
+// formulas as Nx.BinaryBackend computes them (in double where the device has one, rounded once).
+enum class ComplexOp : int { multiply, divide };
+Tensor tensor_complex(ComplexOp op, const Operand& a, const Operand& b);
+Tensor tensor_complex_abs(const Tensor& t);
 // Reduces axis `len` of a tensor laid out as [outer][len][inner]: outer * inner results. Sums and
 // products of integers are s64 or u64 (sum_type), as Nx's; products of an empty axis are refused
 // (the caller knows they are 1).

@@ -210,6 +210,50 @@ Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b) {
   return out;
 }
 
+namespace {
+void check_complex(DType type, const char* what) {
+  if (type != DType::C64 && type != DType::C128)
+    throw ArgumentError(std::string(what) + " takes :c64 or :c128 tensors, got :" + dtype_name(type));
+}
+
+// c128 needs doubles (its kernels are built only where the device has them)
+void check_complex_place(const Tensor& t, DType type) {
+  if (type == DType::C128 && !t.backend->supports(DType::F64, t.device))
+    throw ArgumentError(std::string("type :c128 is not supported on :") + t.backend->status().name + " device " +
+                        std::to_string(t.device) + " (it has no double precision)");
+}
+}  // namespace
+
+Tensor tensor_complex(ComplexOp op, const Operand& a, const Operand& b) {
+  if (a.tensor == nullptr || b.tensor == nullptr) throw ArgumentError("a complex product takes two tensors");
+  accel_params p = params_for(0, static_cast<int>(op));
+  std::vector<uint64_t> shape;
+  const auto [lead, type] = prepare(p, {&a, &b}, 0, &shape);
+  check_complex(type, "a complex product");
+  check_complex_place(lead, type);
+  Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
+  if (p.n == 0) return out;
+  std::vector<Tensor> keep;
+  set_layouts(p, {&a, &b}, {type, type}, shape, keep);
+  size_t used = 0;
+  const DeviceBuffer* x = buffer_of(a, p, 0, keep, &used);
+  const DeviceBuffer* y = buffer_of(b, p, 1, keep, &used);
+  launch(lead, type == DType::C64 ? Kernel::accel_complex_c64 : Kernel::accel_complex_c128, p,
+         {x, y, out.buffer.get(), nullptr});
+  return out;
+}
+
+Tensor tensor_complex_abs(const Tensor& t) {
+  check_complex(t.type, "a complex magnitude");
+  check_complex_place(t, t.type);
+  const DType real = t.type == DType::C64 ? DType::F32 : DType::F64;
+  Tensor out = allocate_like(*t.backend, t.device, real, t.count);
+  if (t.count != 0)
+    launch(t, t.type == DType::C64 ? Kernel::accel_complex_abs_c64 : Kernel::accel_complex_abs_c128,
+           params_for(t.count), {t.buffer.get(), out.buffer.get()}, 8);
+  return out;
+}
+
 Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b) {
   accel_params p = params_for(0, static_cast<int>(op));
   std::vector<uint64_t> shape;

@@ -777,4 +777,68 @@ ACCEL_KERNEL(accel_logistic_map) {
   x[i] = accel_lm_iterate(x0, iterations, c);
 }
 
+/* Complex products, quotients and magnitudes (Accel.Nx.Complex), each element a pair of parts (T),
+ * computed in W (double where the device has one: what Nx.BinaryBackend computes, rounded once),
+ * with the Complex library's formulas and its special case: a finite number over an infinite real
+ * one is 0. accel_complex: b0 (operand 0) op b1 (operand 1) -> b2, operands placed by launch.h's
+ * layouts in elements (pairs); op 0 multiplies, 1 divides. accel_complex_abs: b0 -> b1 (T). */
+#define ACCEL_COMPLEX_FINITE(x) ((x) - (x) == 0)
+/* Each product rounded on its own: on the host, GCC 12's SLP vectoriser recognises a complex
+ * product and emits fmaddsub (fused, one rounding fewer) even under -ffp-contract=off; a product
+ * held in a register of its own (an empty asm) is out of its reach. */
+#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__) && defined(__GNUC__) && defined(__x86_64__)
+#define ACCEL_ROUNDED(x) ({ __typeof__(x) accel_rounded_ = (x); __asm__("" : "+x"(accel_rounded_)); accel_rounded_; })
+#elif !defined(__OPENCL_VERSION__) && !defined(__CUDACC__) && defined(__GNUC__)
+#define ACCEL_ROUNDED(x) ({ __typeof__(x) accel_rounded_ = (x); __asm__("" : "+m"(accel_rounded_)); accel_rounded_; })
+#else
+#define ACCEL_ROUNDED(x) (x)
+#endif
+#define ACCEL_COMPLEX_KERNELS_OF(S, T, W)                                                             \
+  ACCEL_KERNEL(accel_complex_##S) {                                                                   \
+    const accel_u64 x = accel_operand_index(p, 0, i), y = accel_operand_index(p, 1, i);              \
+    const W r1 = (W)((ACCEL_GLOBAL const T*)b0)[2 * x], i1 = (W)((ACCEL_GLOBAL const T*)b0)[2 * x + 1]; \
+    const W r2 = (W)((ACCEL_GLOBAL const T*)b1)[2 * y], i2 = (W)((ACCEL_GLOBAL const T*)b1)[2 * y + 1]; \
+    ACCEL_GLOBAL T* out = (ACCEL_GLOBAL T*)b2 + 2 * i;                                                \
+    if (ACCEL_OP == 0) {                                                                              \
+      out[0] = (T)(ACCEL_ROUNDED(r1 * r2) - ACCEL_ROUNDED(i1 * i2));                                  \
+      out[1] = (T)(ACCEL_ROUNDED(i1 * r2) + ACCEL_ROUNDED(r1 * i2));                                  \
+      return;                                                                                         \
+    }                                                                                                 \
+    if (!ACCEL_COMPLEX_FINITE(r2) && r2 == r2 && i2 == 0 && ACCEL_COMPLEX_FINITE(r1) && ACCEL_COMPLEX_FINITE(i1)) { \
+      out[0] = (T)0;                                                                                  \
+      out[1] = (T)0;                                                                                  \
+      return;                                                                                         \
+    }                                                                                                 \
+    const W den = ACCEL_ROUNDED(r2 * r2) + ACCEL_ROUNDED(i2 * i2);                                    \
+    out[0] = (T)((ACCEL_ROUNDED(r1 * r2) + ACCEL_ROUNDED(i1 * i2)) / den);                            \
+    out[1] = (T)((ACCEL_ROUNDED(i1 * r2) - ACCEL_ROUNDED(r1 * i2)) / den);                            \
+  }                                                                                                   \
+  /* Complex.abs/1: NaN when both parts are, infinity when either is not finite; else the */       \
+  /* larger magnitude times sqrt(1 + (smaller / larger)^2), or the other when one is 0. */           \
+  ACCEL_KERNEL(accel_complex_abs_##S) {                                                               \
+    const W re = (W)((ACCEL_GLOBAL const T*)b0)[2 * i], im = (W)((ACCEL_GLOBAL const T*)b0)[2 * i + 1]; \
+    const W x = re < 0 ? -re : re, y = im < 0 ? -im : im;                                            \
+    W r;                                                                                              \
+    if (x != x && y != y)                                                                             \
+      r = x;                                                                                          \
+    else if (!ACCEL_COMPLEX_FINITE(x) || !ACCEL_COMPLEX_FINITE(y))                                   \
+      r = (W)INFINITY;                                                                                \
+    else if (x == 0)                                                                                  \
+      r = y;                                                                                          \
+    else if (y == 0)                                                                                  \
+      r = x;                                                                                          \
+    else if (x > y)                                                                                   \
+      r = x * sqrt((W)1 + y / x * (y / x));                                                           \
+    else                                                                                              \
+      r = y * sqrt((W)1 + x / y * (x / y));                                                           \
+    ((ACCEL_GLOBAL T*)b1)[i] = (T)r;                                                                  \
+  }
+
+#if ACCEL_HAS_F64
+ACCEL_COMPLEX_KERNELS_OF(c64, float, double)
+ACCEL_COMPLEX_KERNELS_OF(c128, double, double)
+#else
+ACCEL_COMPLEX_KERNELS_OF(c64, float, float)
+#endif
+
 #endif /* ACCEL_KERNELS_TENSOR_KERNELS_H */

@@ -112,6 +112,20 @@ ERL_NIF_TERM select_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_select(pred, a, b));
 }
 
+// (op, a, b, a_shape, b_shape): complex products (multiply) and quotients (divide)
+ERL_NIF_TERM complex_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::string name = atom_text(env, argv[0]);
+  if (name != "multiply" && name != "divide")
+    throw ArgumentError("unknown complex operation: " + describe_term(env, argv[0]) + " (multiply or divide)");
+  Tensor a, b;
+  const Operand x = decode_operand(env, argv[1], argv[3], &a), y = decode_operand(env, argv[2], argv[4], &b);
+  return make_tensor(env, accel::tensor_complex(name == "multiply" ? ComplexOp::multiply : ComplexOp::divide, x, y));
+}
+
+ERL_NIF_TERM complex_abs_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return make_tensor(env, accel::tensor_complex_abs(get_tensor(env, argv[0])));
+}
+
 ERL_NIF_TERM unary_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const int op = decode_op(env, OpFamily::Unary, argv[0]);
   return make_tensor(env, accel::tensor_unary(static_cast<UnaryOp>(op), get_tensor(env, argv[1])));
@@ -449,6 +463,14 @@ ERL_NIF_TERM tensor_concatenate(ErlNifEnv* env, int argc, const ERL_NIF_TERM arg
 
 ERL_NIF_TERM tensor_unary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<unary_run, 1, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_complex(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<complex_run, 1, false>(env, argc, argv);
+}
+
+ERL_NIF_TERM tensor_complex_abs(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return scheduled<complex_abs_run, 0, false>(env, argc, argv);
 }
 
 ERL_NIF_TERM tensor_reduce(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

@@ -199,6 +199,28 @@ TEST_F(HostKernels, EveryBuildComputesTheBaselinesFloatBits) {
   every_elementwise_op<double>(DType::F64);
 }
 
+// The complex kernels: products, quotients and magnitudes of pairs of the float inputs (GCC 12
+// vectorised a complex product into fmaddsub under -ffp-contract=off until each product was held
+// apart: tensor_kernels.h's ACCEL_ROUNDED).
+TEST_F(HostKernels, EveryBuildComputesTheBaselinesComplexBits) {
+  const size_t n = size_t{1} << 19;
+  for (const DType type : {DType::C64, DType::C128}) {
+    const Tensor a = type == DType::C64 ? from(inputs<float>(2 * n, 1), type) : from(inputs<double>(2 * n, 1), type);
+    const Tensor b = type == DType::C64 ? from(inputs<float>(2 * n, 2), type) : from(inputs<double>(2 * n, 2), type);
+    accel::Operand x, y;
+    x.tensor = &a, x.shape = {n};
+    y.tensor = &b, y.shape = {n};
+    for (const auto op : {accel::ComplexOp::multiply, accel::ComplexOp::divide}) {
+      // compared as the parts' type (a pair of floats is one 8-byte element to first_difference)
+      const auto parts = [&](const Tensor& t) { return accel::tensor_reinterpret(t, type == DType::C64 ? DType::F32 : DType::F64); };
+      EXPECT_EQ(first_difference([&] { return parts(accel::tensor_complex(op, x, y)); }), -1)
+          << static_cast<int>(op) << " on :" << accel::dtype_name(type) << " in " << wider;
+    }
+    EXPECT_EQ(first_difference([&] { return accel::tensor_complex_abs(a); }), -1)
+        << "abs of :" << accel::dtype_name(type) << " in " << wider;
+  }
+}
+
 TEST_F(HostKernels, EveryBuildComputesTheBaselinesIntegerBits) {
   every_elementwise_op<int32_t>(DType::S32);
   every_elementwise_op<int64_t>(DType::S64);

@@ -67,8 +67,18 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
+    # one kernel of Accel's (accel_complex_abs: Complex.abs/1's formula and cases)
     def unary(:abs, %T{} = out, %T{type: {:c, _} = ctype} = t) do
-      run(:abs, [out, t], [t], ctype, fn [z], w -> real_result(c_abs(parts(z, ctype, w)), out) end)
+      run(:abs, [out, t], [t], ctype, fn [z], _w ->
+        abs =
+          AT.new(
+            z.shape,
+            Storage.storage_type(Nx.Type.to_real(ctype)),
+            &Accel.NIF.tensor_complex_abs(z.ref, &1)
+          )
+
+        real_result(abs, out)
+      end)
     end
 
     # a sum or difference of two operands of the result's type: of their buffers read as {..., 2}
@@ -77,6 +87,17 @@ if Code.ensure_loaded?(Nx) do
         when op in [:add, :subtract] do
       as_pairs(op, out, [a, b], fn [x, y], pairs_out ->
         Storage.wrap(apply(AT, op, [x.data.tensor, y.data.tensor]), pairs_out)
+      end)
+    end
+
+    # a product or quotient of two operands of the result's type: one kernel of Accel's
+    # (accel_complex: the same formulas and special case, in f64 where the device has doubles)
+    def binary(op, %T{type: type} = out, %T{type: type} = a, %T{type: type} = b)
+        when op in [:multiply, :divide] do
+      run(op, [out, a, b], [a, b], type, fn [x, y], _w ->
+        AT.new(out.shape, Storage.storage_type(type), fn ref ->
+          Accel.NIF.tensor_complex(op, x.ref, y.ref, Tuple.to_list(x.shape), Tuple.to_list(y.shape), ref)
+        end)
       end)
     end
 
