@@ -105,6 +105,11 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [Nx.as_type(z, :c64), Nx.as_type(w, :c128)], &Nx.multiply/2, tolerance)
             same(@device, [z, w], &Nx.select(Nx.greater(Nx.real(&1), 0), &1, &2))
             same(@device, [z, real], &Nx.select(Nx.greater(Nx.imag(&1), 0), &1, &2))
+            # a complex predicate: true where the element is not zero, as logical_and reads it (the
+            # binary backend's select takes every complex predicate for true)
+            pred = Nx.multiply(z, Nx.greater(Nx.real(w), 0))
+            {_, chosen} = both(@device, [pred, z, w], &Nx.select/3)
+            assert values(chosen) == values(Nx.select(Nx.not_equal(Nx.abs(pred), 0), z, w))
             for to <- [:c64, :c128, :f32, :f64, :s32], do: same(@device, [z], &Nx.as_type(&1, to))
             same(@device, [real], &Nx.as_type(&1, type))
             same(@device, [real], &Nx.conjugate/1)

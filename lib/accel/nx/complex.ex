@@ -1,13 +1,16 @@
 if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.Complex do
     @moduledoc false
-    # Accel.Nx.Backend's complex arithmetic (c64, c128), on the device, of the registry's real
-    # kernels: a complex tensor's buffer read as {..., 2} reals (no copy) gives its real and
-    # imaginary parts (a strided copy each), the result's parts are computed with the formulas of
-    # the Complex library that Nx.BinaryBackend calls, element by element, and interleaved back
-    # (one concatenate). The parts compute in f64, c64's too, as the binary backend computes
-    # Elixir floats, and round once to the result's type; on a device without doubles c64
-    # computes in f32 (and c128, which needs them, falls back).
+    # Accel.Nx.Backend's complex arithmetic (c64, c128), on the device. A complex tensor's buffer
+    # read as {..., 2} reals (no copy) is what sums, differences, negations, conjugates,
+    # selections, scatters and window and cumulative sums of one type work on, in one pass;
+    # products, quotients and abs of one type are kernels of Accel's (accel_complex,
+    # accel_complex_abs in kernels/tensor_kernels.h). Everything else is a composition of the
+    # registry's real kernels: the real and imaginary parts (a strided copy each), the formulas of
+    # the Complex library that Nx.BinaryBackend calls, element by element, and the parts
+    # interleaved back (one concatenate). The arithmetic is in f64, c64's too, as the binary
+    # backend computes Elixir floats, each result rounded once to its type; on a device without
+    # doubles c64 computes in f32 (and c128, which needs them, falls back).
     #
     # Where the Complex library has special cases for non-finite parts (abs/1's infinity when a
     # part is not finite, exp/1, sqrt/1, sin/1 and cos/1 at infinities, the quotient by a real
@@ -163,7 +166,7 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    @doc "The angle of each element, atan2(im, re) (of a real one: pi below zero, else 0)."
+    @doc "The angle of each element, atan2(im, re) (of a real one x, atan2(0, x): pi for negative x)."
     def phase(%T{} = out, %T{type: type} = t) do
       run(:phase, [out, t], [t], type, fn [z], w ->
         real_result(c_phase(parts(z, type, w)), out)
@@ -187,7 +190,10 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    @doc "select/4 with complex branches: each part selected."
+    @doc "select/4 with complex branches: each part selected (a complex predicate: its elements not zero)."
+    def select(out, %T{type: {:c, _}} = pred, on_true, on_false),
+      do: select(out, nonzero(pred), on_true, on_false)
+
     # branches of the result's type: their {..., 2} reals selected, the predicate broadcast across
     # the parts, one pass
     def select(%T{type: type} = out, %T{} = pred, %T{type: type} = on_true, %T{type: type} = on_false) do
@@ -247,9 +253,10 @@ if Code.ensure_loaded?(Nx) do
     end
 
     @doc """
-    A complex operation that only moves or adds elements, run on the buffer read as {..., 2} reals
-    of the component type: `fun` gets the operands so read (Nx tensors of shape ++ {2}; real
-    operands as they are) and `out`'s template so read, and returns such a result.
+    A complex operation that treats both parts alike (moves, adds, negates, selects them), run on
+    the buffer read as {..., 2} reals of the component type: `fun` gets the operands so read (Nx
+    tensors of shape ++ {2}; real operands as they are) and `out`'s template so read, and returns
+    such a result.
     """
     def as_pairs(name, %T{type: ctype} = out, tensors, fun) do
       operands = Storage.operands!(name, tensors)
