@@ -200,7 +200,7 @@ defmodule NxOpsBench do
     version = if python, do: hd(rounds).xla.version, else: "not installed (bin/setup --bench)"
 
     text = """
-    # Accel.Nx.Backend's indexing, window, conv, sort and linear algebra kernels against XLA
+    # Accel.Nx.Backend's indexing, window, conv, sort, linear algebra, FFT and complex kernels against XLA
 
     Made by `mix run bench/nx_ops.exs` (#{length(rounds)} rounds, medians of the fastest of 3 calls per
     round). Each operation eagerly on
