@@ -7,8 +7,10 @@
  * ACCEL_COMPUTE_TYPES) have kernels of their own (tensor_kernels.h) and compute in themselves;
  * storage types are stored as themselves, converted (accel_convert) to the type they compute in
  * and back, which gives Nx's results: integers wrap in their width, f16 rounds to nearest even
- * and bf16 as Nx writes it (the f32 value's high half). Complex types compute in none: only
- * operations that move elements take them. Codes are positions: append only. */
+ * and bf16 as Nx writes it (the f32 value's high half). Complex types compute in none of the
+ * registry's kernels: operations that move elements take them, complex products, quotients and
+ * magnitudes have kernels of their own (accel_complex, tensor_kernels.h), and Accel.Nx.Complex
+ * computes the rest on their parts. Codes are positions: append only. */
 #ifndef ACCEL_KERNELS_TYPES_H
 #define ACCEL_KERNELS_TYPES_H
 
