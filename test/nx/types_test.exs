@@ -150,6 +150,17 @@ if Code.ensure_loaded?(Nx) do
           Accel.Test.Fallbacks.none!()
         end
 
+        test "put_slice, pad and concatenate of operands of two types, each converted first" do
+          s8 = Nx.tensor([1, -2], type: :s8)
+          s16 = Nx.tensor([300, 4, 5], type: :s16)
+          f16 = Nx.tensor([1.5, 2.5], type: :f16)
+          same(@device, [s16, s8], &Nx.put_slice(&1, [1], &2))
+          same(@device, [s8, s16], &Nx.concatenate([&1, &2]))
+          same(@device, [s16], &Nx.pad(&1, Nx.tensor(9, type: :s8), [{1, 1, 0}]))
+          same(@device, [f16, s8], &Nx.concatenate([&1, Nx.as_type(&2, :f32)]))
+          Accel.Test.Fallbacks.none!()
+        end
+
         test "creation honours the device for every type; bitcast shares the bytes" do
           {backend, _} = device = {@device, 0}
           place = {Accel.Nx.Backend, device: backend}

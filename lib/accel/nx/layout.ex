@@ -99,10 +99,10 @@ if Code.ensure_loaded?(Nx) do
 
         result =
           Storage.put_view(
-            in_type(a, type),
+            Storage.cast(a, type),
             shape,
             in_strides,
-            in_type(s, type),
+            Storage.cast(s, type),
             in_strides,
             offset
           )
@@ -130,9 +130,9 @@ if Code.ensure_loaded?(Nx) do
         strides = Enum.zip_with(out_strides, config, fn s, {_, _, interior} -> s * (interior + 1) end)
         offset = Storage.offset(Enum.map(config, &elem(&1, 0)), out_strides)
         # The padding value, a scalar, is the base at stride 0: one pass writes the whole result.
-        value = in_type(AT.reshape(v, {}), type)
+        value = Storage.cast(AT.reshape(v, {}), type)
         zeros = List.duplicate(0, tuple_size(out.shape))
-        result = Storage.put_view(value, out.shape, zeros, in_type(a, type), strides, offset)
+        result = Storage.put_view(value, out.shape, zeros, Storage.cast(a, type), strides, offset)
         Storage.wrap(result, out, Storage.auto?([t]))
       else
         Fallback.run(:pad, [out, t, pad_value, config])
@@ -173,7 +173,7 @@ if Code.ensure_loaded?(Nx) do
 
     def concatenate(%T{type: type} = out, tensors, axis) do
       if movable?(type, Enum.map(tensors, & &1.type)) do
-        parts = Storage.operands!(:concatenate, tensors) |> Enum.map(&in_type(&1, type))
+        parts = Storage.operands!(:concatenate, tensors) |> Enum.map(&Storage.cast(&1, type))
         Storage.wrap(AT.concatenate(parts, axis: axis), out, Storage.auto?(tensors))
       else
         Fallback.run(:concatenate, [out, tensors, axis])
@@ -194,10 +194,6 @@ if Code.ensure_loaded?(Nx) do
     # (types Accel computes in), or already of it (every type stored by element: complex ones).
     defp movable?(type, types),
       do: Storage.compute?([type | types]) or (Storage.elements?(type) and Enum.all?(types, &(&1 == type)))
-
-    defp in_type(%AT{} = a, type) do
-      if a.type == Storage.storage_type(type), do: a, else: Storage.cast(a, type)
-    end
 
     # An operation that only moves elements: on the device for every type stored by element.
     defp layout(name, %T{} = out, %T{type: type} = t, args, fun) do

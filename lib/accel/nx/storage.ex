@@ -223,9 +223,12 @@ if Code.ensure_loaded?(Nx) do
     defp auto?([%T{data: %Accel.Nx.Backend{}} | rest], _accel_seen), do: auto?(rest, true)
     defp auto?([_other | rest], accel_seen), do: auto?(rest, accel_seen)
 
-    @doc "The Accel tensor in the type `type` (an Nx type) computes in; the same tensor if it is already."
+    @doc """
+    The Accel tensor in the type `type` (an Nx type) computes in (a type with none, complex: the type
+    it is stored as); the same tensor if it is already.
+    """
     def cast(%AT{} = a, type) do
-      case compute_type(type) do
+      case compute_type(type) || storage_type(type) do
         t when t == a.type -> a
         t -> AT.as_type(a, t)
       end
