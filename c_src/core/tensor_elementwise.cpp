@@ -4,6 +4,7 @@
 // launches one kernel; integer divisions and powers report a zero divisor or a negative exponent.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
@@ -125,6 +126,17 @@ const DeviceBuffer* buffer_of(const Operand& o, const accel_params& p, int j, co
   return copied ? keep[(*used)++].buffer.get() : o.tensor->buffer.get();
 }
 
+// The buffers of two operands of one type, each read as set_layouts places it (broadcast copies,
+// where it makes them, held by `keep`).
+std::pair<const DeviceBuffer*, const DeviceBuffer*> pair_buffers(accel_params& p, const Operand& a, const Operand& b,
+                                                                 DType type, const std::vector<uint64_t>& shape,
+                                                                 std::vector<Tensor>& keep) {
+  set_layouts(p, {&a, &b}, {type, type}, shape, keep);
+  size_t used = 0;
+  const DeviceBuffer* x = buffer_of(a, p, 0, keep, &used);
+  return {x, buffer_of(b, p, 1, keep, &used)};
+}
+
 // The first tensor operand (where the result goes) and the type the value operands share.
 struct Checked {
   const Tensor& lead;
@@ -185,10 +197,7 @@ Tensor tensor_binary(BinaryOp op, const Operand& a, const Operand& b) {
   Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
   if (p.n == 0) return out;
   std::vector<Tensor> keep;
-  set_layouts(p, {&a, &b}, {type, type}, shape, keep);
-  size_t used = 0;
-  const DeviceBuffer* x = buffer_of(a, p, 0, keep, &used);
-  const DeviceBuffer* y = buffer_of(b, p, 1, keep, &used);
+  const auto [x, y] = pair_buffers(p, a, b, type, shape, keep);
   KernelBuffers buffers{x, y, out.buffer.get(), nullptr};
   const Kernel kernel = typed_kernel(Kernel::accel_binary_f32, type);
   const bool may_flag = !is_float(type) && (op == BinaryOp::divide || op == BinaryOp::quotient ||
@@ -234,10 +243,7 @@ Tensor tensor_complex(ComplexOp op, const Operand& a, const Operand& b) {
   Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
   if (p.n == 0) return out;
   std::vector<Tensor> keep;
-  set_layouts(p, {&a, &b}, {type, type}, shape, keep);
-  size_t used = 0;
-  const DeviceBuffer* x = buffer_of(a, p, 0, keep, &used);
-  const DeviceBuffer* y = buffer_of(b, p, 1, keep, &used);
+  const auto [x, y] = pair_buffers(p, a, b, type, shape, keep);
   launch(lead, type == DType::C64 ? Kernel::accel_complex_c64 : Kernel::accel_complex_c128, p,
          {x, y, out.buffer.get(), nullptr});
   return out;
@@ -262,10 +268,7 @@ Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b) {
   Tensor out = allocate_like(*lead.backend, lead.device, DType::U8, p.n);
   if (p.n == 0) return out;
   std::vector<Tensor> keep;
-  set_layouts(p, {&a, &b}, {type, type}, shape, keep);
-  size_t used = 0;
-  const DeviceBuffer* x = buffer_of(a, p, 0, keep, &used);
-  const DeviceBuffer* y = buffer_of(b, p, 1, keep, &used);
+  const auto [x, y] = pair_buffers(p, a, b, type, shape, keep);
   launch(lead, typed_kernel(Kernel::accel_compare_f32, type), p, {x, y, out.buffer.get()});
   return out;
 }

@@ -463,16 +463,20 @@ void eigh_nx07(const double* a, size_t n, double eps, uint64_t iterations, doubl
   }
   const size_t nn = n * n;
   std::vector<double> h(nn), t(nn), hess(a, a + nn), q(nn), q_now(nn), r(nn), a_new(nn), q_new(nn), v;
+  // Q = H for the first reflection, Q H after (the binary backend's q, nil until its first H)
+  const auto accumulate = [&](std::vector<double>& into, size_t prefix, bool first) {
+    if (first) {
+      into = h;
+      return;
+    }
+    nx_reflect_right(into.data(), h.data(), prefix, n, false, t.data());
+    into.swap(t);
+  };
   // Hessenberg: hess = H hess H^T for the column under the diagonal of each column but the last
   for (size_t i = 0; i + 2 <= n; ++i) {
     nx_reflector(&hess[(i + 1) * n + i], n, n - i - 1, n, eps, v, h.data());
     const size_t prefix = i + 1;
-    if (i == 0) {
-      q = h;
-    } else {
-      nx_reflect_right(q.data(), h.data(), prefix, n, false, t.data());
-      q.swap(t);
-    }
+    accumulate(q, prefix, i == 0);
     nx_reflect_left(h.data(), prefix, hess.data(), n, t.data());
     nx_reflect_right(t.data(), h.data(), prefix, n, true, hess.data());
   }
@@ -483,12 +487,7 @@ void eigh_nx07(const double* a, size_t n, double eps, uint64_t iterations, doubl
     r = hess;
     for (size_t i = 0; i + 2 <= n; ++i) {
       nx_reflector(&r[i * n + i], n, n - i, n, eps, v, h.data());
-      if (i == 0) {
-        q_now = h;
-      } else {
-        nx_reflect_right(q_now.data(), h.data(), i, n, false, t.data());
-        q_now.swap(t);
-      }
+      accumulate(q_now, i, i == 0);
       nx_reflect_left(h.data(), i, r.data(), n, t.data());
       r.swap(t);
     }
