@@ -163,9 +163,20 @@ if Code.ensure_loaded?(Nx) do
 
         # (Nx 0.8's composition does not check)
         unless Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0") do
-          test "eigh of a matrix that is not symmetric raises Nx 0.7's error" do
+          test "eigh of a matrix that is not symmetric, or with a max_iter out of bounds, raises" do
             assert_raise ArgumentError, ~r/matrix must be hermitian/, fn ->
               device_run(@device, fn -> Nx.LinAlg.eigh(on(@device, Nx.tensor([[1.0, 2.0], [3.0, 4.0]]))) end)
+            end
+
+            # max_iter: an integer, and at most 10^6 (the C++ loop cannot be cancelled)
+            spd = on(@device, Nx.tensor([[2.0, 1.0], [1.0, 2.0]]))
+
+            assert_raise ArgumentError, "eigh: max_iter must be an integer, got: 2.5", fn ->
+              device_run(@device, fn -> Nx.LinAlg.eigh(spd, max_iter: 2.5) end)
+            end
+
+            assert_raise ArgumentError, "max_iter: at most 1000000 iterations, got: 2000000", fn ->
+              device_run(@device, fn -> Nx.LinAlg.eigh(spd, max_iter: 2_000_000) end)
             end
           end
         end
