@@ -57,18 +57,29 @@ typedef struct accel_stop {
 static __thread const accel_stop* accel_stop_now __attribute__((unused)) = 0;
 #define ACCEL_STOPPED() (accel_stop_now != 0 && accel_stop_now->poll(accel_stop_now->ctx))
 /* The host runs ACCEL_LANES elements in lockstep (enough independent vectors to hide each
- * operation's latency), each run of statements a loop over the lanes, and builds its entry point
- * for the x86-64 levels too, picked at load time by the CPU it finds (GCC's target_clones): 4- and
- * 8-wide doubles, vroundpd, 64-bit integer <-> double conversions. */
+ * operation's latency), each run of statements a loop over the lanes, and, built for baseline
+ * x86-64, builds its entry point for the x86-64 levels too, picked at load time by the CPU it finds
+ * (GCC's target_clones): 4- and 8-wide doubles, vroundpd, 64-bit integer <-> double conversions. */
 #define ACCEL_LANES 32
 /* kept a loop (not unrolled first), so that GCC's loop vectoriser takes it whole */
 #define ACCEL_LANE _Pragma("GCC unroll 1") for (int l = 0; l < ACCEL_LANES; ++l)
 /* inlined into each of the entry point's clones, so that they are built for its target too */
 #define ACCEL_USER_ELEMENT ACCEL_FN __attribute__((always_inline))
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 /* x86-64-v3/v4 */
+/* The clones only where the kernel is built for baseline x86-64: Accel.Kernel.Native builds it with
+ * -march= the CPU backend's own level where that is x86-64-v3 or v4 (__AVX2__ is then defined), and
+ * three clones of the same loops there would triple the compiler's work for code never picked (a
+ * level capped by ACCEL_HOST_ISA is then honoured too). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(__AVX2__)
 #define ACCEL_USER_HOST __attribute__((visibility("default"), target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ACCEL_USER_HOST __attribute__((visibility("default")))
+#endif
+/* The entry point's C linkage: Accel.Kernel.Native compiles generated kernels as C (GCC reads the
+ * C headers in a fifth of the time it takes for C++'s <cmath>), a C++ test includes them as C++. */
+#ifdef __cplusplus
+#define ACCEL_USER_EXTERN extern "C"
+#else
+#define ACCEL_USER_EXTERN
 #endif
 ACCEL_UFN double accel_f64_of(accel_u64 b) {
   double f;

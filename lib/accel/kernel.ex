@@ -89,7 +89,8 @@ defmodule Accel.Kernel do
   directory that another user owns or may write into (as ssh refuses such a key directory); a file
   in it that another user could have written is rebuilt, not loaded. Precompiled kernels (below)
   are held to the same rule. The compiler is `$ACCEL_CXX`, `$CXX`, or the first of `c++`,
-  `g++`, `clang++` found; without one, CPU kernels raise `Accel.Error` `:no_compiler`.
+  `g++`, `clang++` found (its driver compiles the generated text as C, `-x c`); without one, CPU
+  kernels raise `Accel.Error` `:no_compiler`.
 
   ## Precompiled kernels
 

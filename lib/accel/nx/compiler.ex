@@ -108,6 +108,7 @@ if Code.ensure_loaded?(Nx) do
             end)
 
           regions = Process.delete({__MODULE__, :regions}) || []
+          prebuild(regions, opts[:device])
           duration = System.monotonic_time() - start
           :telemetry.execute([:accel, :nx, :compile], %{duration: duration}, %{regions: regions, key: key})
           compiled
@@ -217,6 +218,37 @@ if Code.ensure_loaded?(Nx) do
           %Nx.Tensor{data: %Accel.Nx.Backend{}} = t -> t
           t -> Nx.backend_copy(t, backend)
         end
+      end
+    end
+
+    # On the CPU backend the regions' kernels are built side by side, one compiler per core, before
+    # the first run (which would otherwise build each in turn as the evaluator reaches it). A build
+    # that fails here is left to the run, which raises with the compiler's message.
+    defp prebuild(regions, device) do
+      if host_device?(device) and length(regions) > 1 do
+        regions
+        |> Enum.uniq_by(& &1.kernel)
+        |> Task.async_stream(&prebuilt/1,
+          max_concurrency: System.schedulers_online(),
+          ordered: false,
+          timeout: :infinity
+        )
+        |> Stream.run()
+      end
+    end
+
+    defp prebuilt(%{source: source}) do
+      Accel.Kernel.Native.ensure_built(source)
+    rescue
+      _ -> :left_to_the_run
+    end
+
+    defp host_device?(device) do
+      case device do
+        :cpu -> true
+        {:cpu, _} -> true
+        %Accel.Device{backend: :cpu} -> true
+        _ -> false
       end
     end
 

@@ -160,7 +160,7 @@ defmodule Accel.Kernel.Compiler.Text do
     #{lane_text}
     #{device_entries(plain, buffers, scalars, call_args)}
     #else
-    extern "C" ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
+    ACCEL_USER_EXTERN ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
     #{buffers |> Enum.with_index() |> Enum.map_join("\n", fn {{t, n}, k} -> "  #{t} #{n} = (#{t})b[#{k}];" end)}
       accel_stop_now = (const accel_stop*)b[#{length(buffers)}];
     #{scalars |> Enum.with_index() |> Enum.map_join("\n", fn {n, k} -> "  const accel_u64 #{n} = s[#{k}];" end)}

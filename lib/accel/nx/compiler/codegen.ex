@@ -651,7 +651,7 @@ defmodule Accel.Nx.Compiler.Codegen do
         if (accel_nx_at(#{device_call}))#{blank(raise_flag)};
     }
     #else
-    extern "C" ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
+    ACCEL_USER_EXTERN ACCEL_USER_HOST void accel_user(void* const* b, const accel_u64* s, accel_u64 begin, accel_u64 end) {
       (void)s;
     #{buffers |> Enum.with_index() |> Enum.map_join("\n", fn {{t, n}, k} -> "  #{t} #{n} = (#{t})b[#{k}];" end)}
       int any = 0;
