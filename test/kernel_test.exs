@@ -406,6 +406,15 @@ defmodule Accel.KernelTest do
         call.(put_elem(kterm.([:s64], 0), 3, nil), [s64], <<>>)
       end
 
+      # the text is not read where the code is given (a loaded library), but still checked
+      assert_raise ArgumentError, ~r/a kernel's source must be a binary, got: :text/, fn ->
+        call.(put_elem(kterm.([:s64], 0), 1, :text), [s64], <<>>)
+      end
+
+      assert_raise ArgumentError, ~r/a kernel's source must be a binary/, fn ->
+        call.(kterm.([:s64], 0) |> put_elem(1, [1]) |> put_elem(3, nil), [s64], <<>>)
+      end
+
       assert_raise ArgumentError, ~r/scalars are 1, 2, 4 or 8 bytes/, fn ->
         call.(put_elem(kterm.([:s64], 0), 6, <<3>>), [s64], <<0::64>>)
       end

@@ -49,7 +49,10 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
     throw ArgumentError("expected a compiled kernel, got: " + describe_term(env, term));
   SourceKernel k;
   k.key = binary_text(env, fields[0], "a kernel's key");
-  k.source = binary_text(env, fields[1], "a kernel's source");
+  // The text is read where it is compiled, OpenCL's per device (no code given): a CPU or CUDA
+  // launch of a fused Nx region would otherwise copy its ~40 KB text on every call.
+  if (!enif_is_binary(env, fields[1])) throw ArgumentError("a kernel's source must be a binary, got: " + describe_term(env, fields[1]));
+  if (enif_is_identical(fields[3], atoms.nil)) k.source = binary_text(env, fields[1], "a kernel's source");
   k.uses_f64 = enif_is_identical(fields[2], atoms.true_);
   if (enif_is_binary(env, fields[3])) {
     k.device_code = binary_text(env, fields[3], "a kernel's device code");

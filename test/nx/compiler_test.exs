@@ -455,6 +455,39 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    test "a product read transposed is the product the other way round, with no transpose left" do
+      x = Nx.iota({64, 30}, type: :f32) |> Nx.multiply(0.01) |> Nx.sin()
+      y = Nx.iota({64, 20}, type: :f32) |> Nx.multiply(0.02) |> Nx.cos()
+      # (what Nx.Defn.grad makes of a weight's gradient)
+      f = fn x, y -> Nx.transpose(Nx.dot(x, [0], y, [0])) end
+      {expr, _} = Compiler.Fusion.rewrite(apply(Nx.Defn.debug_expr(f), [x, y]))
+      assert %Nx.Defn.Expr{op: :dot, args: [b, [0], [], a, [0], []]} = expr.data
+      assert {a.shape, b.shape, expr.shape} == {{64, 30}, {64, 20}, {20, 30}}
+      assert_close(jit(f, [x, y], device: :cpu), reference(f, [x, y]), 1.0e-5)
+
+      # batched: the batch axes stay first
+      xb = Nx.reshape(x, {4, 16, 30})
+      yb = Nx.reshape(y, {4, 16, 20})
+      g = fn x, y -> Nx.transpose(Nx.dot(x, [1], [0], y, [1], [0]), axes: [0, 2, 1]) end
+      {expr, _} = Compiler.Fusion.rewrite(apply(Nx.Defn.debug_expr(g), [xb, yb]))
+      assert %Nx.Defn.Expr{op: :dot, args: [_, [1], [0], _, [1], [0]]} = expr.data
+      assert_close(jit(g, [xb, yb], device: :cpu), reference(g, [xb, yb]), 1.0e-5)
+
+      # another order of the axes, or a product used twice, keeps its transpose
+      h = fn x, y -> Nx.transpose(Nx.dot(Nx.reshape(x, {64, 3, 10}), [0], y, [0]), axes: [1, 0, 2]) end
+      {expr, _} = Compiler.Fusion.rewrite(apply(Nx.Defn.debug_expr(h), [x, y]))
+      assert %Nx.Defn.Expr{op: :transpose} = expr.data
+      assert_close(jit(h, [x, y], device: :cpu), reference(h, [x, y]), 1.0e-5)
+
+      k = fn x, y ->
+        d = Nx.dot(x, [0], y, [0])
+        {Nx.transpose(d), d}
+      end
+
+      {{expr, _}, _} = Compiler.Fusion.rewrite(apply(Nx.Defn.debug_expr(k), [x, y]))
+      assert %Nx.Defn.Expr{op: :transpose} = expr.data
+    end
+
     test "gradients compile" do
       f = fn x -> Nx.Defn.grad(x, fn x -> x |> Nx.sin() |> Nx.multiply(x) |> Nx.sum() end) end
       x = Nx.tensor([0.5, 1.0, 2.0], type: :f64)

@@ -40,6 +40,9 @@ if Code.ensure_loaded?(Nx) do
     region's loop over a row vectorises, the `f32` functions through glibc's vector math
     (libmvec), their results the scalar functions' rounded once as before.
 
+    A transpose of a product that swaps the operands' free axes (`Nx.Defn.grad`'s weight
+    gradients) is computed as the product the other way round, `(A B)^T = B^T A^T`, with no copy.
+
     Everything else (dot, layout, other reductions, `cond`, `while`, hooks) runs as
     `Nx.Defn.Evaluator` runs it, through `Accel.Nx.Backend`'s operations: what the backend computes
     on the device stays there, and what it falls back for falls back.
@@ -60,8 +63,9 @@ if Code.ensure_loaded?(Nx) do
     telemetry event `[:accel, :nx, :compile]` with `%{duration: native_time}` and
     `%{regions: report, key: key}` (the regions as `report/3` lists them). Kernel texts are compiled
     once per device; the C++ compiler's and NVRTC's output is cached on disk (see `Accel.Kernel`),
-    so a new VM running the same function skips the compiler. `report/3` shows what a function
-    compiles to.
+    so a new VM running the same function skips the compiler. With `device: :cpu` a function's
+    regions are built side by side, one compiler per scheduler, before its first call runs.
+    `report/3` shows what a function compiles to.
 
     ## Options
 

@@ -95,6 +95,8 @@ if Code.ensure_loaded?(Nx) do
           {done, st}
 
         _ ->
+          t = transposed_dot(t, st)
+
           {done, st} =
             case row_region(t, st) || region(t, st) do
               nil -> rebuild(t, st)
@@ -104,6 +106,28 @@ if Code.ensure_loaded?(Nx) do
           {done, %{st | memo: Map.put(st.memo, id, done)}}
       end
     end
+
+    # A product whose only use is a transpose that swaps its two operands' free axes (what
+    # Nx.Defn.grad makes of a weight's gradient: transpose(dot(dy, [0], x, [0]))) is the product
+    # of the operands the other way round, (A B)^T = B^T A^T: the same products, summed by BLAS,
+    # without the copy that transposes the result (784 x 256 f32 in an MLP's step).
+    defp transposed_dot(
+           %T{data: %Expr{op: :transpose, args: [%T{data: %Expr{op: :dot} = dot}, axes]}} = t,
+           st
+         ) do
+      [a, ca, ba, b, cb, bb] = dot.args
+      batch = length(ba)
+      free_a = tuple_size(a.shape) - length(ca) - batch
+      free_b = tuple_size(b.shape) - length(cb) - batch
+      ids = fn from, count -> Enum.to_list(from..(from + count - 1)//1) end
+      swapped = ids.(0, batch) ++ ids.(batch + free_a, free_b) ++ ids.(batch, free_a)
+
+      if Map.get(st.uses, dot.id) == 1 and axes == swapped and axes != ids.(0, length(axes)),
+        do: %{t | data: %{dot | id: t.data.id, args: [b, cb, bb, a, ca, ba]}},
+        else: t
+    end
+
+    defp transposed_dot(t, _st), do: t
 
     # An optional operation's call is not a value: only its operands are rewritten (its fallback is
     # a scope of its own).
