@@ -13,6 +13,16 @@ defmodule Accel.Tensor.Elementwise do
   def unary(op, other), do: T.not_a_tensor!("#{op}/1", other)
 
   @doc false
+  # Two tensors of one shape and type (the common case, and every fused program's): nothing to
+  # broadcast, promote or convert, so straight to the NIF (which checks their places).
+  def binary(family, op, %T{shape: shape, type: type} = a, %T{shape: shape, type: type} = b) do
+    dims = Tuple.to_list(shape)
+
+    if family == :compare,
+      do: T.new(shape, :u8, fn ref -> NIF.tensor_compare(op, a.ref, b.ref, dims, dims, ref) end),
+      else: T.new(shape, type, fn ref -> NIF.tensor_binary(op, a.ref, b.ref, dims, dims, ref) end)
+  end
+
   def binary(family, op, a, b) do
     check_operands!({op, 2}, [a, b])
     shape = broadcast!({op, 2}, [a, b])

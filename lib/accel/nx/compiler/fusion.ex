@@ -122,9 +122,10 @@ if Code.ensure_loaded?(Nx) do
       ids = fn from, count -> Enum.to_list(from..(from + count - 1)//1) end
       swapped = ids.(0, batch) ++ ids.(batch + free_a, free_b) ++ ids.(batch, free_a)
 
-      if Map.get(st.uses, dot.id) == 1 and axes == swapped and axes != ids.(0, length(axes)),
-        do: %{t | data: %{dot | id: t.data.id, args: [b, cb, bb, a, ca, ba]}},
-        else: t
+      if Map.get(st.uses, dot.id) == 1 and axes == swapped and axes != ids.(0, length(axes)) and
+           Map.get(t, :vectorized_axes, []) == [],
+         do: %{t | data: %{dot | id: t.data.id, args: [b, cb, bb, a, ca, ba]}},
+         else: t
     end
 
     defp transposed_dot(t, _st), do: t
