@@ -98,12 +98,14 @@ if Code.ensure_loaded?(Nx) do
 
     @doc false
     def __compile__(key, vars, fun, opts) do
-      opts = options!(opts)
-      backend = {Accel.Nx.Backend, backend_options(opts)}
       signature = {key, signature(vars), opts}
 
+      # (the options are checked where a signature compiles: a call that finds it compiled has
+      # options that were checked, and Nx.Defn.jit calls this on every call)
       compiled =
         cached(signature, fn ->
+          opts = options!(opts)
+          backend = {Accel.Nx.Backend, backend_options(opts)}
           start = System.monotonic_time()
 
           compiled =
@@ -117,6 +119,8 @@ if Code.ensure_loaded?(Nx) do
           :telemetry.execute([:accel, :nx, :compile], %{duration: duration}, %{regions: regions, key: key})
           compiled
         end)
+
+      backend = {Accel.Nx.Backend, backend_options(opts)}
 
       fn args_list ->
         with_backend(backend, fn ->
