@@ -64,13 +64,14 @@ if Code.ensure_loaded?(Nx) do
       test "a lone operation, a dot and a value used twice are not fused into their consumers" do
         assert Compiler.report(&Nx.add/2, [Nx.template({4}, :f32), Nx.template({4}, :f32)]) == []
 
-        [region, division] = Compiler.report(&softmax/1, [Nx.template({8, 5}, :f32)])
+        # (8 rows of 1000: too few rows for a row region, too many elements for a small one)
+        [region, division] = Compiler.report(&softmax/1, [Nx.template({8, 1000}, :f32)])
         # exp(x - max) is used by the sum and the division: it is stored once
         assert region.ops == [:subtract, :exp]
-        assert region.inputs == [{8, 5}, {8, 1}]
+        assert region.inputs == [{8, 1000}, {8, 1}]
         # a lone operation reading a broadcast operand (the rows' sums) is a kernel too
         assert division.ops == [:divide]
-        assert division.inputs == [{8, 5}, {8, 1}]
+        assert division.inputs == [{8, 1000}, {8, 1}]
 
         mlp = fn x, w -> x |> Nx.dot(w) |> Nx.add(1.0) |> Nx.max(0.0) end
         [region] = Compiler.report(mlp, [Nx.template({4, 3}, :f32), Nx.template({3, 2}, :f32)])
@@ -88,7 +89,14 @@ if Code.ensure_loaded?(Nx) do
         assert region.ops == [:reduce_max, :subtract, :exp, :sum, :divide]
         assert region.inputs == [{64, 128}]
         # too few rows for the device's cores: the regions above
-        assert length(Compiler.report(&softmax/1, [Nx.template({4, 128}, :f32)])) == 2
+        assert length(Compiler.report(&softmax/1, [Nx.template({4, 2048}, :f32)])) == 2
+        # unless the whole is small (at most 4096 elements): one kernel, whatever its rows
+        for shape <- [{1, 8}, {4, 128}, {8, 5}, {3, 2}, {1, 4096}] do
+          [region] = Compiler.report(&softmax/1, [Nx.template(shape, :f32)])
+          assert region.ops == [:reduce_max, :subtract, :exp, :sum, :divide]
+        end
+
+        assert length(Compiler.report(&softmax/1, [Nx.template({1, 4097}, :f32)])) == 2
         # a lone reduction of an input is the backend's own
         assert Compiler.report(&Nx.sum(&1, axes: [1]), [Nx.template({64, 128}, :f32)]) == []
       end
@@ -291,7 +299,8 @@ if Code.ensure_loaded?(Nx) do
             onehot |> Nx.multiply(logp) |> Nx.sum(axes: [1]) |> Nx.negate()
           end
 
-          for type <- [:f32, :f64], shape <- [{40, 300}, {3, 20, 70}] do
+          # (rows enough, and small wholes of any rows: {2, 8}, {5, 3})
+          for type <- [:f32, :f64], shape <- [{40, 300}, {3, 20, 70}, {2, 8}, {5, 3}] do
             x = Nx.iota(shape, type: type) |> Nx.multiply(0.37) |> Nx.sin() |> Nx.multiply(4.0)
             # a row holding NaN, one holding infinity, one of -infinity
             x =

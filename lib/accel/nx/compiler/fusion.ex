@@ -302,8 +302,12 @@ if Code.ensure_loaded?(Nx) do
     # row stays in cache. Nodes are kept once each, used any number of times: a value used twice
     # within the region is computed again where it is needed rather than stored. A region is a
     # row region when it holds at least one such reduction, its rows are long enough to be worth a
-    # loop and there are rows enough for the device's cores; otherwise the regions above.
+    # loop and there are rows enough for the device's cores, or when it is small (at most
+    # @small_rows elements, any number of rows of any length): one launch then does what would be
+    # one per reduction and the work around it (a 1 x 8 softmax: three launches), where a call's
+    # fixed cost is the whole of its time; otherwise the regions above.
     @min_rows 16
+    @small_rows 4096
     @max_row 65_536
     @max_row_nodes 64
 
@@ -331,7 +335,10 @@ if Code.ensure_loaded?(Nx) do
       cols = elem(shape, rank - 1)
       rows = if cols > 0, do: div(Nx.size(shape), cols), else: 0
 
-      if cols >= 8 and cols <= @max_row and rows >= @min_rows do
+      size = rows * cols
+
+      if cols <= @max_row and
+           ((cols >= 8 and rows >= @min_rows) or (size > 0 and size <= @small_rows)) do
         acc = %{
           nodes: [],
           inputs: [],
