@@ -476,12 +476,36 @@ ACCEL_KERNEL(accel_convert) {
     const T init = ACCEL_SCALAR_##K(T, p->bits[0]);                                                  \
     /* (a walk over the windows ends with each leading w[d] back at lo[d]: set once per run) */       \
     for (int d = 0; d < last; ++d) w[d] = lo[d];                                                     \
-    for (accel_u64 x = 0; x < run; ++x) {                                                            \
+    /* The last dimension's windows holding element x, from q = x + low padding (never negative): */ \
+    /* hi = floor(q / stride), lo = ceil((q - window + 1) / stride) (at least 0), each quotient and */ \
+    /* remainder stepped with x rather than divided again (two 64-bit divisions an element). */     \
+    const accel_i64 ls = gl[4], q0 = gl[5], f0 = q0 - gl[3] + 1;                                     \
+    accel_i64 hd = q0 / ls, hm = q0 % ls;                                                            \
+    accel_i64 fd = f0 >= 0 ? f0 / ls : -((-f0 + ls - 1) / ls), fm = f0 - fd * ls;                    \
+    /* Windows that do not overlap (pooling's: one window at most on each leading dimension, a */   \
+    /* stride at least the window on the last): element x is in window floor(q / stride) where */   \
+    /* q's remainder is below the window's size, the only one that can have selected it. */          \
+    int single = lead && ls >= gl[3];                                                                \
+    accel_u64 lead_at = 0;                                                                           \
+    for (int d = 0; d < last; ++d) {                                                                 \
+      if (lo[d] != hi[d]) single = 0;                                                                \
+      lead_at = lead_at * (accel_u64)g[1 + d * ACCEL_WINDOW_GEOMETRY] + (accel_u64)lo[d];            \
+    }                                                                                                \
+    for (accel_u64 x = 0; single && x < run; ++x) {                                                  \
+      const accel_u64 e = i * run + x, at = lead_at * (accel_u64)gl[0] + (accel_u64)hd;              \
+      T acc = init;                                                                                  \
+      if (hm < gl[3] && hd < gl[0] && selected[at] == (accel_i64)e) acc = (T)(acc + source[at]);     \
+      ((ACCEL_GLOBAL T*)b3)[e] = acc;                                                                \
+      if (++hm == ls) hm = 0, ++hd;                                                                  \
+    }                                                                                                \
+    for (accel_u64 x = 0; !single && x < run; ++x) {                                                 \
       const accel_u64 e = i * run + x;                                                               \
-      const accel_i64 q = (accel_i64)x + gl[5], first = q - gl[3] + 1;                               \
-      lo[last] = first <= 0 ? 0 : (first + gl[4] - 1) / gl[4];                                       \
-      hi[last] = q / gl[4];                                                                          \
+      lo[last] = fd + (fm != 0);                                                                     \
+      if (lo[last] < 0) lo[last] = 0;                                                                \
+      hi[last] = hd;                                                                                 \
       if (hi[last] > gl[0] - 1) hi[last] = gl[0] - 1;                                                \
+      if (++hm == ls) hm = 0, ++hd;                                                                  \
+      if (++fm == ls) fm = 0, ++fd;                                                                  \
       T acc = init;                                                                                  \
       int any = lead && lo[last] <= hi[last];                                                        \
       w[last] = lo[last];                                                                            \

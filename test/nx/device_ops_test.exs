@@ -279,6 +279,28 @@ if Code.ensure_loaded?(Nx) do
             &Nx.window_scatter_max(&1, &2, 0.0, {1, 1, 2, 2}, strides: [1, 1, 2, 2], padding: :same)
           )
 
+          # windows apart (strides above their sizes: elements in none), a partial last window
+          # left out, one dimension with padding on both sides
+          same(
+            @device,
+            [values({2, 3, 9, 7}, {:f, 32}), floats({2, 3, 3, 2})],
+            &Nx.window_scatter_max(&1, &2, 0.0, {1, 1, 2, 3}, strides: [1, 1, 3, 3])
+          )
+
+          # Low padding: Nx 0.7's binary backend places each source one element off (it does not
+          # take the low padding away; Nx 0.13's does, as XLA): the reference is the scatter over
+          # the input padded by hand with the init value (never the minimum here), cut back.
+          x = values({10}, {:f, 32})
+          src = floats({4})
+          padded = Nx.pad(x, 1.5, [{1, 1, 0}])
+
+          expected = padded |> Nx.window_scatter_min(src, 1.5, {2}, strides: [3]) |> Nx.slice([1], [10])
+
+          on_device =
+            Nx.window_scatter_min(on(@device, x), on(@device, src), 1.5, {2}, strides: [3], padding: [{1, 1}])
+
+          assert_same(host(on_device), expected, 0)
+
           Accel.Test.Fallbacks.none!()
         end
 
