@@ -37,7 +37,9 @@ defmodule Accel.ClusterTest do
 
   test "a node lost mid-run: its unfinished chunks are redone on the others" do
     {victim_peer, victim} = ClusterHelper.start_peer!()
-    {_, survivor} = ClusterHelper.start_peer!()
+    {survivor_peer, survivor} = ClusterHelper.start_peer!()
+    # (stopped with the test, not left to halt when the test VM goes)
+    on_exit(fn -> stop_quietly(survivor_peer) end)
 
     task =
       Task.async(fn ->

@@ -29,8 +29,9 @@ if Code.ensure_loaded?(Nx) do
 
     Reductions over the last axis and the elementwise work around them (softmax, layer norm, a
     log-softmax loss) form one *row region*, where there are 16 rows or more of 8 to 65536
-    elements, or 4096 elements or fewer in all (a 1 x 8 softmax is one launch): its kernel runs each row's reductions in turn, each a loop that computes again the
-    elementwise values it needs, then the row's outputs, so the input is read from memory once;
+    elements, or 4096 elements or fewer in all (a 1 x 8 softmax is one launch): its kernel runs
+    each row's reductions in turn, each a loop that computes again the elementwise values it
+    needs, then the row's outputs, so the input is read from memory once;
     a value the outputs need again (softmax's `exp(x - max)`) is kept in the output row by the
     loop that computed it.
 
