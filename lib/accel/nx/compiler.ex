@@ -115,7 +115,7 @@ if Code.ensure_loaded?(Nx) do
             end)
 
           regions = Process.delete({__MODULE__, :regions}) || []
-          prebuild(regions, opts[:device])
+          prebuild(regions, opts)
           duration = System.monotonic_time() - start
           :telemetry.execute([:accel, :nx, :compile], %{duration: duration}, %{regions: regions, key: key})
           compiled
@@ -233,8 +233,8 @@ if Code.ensure_loaded?(Nx) do
     # On the CPU backend the regions' kernels are built side by side, one compiler per core, before
     # the first run (which would otherwise build each in turn as the evaluator reaches it). A build
     # that fails here is left to the run, which raises with the compiler's message.
-    defp prebuild(regions, device) do
-      if host_device?(device) and length(regions) > 1 do
+    defp prebuild(regions, opts) do
+      if host_device?(opts) and length(regions) > 1 do
         regions
         |> Enum.uniq_by(& &1.kernel)
         |> Task.async_stream(&prebuilt/1,
@@ -252,14 +252,9 @@ if Code.ensure_loaded?(Nx) do
       _ -> :left_to_the_run
     end
 
-    defp host_device?(device) do
-      case device do
-        :cpu -> true
-        {:cpu, _} -> true
-        %Accel.Device{backend: :cpu} -> true
-        _ -> false
-      end
-    end
+    # (the device option as the backend reads it: Storage.init's normal form, {backend, index})
+    defp host_device?(opts),
+      do: match?({:cpu, _}, Accel.Nx.Storage.init(Keyword.take(opts, [:device]))[:device])
 
     defp with_backend(backend, fun) do
       key = Nx.Shared.backend_pdict_key()

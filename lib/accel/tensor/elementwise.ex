@@ -15,27 +15,26 @@ defmodule Accel.Tensor.Elementwise do
   @doc false
   # Two tensors of one shape and type (the common case, and every fused program's): nothing to
   # broadcast, promote or convert, so straight to the NIF (which checks their places).
-  def binary(family, op, %T{shape: shape, type: type} = a, %T{shape: shape, type: type} = b) do
-    dims = Tuple.to_list(shape)
-
-    if family == :compare,
-      do: T.new(shape, :u8, fn ref -> NIF.tensor_compare(op, a.ref, b.ref, dims, dims, ref) end),
-      else: T.new(shape, type, fn ref -> NIF.tensor_binary(op, a.ref, b.ref, dims, dims, ref) end)
-  end
+  def binary(family, op, %T{shape: shape, type: type} = a, %T{shape: shape, type: type} = b),
+    do: launch(family, op, a, b, shape, type)
 
   def binary(family, op, a, b) do
     check_operands!({op, 2}, [a, b])
     shape = broadcast!({op, 2}, [a, b])
     type = promote([a, b])
     [x, y] = converted = Enum.map([a, b], &convert(&1, type))
-    out_type = if family == :compare, do: :u8, else: type
-    nif = if family == :compare, do: &NIF.tensor_compare/6, else: &NIF.tensor_binary/6
 
     try do
-      T.new(shape, out_type, fn ref -> nif.(op, operand(x), operand(y), dims(x), dims(y), ref) end)
+      launch(family, op, x, y, shape, type)
     after
       free_converted(converted, [a, b])
     end
+  end
+
+  defp launch(family, op, x, y, shape, type) do
+    out_type = if family == :compare, do: :u8, else: type
+    nif = if family == :compare, do: &NIF.tensor_compare/6, else: &NIF.tensor_binary/6
+    T.new(shape, out_type, fn ref -> nif.(op, operand(x), operand(y), dims(x), dims(y), ref) end)
   end
 
   @doc false
