@@ -521,6 +521,131 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    describe "a call's steps" do
+      # Each function twice, as steps (the default) and as Nx.Defn.Evaluator runs it (plan: false):
+      # the same operations in the same order, so the same bits; and which one ran, from the
+      # telemetry event of the compilation (sent in the compiling process: this test's).
+      defp runs(fun, args, opts \\ []) do
+        handler = "accel-runner-#{inspect(make_ref())}"
+
+        :telemetry.attach(handler, [:accel, :nx, :compile], &__MODULE__.forward_runner/4, self())
+
+        try do
+          stepped = jit(fun, args, [device: :cpu] ++ opts)
+          assert_received {:runner, runner}
+          evaluated = jit(fun, args, [device: :cpu, plan: false] ++ opts)
+          assert_received {:runner, :evaluator}
+          assert bits(stepped) == bits(evaluated)
+          {runner, stepped}
+        after
+          :telemetry.detach(handler)
+        end
+      end
+
+      def forward_runner(_event, _measure, meta, pid),
+        do: if(self() == pid, do: send(pid, {:runner, meta.runner}))
+
+      defp bits(result),
+        do:
+          [result]
+          |> Nx.Defn.Composite.flatten_list()
+          |> Enum.map(&{&1.shape, &1.type, &1.names, Nx.to_binary(&1)})
+
+      defp ramp(shape, scale), do: Nx.iota(shape, type: :f32) |> Nx.multiply(scale) |> Nx.sin()
+
+      defp step(x, y, w1, b1, w2, b2) do
+        grads =
+          Nx.Defn.grad({w1, b1, w2, b2}, fn {w1, b1, w2, b2} ->
+            h = Nx.max(Nx.add(Nx.dot(x, w1), b1), 0.0)
+            logits = Nx.add(Nx.dot(h, w2), b2)
+            logp = Nx.subtract(logits, Nx.log(Nx.sum(Nx.exp(logits), axes: [1], keep_axes: true)))
+            onehot = Nx.equal(Nx.new_axis(y, 1), Nx.iota({1, 2}))
+            Nx.negate(Nx.mean(Nx.sum(Nx.multiply(onehot, logp), axes: [1])))
+          end)
+
+        {w1, b1, w2, b2}
+        |> Tuple.to_list()
+        |> Enum.zip(Tuple.to_list(grads))
+        |> Enum.map(fn {p, g} -> Nx.subtract(p, Nx.multiply(0.1, g)) end)
+        |> List.to_tuple()
+      end
+
+      test "a training step (a gradient, fused regions, products, a tuple of results)" do
+        args = [
+          ramp({3, 8}, 1.0),
+          Nx.tensor([0, 1, 1]),
+          ramp({8, 4}, 0.01),
+          ramp({4}, 0.1),
+          ramp({4, 2}, 0.1),
+          ramp({2}, 1.0)
+        ]
+
+        assert {:plan, {w1, _, _, b2}} = runs(&step/6, args)
+        assert w1.shape == {8, 4} and b2.shape == {2}
+        assert_close(b2, apply(&step/6, Enum.map(args, &binary/1)) |> elem(3), 1.0e-5)
+      end
+
+      test "lists of operands, tensor start indices, creation, captured tensors, tuple results" do
+        captured = Nx.tensor([[1.0, -1.0], [0.5, 2.0]])
+
+        f = fn x, i ->
+          # (Nx.stack and Nx.concatenate take lists of tensors; slice and put_slice tensor starts)
+          s = Nx.stack([x, Nx.multiply(x, 2.0)])
+          c = Nx.concatenate([x, Nx.iota({1, 2}, type: :f32), Nx.eye(2, type: :f32)])
+          part = Nx.slice(c, [i, 0], [2, 2])
+          put = Nx.put_slice(x, [i, 0], Nx.add(Nx.slice(x, [0, 0], [1, 2]), 10.0))
+          {q, r} = Nx.LinAlg.qr(Nx.add(part, captured))
+          {s, Nx.Defn.Kernel.stop_grad(part), put, q, r}
+        end
+
+        assert {:plan, {s, part, put, _q, r}} = runs(f, [Nx.tensor([[1.0, 2.0], [3.0, 4.0]]), Nx.tensor(1)])
+        assert s.shape == {2, 2, 2}
+        assert Nx.to_flat_list(part) == [3.0, 4.0, 0.0, 1.0]
+        assert Nx.to_flat_list(put) == [1.0, 2.0, 11.0, 12.0]
+        assert r.shape == {2, 2}
+      end
+
+      test "results in a map, one value twice, a parameter returned as it is, an unused parameter" do
+        f = fn x, _unused, y -> %{a: Nx.exp(x), b: Nx.exp(x), c: y, d: Nx.add(x, 1.0)} end
+        assert {:plan, out} = runs(f, [Nx.tensor([0.0, 1.0]), Nx.tensor(5), Nx.tensor([3, 4])])
+        assert Nx.to_binary(out.a) == Nx.to_binary(out.b)
+        assert Nx.to_flat_list(out.c) == [3, 4]
+      end
+
+      test "names and vectorized axes are the function's (Nx traces vectorized arguments devectorized)" do
+        x = Nx.tensor([[1.0, 2.0], [3.0, 4.0]], names: [:rows, :cols])
+        {_, out} = runs(fn x -> Nx.multiply(x, 2.0) end, [x])
+        assert out.names == [:rows, :cols]
+
+        v = Nx.vectorize(Nx.tensor([[1.0, 2.0], [3.0, 4.0]]), :batch)
+        {:plan, out} = runs(fn x -> Nx.sum(Nx.multiply(x, 2.0)) end, [v])
+        assert out.vectorized_axes == [batch: 2]
+        assert Nx.to_flat_list(Nx.devectorize(out)) == [6.0, 14.0]
+      end
+
+      test "while, cond, inner functions and :garbage_collect run on the evaluator" do
+        x = Nx.tensor([1.0, -2.0, 3.0])
+        assert {:evaluator, _} = runs(&Defns.looped/1, [x])
+        assert {:evaluator, _} = runs(&Defns.branchy/1, [x])
+        assert {:evaluator, _} = runs(fn x -> Nx.reduce(x, 0.0, fn a, b -> Nx.add(a, b) end) end, [x])
+        assert {:evaluator, _} = runs(fn x -> Nx.exp(x) end, [x], garbage_collect: true)
+      end
+
+      test "a long chain: values in reused slots, each read before its slot is written again" do
+        f = fn x ->
+          Enum.reduce(1..40, {x, x}, fn i, {a, b} ->
+            # (a dot between steps keeps them apart: no fusion)
+            c = Nx.dot(Nx.add(a, i * 1.0), Nx.multiply(b, 0.5))
+            {Nx.divide(c, Nx.add(Nx.abs(c), 1.0)), a}
+          end)
+        end
+
+        assert {:plan, {a, b}} = runs(f, [ramp({4, 4}, 0.3)])
+        assert {{4, 4}, {4, 4}} == {a.shape, b.shape}
+        assert_close(a, f.(binary(ramp({4, 4}, 0.3))) |> elem(0), 1.0e-5)
+      end
+    end
+
     test "bad options raise ArgumentError naming them" do
       assert_raise ArgumentError, ~r/option :max_concurrency must be/, fn ->
         jit(&Nx.exp/1, [Nx.tensor(1.0)], max_concurrency: 0)
@@ -534,6 +659,10 @@ if Code.ensure_loaded?(Nx) do
 
       assert_raise ArgumentError, ~r/option :fuse must be a boolean/, fn ->
         jit(&Nx.exp/1, [Nx.tensor(1.0)], fuse: 1)
+      end
+
+      assert_raise ArgumentError, ~r/option :plan must be a boolean, got: "yes"/, fn ->
+        jit(&Nx.exp/1, [Nx.tensor(1.0)], plan: "yes")
       end
 
       assert_raise ArgumentError, ~r/device: must be/, fn ->

@@ -1,0 +1,300 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Accel.Nx.Compiler.Plan do
+    @moduledoc false
+    # A traced function without control flow, compiled once into a list of steps that a call runs
+    # in order: what Nx.Defn.Evaluator does on every call (walk the expression, count and look up
+    # each node's uses in maps, work out each operation's arguments and backend) is done here when
+    # the function compiles. Each step calls the backend's callback as the evaluator would, with
+    # the same arguments, so results are the evaluator's; its value lands in a slot of a tuple of
+    # registers, slots reused once a value's last use has run (a register file as small as the
+    # values live at once). A function with `while`, `cond`, hooks or inner functions (`reduce`'s
+    # `fn`) is left to the evaluator (compile/2 returns :evaluator), as is a vectorized node (Nx
+    # traces vectorized arguments devectorized; the evaluator raises for one).
+
+    alias Nx.Defn.{Composite, Expr, Tree}
+
+    @creation_ops [:eye, :iota, :from_binary]
+    @list_ops [:concatenate, :stack]
+    @indices_ops [:slice, :put_slice]
+    @unsupported [:fun, :cond, :while, :token, :attach_token, :hook, :runtime_call]
+
+    @doc """
+    The plan of `expr` (the traced function's result) for `backend` (`{module, options}`, where
+    the run's default backend), as `fn [params] -> [result] end` (Nx.Defn.Evaluator.__compile__'s
+    shape), or `:evaluator` where the expression has nodes a plan does not run.
+    """
+    def compile(expr, backend) do
+      # (the results' templates as the function returns them, the values as the steps compute
+      # them: devectorized, as the evaluator computes them)
+      skeleton = Composite.traverse(expr, &Nx.to_template/1)
+      {_, outputs} = Composite.traverse(expr, [], &{&1, [Nx.devectorize(&1) | &2]})
+      outputs = Enum.reverse(outputs)
+
+      state = %{values: %{}, steps: [], count: 0, backend: backend}
+      {refs, state} = Enum.map_reduce(outputs, state, &value/2)
+      {steps, slots, refs} = allocate(Enum.reverse(state.steps), refs)
+
+      fn [params] ->
+        registers = run(steps, :erlang.make_tuple(slots, nil), List.to_tuple(params))
+        [output(skeleton, refs, registers)]
+      end
+    catch
+      :evaluator -> :evaluator
+    end
+
+    ## Tracing: each node a step with a value number, arguments as {:value, n}
+
+    # A node's value: {:value, n} once its step is recorded (each node once, by its id).
+    defp value(%Nx.Tensor{data: %Expr{op: :metadata, args: [inner, _meta]}}, state) do
+      if match?(%Nx.Tensor{}, inner), do: value(inner, state), else: throw(:evaluator)
+    end
+
+    defp value(%Nx.Tensor{data: %Expr{id: id}} = ans, state) do
+      case state.values do
+        %{^id => ref} ->
+          {ref, state}
+
+        %{} ->
+          {step, state} = step(ans, state)
+          n = state.count
+          ref = {:value, n}
+
+          state = %{
+            state
+            | steps: [{n, step} | state.steps],
+              count: n + 1,
+              values: Map.put(state.values, id, ref)
+          }
+
+          {ref, state}
+      end
+    end
+
+    # (a number or a tensor that is not an expression: used as it is)
+    defp value(other, state), do: {{:literal, other}, state}
+
+    defp step(%Nx.Tensor{vectorized_axes: [_ | _]}, _state), do: throw(:evaluator)
+    defp step(%Nx.Tensor{data: %Expr{op: op}}, _state) when op in @unsupported, do: throw(:evaluator)
+
+    defp step(%Nx.Tensor{data: %Expr{op: :tensor, args: [t]}}, state), do: {{:literal, t}, state}
+
+    defp step(%Nx.Tensor{data: %Expr{op: :constant, args: [constant]}} = ans, state) do
+      {module, options} = state.backend
+      {{:constant, module, ans, constant, options}, state}
+    end
+
+    defp step(%Nx.Tensor{data: %Expr{op: :parameter, args: [i]}}, state), do: {{:parameter, i}, state}
+
+    defp step(%Nx.Tensor{data: %Expr{op: :elem, args: [tuple, i]}}, state) do
+      if not match?(%Nx.Tensor{}, tuple), do: throw(:evaluator)
+      {ref, state} = value(tuple, state)
+      {{:elem, ref, i}, state}
+    end
+
+    # Nx 0.7: an optional operation, the backend's callback where it has one, otherwise the
+    # default expression (evaluated as Nx.Defn.Evaluator evaluates it).
+    defp step(%Nx.Tensor{data: %Expr{op: :optional, args: [call, default, _callback]}}, state) do
+      %{data: %{args: call_args, op: name}} = call
+      {args, state} = Enum.map_reduce(call_args, state, &argument/2)
+      out = if match?({:tuple, _}, call.type), do: default, else: call
+      {tensor_args, _opts} = Enum.split_while(call_args, &(not is_list(&1)))
+      templates = Enum.map(tensor_args, &Nx.to_template/1)
+      fallback = fn inputs -> evaluate(default, templates, inputs) end
+      {{:optional, name, out, args, length(tensor_args), fallback}, state}
+    end
+
+    # Nx 0.13: a block, run by the first operands' backend (which runs the default function
+    # where it has no implementation of its own).
+    defp step(%Nx.Tensor{data: %Expr{op: :block, args: [struct, in_args, default, callback]}} = ans, state) do
+      {args, state} = Enum.map_reduce(in_args, state, &argument/2)
+      out = if match?({:tuple, _}, ans.type), do: default, else: ans
+      prefix = Enum.take_while(in_args, &(not is_list(&1))) |> length()
+      {{:block, struct, out, args, prefix, callback}, state}
+    end
+
+    defp step(%Nx.Tensor{data: %Expr{op: op}} = ans, state) do
+      {marked, {state, refs}} =
+        Tree.apply_args(ans, {state, []}, fn arg, {state, refs} ->
+          {ref, state} = value(arg, state)
+          marker = {__MODULE__, length(refs)}
+          {marker, {state, [ref | refs]}}
+        end)
+
+      refs = refs |> Enum.reverse() |> List.to_tuple()
+      args = Enum.map(marked, &argument_of(&1, refs))
+
+      {module, options} = state.backend
+
+      call =
+        cond do
+          op in @creation_ops -> {:module, module, [ans], [options]}
+          op in @list_ops -> {:list_impl, :first_list, [ans], []}
+          op in @indices_ops -> {:list_impl, :indices, [ans], []}
+          match?({:tuple, _}, ans.type) -> {:list_impl, :all, [], []}
+          true -> {:list_impl, :all, [ans], []}
+        end
+
+      {{:apply, op, call, args}, state}
+    end
+
+    # An argument: {:value, n}, {:literal, term}, or {:list, arguments} (a list that holds values).
+    defp argument(%Nx.Tensor{} = t, state), do: value(t, state)
+    defp argument(other, state), do: {{:literal, other}, state}
+
+    defp argument_of({__MODULE__, i}, refs), do: elem(refs, i)
+
+    defp argument_of(list, refs) when is_list(list) do
+      if Enum.any?(list, &match?({__MODULE__, _}, &1)),
+        do: {:list, Enum.map(list, &argument_of(&1, refs))},
+        else: {:literal, list}
+    end
+
+    defp argument_of(other, _refs) do
+      # (a value inside another term than a list: not a shape this plan knows)
+      if marked?(other), do: throw(:evaluator), else: {:literal, other}
+    end
+
+    defp marked?({__MODULE__, i}) when is_integer(i), do: true
+    defp marked?(tuple) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> marked?()
+    defp marked?(list) when is_list(list), do: Enum.any?(list, &marked?/1)
+    defp marked?(%{} = map), do: map |> Map.values() |> marked?()
+    defp marked?(_), do: false
+
+    ## Registers: a slot per value live at once
+
+    # Values become slots (1-based tuple positions); a slot is free again after its value's last
+    # use, so a step may write where one of its own operands was.
+    defp allocate(steps, results) do
+      # value number -> the step that reads it last; the results are read after every step
+      last_use =
+        Enum.reduce(steps, %{}, fn {n, step}, acc ->
+          step |> refs() |> Enum.reduce(acc, &Map.put(&2, &1, n))
+        end)
+
+      outputs = results |> Enum.flat_map(&refs/1) |> MapSet.new()
+
+      freed_by =
+        for {m, n} <- last_use, not MapSet.member?(outputs, m), reduce: %{} do
+          acc -> Map.update(acc, n, [m], &[m | &1])
+        end
+
+      {steps, {slot_of, _free, slots}} =
+        Enum.map_reduce(steps, {%{}, [], 0}, fn {n, step}, {slot_of, free, slots} ->
+          step = resolve(step, slot_of)
+          free = freed_by |> Map.get(n, []) |> Enum.reduce(free, &[Map.fetch!(slot_of, &1) | &2])
+
+          {slot, free, slots} =
+            case free do
+              [slot | free] -> {slot, free, slots}
+              [] -> {slots + 1, [], slots + 1}
+            end
+
+          {{slot, step}, {Map.put(slot_of, n, slot), free, slots}}
+        end)
+
+      {steps, max(slots, 1), Enum.map(results, &resolve_ref(&1, slot_of))}
+    end
+
+    # The value numbers a step reads.
+    defp refs({:value, m}), do: [m]
+    defp refs({:elem, ref, _}), do: refs(ref)
+    defp refs({:list, items}), do: Enum.flat_map(items, &refs/1)
+    defp refs({:apply, _op, _call, args}), do: Enum.flat_map(args, &refs/1)
+    defp refs({:optional, _, _, args, _, _}), do: Enum.flat_map(args, &refs/1)
+    defp refs({:block, _, _, args, _, _}), do: Enum.flat_map(args, &refs/1)
+    defp refs(_), do: []
+
+    defp resolve({:elem, ref, i}, slot_of), do: {:elem, resolve_ref(ref, slot_of), i}
+    defp resolve({:apply, op, call, args}, slot_of), do: {:apply, op, call, resolve_args(args, slot_of)}
+
+    defp resolve({:optional, name, out, args, n, fallback}, slot_of),
+      do: {:optional, name, out, resolve_args(args, slot_of), n, fallback}
+
+    defp resolve({:block, struct, out, args, n, callback}, slot_of),
+      do: {:block, struct, out, resolve_args(args, slot_of), n, callback}
+
+    defp resolve(step, _slot_of), do: step
+
+    defp resolve_args(args, slot_of), do: Enum.map(args, &resolve_ref(&1, slot_of))
+
+    defp resolve_ref({:value, m}, slot_of), do: {:slot, Map.fetch!(slot_of, m)}
+    defp resolve_ref({:list, items}, slot_of), do: {:list, resolve_args(items, slot_of)}
+    defp resolve_ref(other, _slot_of), do: other
+
+    ## Running
+
+    defp run([{slot, step} | steps], registers, params),
+      do: run(steps, :erlang.setelement(slot, registers, exec(step, registers, params)), params)
+
+    defp run([], registers, _params), do: registers
+
+    defp exec({:apply, op, {how, rule, prefix, suffix}, args}, registers, _params) do
+      args = Enum.map(args, &read(&1, registers))
+
+      module =
+        case how do
+          :module -> rule
+          :list_impl -> Nx.Shared.list_impl!(operands(rule, args))
+        end
+
+      apply(module, op, prefix ++ args ++ suffix)
+    end
+
+    defp exec({:parameter, i}, _registers, params) do
+      case elem(params, i).() do
+        %Nx.Tensor{data: %Expr{}} = tensor ->
+          raise ArgumentError, "cannot pass a tensor expression as argument to defn, got: #{inspect(tensor)}"
+
+        %Nx.Tensor{} = tensor ->
+          Nx.devectorize(tensor)
+      end
+    end
+
+    defp exec({:constant, module, ans, constant, options}, _registers, _params),
+      do: module.constant(ans, constant, options)
+
+    defp exec({:literal, term}, _registers, _params), do: term
+    defp exec({:elem, ref, i}, registers, _params), do: elem(read(ref, registers), i)
+
+    defp exec({:optional, name, out, args, n, fallback}, registers, _params) do
+      args = Enum.map(args, &read(&1, registers))
+      backend = Nx.Shared.list_impl!(args)
+
+      if function_exported?(backend, name, length(args) + 1),
+        do: apply(backend, name, [out | args]),
+        else: fallback.(Enum.take(args, n))
+    end
+
+    defp exec({:block, struct, out, args, n, callback}, registers, _params) do
+      args = Enum.map(args, &read(&1, registers))
+      backend = Nx.Shared.list_impl!(Enum.take(args, n))
+      backend.block(struct, out, args, callback)
+    end
+
+    defp read({:slot, slot}, registers), do: elem(registers, slot - 1)
+    defp read({:literal, term}, _registers), do: term
+    defp read({:list, items}, registers), do: Enum.map(items, &read(&1, registers))
+
+    defp operands(:all, args), do: args
+    defp operands(:first_list, [list | _]), do: list
+    defp operands(:indices, [tensor, indices | _]), do: [tensor | indices]
+
+    # The function's results: each template (its names and vectorized axes as the function
+    # returned it) with its value's data.
+    defp output(skeleton, refs, registers) do
+      {result, []} =
+        Composite.traverse(skeleton, refs, fn template, [ref | refs] ->
+          {%{template | data: read(ref, registers).data}, refs}
+        end)
+
+      result
+    end
+
+    # An optional operation's default expression over its operands (Nx 0.7), as the evaluator runs it.
+    defp evaluate(default, templates, inputs) do
+      params = Enum.map(inputs, &fn -> &1 end)
+      [result] = Nx.Defn.Evaluator.__jit__(make_ref(), templates, fn _ -> default end, [params], [])
+      result
+    end
+  end
+end
