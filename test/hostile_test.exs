@@ -603,18 +603,38 @@ defmodule Accel.HostileTest do
          a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
 
          Accel.Job.call(
-           &nif.tensor_solve(a.ref, T.as_type(t, :f64).ref, [1, 2, 3, 2], [true, true, false, false], &1)
+           &nif.tensor_solve(
+             a.ref,
+             T.as_type(t, :f64).ref,
+             [1, 2, 3, 2],
+             [true, true, false, false, false],
+             &1
+           )
          )
        end, ArgumentError, ~r/right side's rows \(3\) must match the matrix size \(2\)/},
       {"linalg NIF: solve flags that are not booleans",
        fn ->
          a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
-         Accel.Job.call(&nif.tensor_solve(a.ref, a.ref, [1, 2, 2, 2], [true, :yes, false, false], &1))
+         Accel.Job.call(&nif.tensor_solve(a.ref, a.ref, [1, 2, 2, 2], [true, :yes, false, false, false], &1))
        end, ArgumentError, ~r/expected a boolean, got: :yes/},
+      {"linalg NIF: solve flags of the old count (no complex flag)",
+       fn ->
+         a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
+         Accel.Job.call(&nif.tensor_solve(a.ref, a.ref, [1, 2, 2, 2], [true, true, false, false], &1))
+       end, ArgumentError, ~r/expected five booleans/},
+      # (complex: each element two reals, so 2 x 2 complex matrices need 8 of them)
+      {"linalg NIF: complex matrices that do not make the tensor",
+       fn ->
+         a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
+         Accel.Job.call(&nif.tensor_solve(a.ref, a.ref, [1, 2, 2, 1], [true, true, false, true, true], &1))
+       end, ArgumentError, ~r/matrices of 1 x 2 x 4 does not match a tensor of 4 elements/},
       {"linalg NIF: sizes whose product overflows",
        fn ->
          a = T.as_type(T.iota({2, 2}, backend: :cpu), :f64)
-         Accel.Job.call(&nif.tensor_solve(a.ref, a.ref, [@big, @big, 1, 1], [true, true, false, true], &1))
+
+         Accel.Job.call(
+           &nif.tensor_solve(a.ref, a.ref, [@big, @big, 1, 1], [true, true, false, true, false], &1)
+         )
        end, ArgumentError, ~r/count|integer|overflows/},
       {"fft NIF: integers", fn -> Accel.Job.call(&nif.tensor_fft(t.ref, [1, 6, 8], false, 0.0, :c64, &1)) end,
        ArgumentError, ~r/fft needs an :f32, :f64, :c64 or :c128 tensor, got :s64/},

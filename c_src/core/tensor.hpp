@@ -242,6 +242,8 @@ struct LinalgPlan {
   // triangle, transposed or not (triangular_solve)
   uint64_t b_rows = 0, b_cols = 0;
   bool left = true, lower = true, transpose = false;
+  // solves: the tensors hold complex matrices, each element two reals (re, im) of the tensor's type
+  bool complex = false;
 };
 // Cholesky: [L], A = L L^T from A's lower triangle (NaN from the first pivot that is not positive
 // on); QR: [Q m x k, R k x n] (k = min(m, n)); Determinant: [det]; EighNx07: [eigenvalues n,

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <complex>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -53,6 +54,9 @@ void dpotrf_(const char*, const int*, double*, const int*, int*, size_t);
 void dgetrf_(const int*, const int*, double*, const int*, int*, int*);
 void dgetrs_(const char*, const int*, const int*, const double*, const int*, const int*, double*, const int*, int*,
              size_t);
+void zgetrf_(const int*, const int*, std::complex<double>*, const int*, int*, int*);
+void zgetrs_(const char*, const int*, const int*, const std::complex<double>*, const int*, const int*,
+             std::complex<double>*, const int*, int*, size_t);
 }
 #endif
 
@@ -512,15 +516,23 @@ int lapack_int(uint64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
+using Complex = std::complex<double>;
+
 // Row-major rows x cols at `src` to column-major at `dst`, and back.
-void to_columns(const double* src, size_t rows, size_t cols, double* dst) {
+template <typename T>
+void to_columns(const T* src, size_t rows, size_t cols, T* dst) {
   for (size_t i = 0; i < rows; ++i)
     for (size_t j = 0; j < cols; ++j) dst[i + j * rows] = src[i * cols + j];
 }
-void to_rows(const double* src, size_t rows, size_t cols, double* dst) {
+template <typename T>
+void to_rows(const T* src, size_t rows, size_t cols, T* dst) {
   for (size_t i = 0; i < rows; ++i)
     for (size_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i + j * rows];
 }
+
+// (an array of (re, im) doubles read as std::complex<double>, whose layout the standard fixes)
+const Complex* as_complex(const double* p) { return reinterpret_cast<const Complex*>(p); }
+Complex* as_complex(double* p) { return reinterpret_cast<Complex*>(p); }
 
 // OpenBLAS on every core for a Cholesky factorisation of 1536 x 1536 or more, on one below (where
 // the CPU backend keeps it: its products run over the backend's own threads, where OpenBLAS's
@@ -627,6 +639,78 @@ void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular,
   to_rows(b, rows, cols, x);
 }
 
+// Nx.BinaryBackend's triangular solve of complex matrices (Nx.BinaryBackend.Matrix.ts/8) step for
+// step: the system turned into a lower triangular one as it turns it (A transposed where `left`
+// says, rows and columns reversed where the triangle and the transpose say, B with it), then each
+// unknown x_i = (b_i - sum_j a_ij x_j) / a_ii with the Complex library's formulas in its order
+// (each product added to the sum so far, from 0 + 0i), so its bits, signed zeros included, for
+// finite values; every diagonal element is checked first, as Nx checks each before dividing.
+struct Pair {
+  double re, im;
+};
+Pair pair_mul(Pair a, Pair b) { return {a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im}; }
+Pair pair_add(Pair a, Pair b) { return {a.re + b.re, a.im + b.im}; }
+Pair pair_sub(Pair a, Pair b) { return {a.re - b.re, a.im - b.im}; }
+// (Complex.divide/2: 0 / 0 is NaN)
+double part_div(double num, double den) { return num == 0 && den == 0 ? kNaN : num / den; }
+Pair pair_div(Pair a, Pair b) {
+  const double den = b.re * b.re + b.im * b.im;
+  return {part_div(a.re * b.re + a.im * b.im, den), part_div(a.im * b.re - a.re * b.im, den)};
+}
+
+void triangular_solve_complex(const double* a, double* x, const LinalgPlan& p) {
+  const uint64_t n = p.n, cols = p.b_cols;
+  const bool transpose_a = p.left == p.transpose, reverse = p.left == (p.lower == p.transpose);
+  const uint64_t k = p.left ? p.b_cols : p.b_rows;  // the system's right sides
+  if (k == 0) return;
+  for (uint64_t d = 0; d < n; ++d)
+    if (a[2 * (d * n + d)] == 0 && a[2 * (d * n + d) + 1] == 0) throw ArgumentError("can't solve for singular matrix");
+  const auto a_at = [&](uint64_t i, uint64_t j) {
+    if (reverse) i = n - 1 - i, j = n - 1 - j;
+    const uint64_t e = transpose_a ? j * n + i : i * n + j;
+    return Pair{a[2 * e], a[2 * e + 1]};
+  };
+  // where the system's (i, c) is in B (and X): B's rows, or its columns when not `left`
+  const auto b_at = [&](uint64_t i, uint64_t c) {
+    if (reverse) i = n - 1 - i;
+    return 2 * (p.left ? i * cols + c : c * cols + i);
+  };
+  std::vector<Pair> xs(n);
+  for (uint64_t c = 0; c < k; ++c)
+    for (uint64_t i = 0; i < n; ++i) {
+      Pair sum{0.0, 0.0};
+      for (uint64_t j = 0; j < i; ++j) sum = pair_add(pair_mul(a_at(i, j), xs[j]), sum);
+      const uint64_t at = b_at(i, c);
+      xs[i] = pair_div(pair_sub(Pair{x[at], x[at + 1]}, sum), a_at(i, i));
+      x[at] = xs[i].re, x[at + 1] = xs[i].im;
+    }
+}
+
+// solve_one over complex matrices ((re, im) pairs at `a_pairs` and `x_pairs`; `work` holds twice
+// as many doubles): LAPACK's LU (zgetrf/zgetrs, transposes plain, not conjugate), triangular ones as
+// Nx's binary backend solves them.
+void solve_one_complex(const double* a_pairs, double* x_pairs, const LinalgPlan& p, bool triangular, const F64Buffer& work,
+                       std::vector<int>& ipiv) {
+  if (triangular) return triangular_solve_complex(a_pairs, x_pairs, p);
+  const uint64_t n = p.n, rows = p.b_rows, cols = p.b_cols;
+  const int N = lapack_int(n, "a matrix size");
+  const int C = lapack_int(cols, "the right side's columns");
+  lapack_int(rows, "the right side's rows");
+  const Complex* a = as_complex(a_pairs);
+  Complex* x = as_complex(x_pairs);
+  Complex* lu = as_complex(work.data());
+  std::copy(a, a + n * n, lu);
+  ipiv.resize(n);
+  int info = 0;
+  zgetrf_(&N, &N, lu, &N, ipiv.data(), &info);
+  if (info > 0) throw ArgumentError("can't solve for singular matrix");
+  if (cols == 0) return;
+  Complex* b = lu + n * n;
+  to_columns(x, rows, cols, b);
+  zgetrs_("T", &N, &C, lu, &N, ipiv.data(), b, &N, &info, 1);
+  to_rows(b, rows, cols, x);
+}
+
 #endif  // ACCEL_WITH_OPENBLAS
 
 // A tensor's elements as f64: read in place where its backend computes on host memory, else
@@ -721,8 +805,9 @@ Tensor tensor_solve(const Tensor& a, const Tensor& b, const LinalgPlan& plan, bo
   check_same_place(a, b);
   check_same_type(a, b);
   check_float(a, "solve");
-  check_count(a, plan.batch, plan.n, plan.n, "matrices");
-  check_count(b, plan.batch, plan.b_rows, plan.b_cols, "right sides");
+  const uint64_t width = plan.complex ? 2 : 1;
+  check_count(a, plan.batch, plan.n, product(plan.n, width, "the shape"), "matrices");
+  check_count(b, plan.batch, plan.b_rows, product(plan.b_cols, width, "the shape"), "right sides");
   if ((plan.left ? plan.b_rows : plan.b_cols) != plan.n)
     throw ArgumentError("the right side's " + std::string(plan.left ? "rows" : "columns") + " (" +
                         std::to_string(plan.left ? plan.b_rows : plan.b_cols) + ") must match the matrix size (" +
@@ -730,11 +815,17 @@ Tensor tensor_solve(const Tensor& a, const Tensor& b, const LinalgPlan& plan, bo
   if (!triangular && !plan.left) throw ArgumentError("solve takes its matrix on the left");
 #ifdef ACCEL_WITH_OPENBLAS
   const F64Buffer as = read_f64(a), x = read_f64(b);
-  const F64Buffer work(triangular ? 0 : plan.n * plan.n + plan.b_rows * plan.b_cols);
+  const F64Buffer work(triangular ? 0 : (plan.n * plan.n + plan.b_rows * plan.b_cols) * width);
   std::vector<int> ipiv;
   on_arithmetic_thread([&] {
-    for (uint64_t i = 0; i < plan.batch && plan.n > 0; ++i)
-      solve_one(as.data() + i * plan.n * plan.n, x.data() + i * plan.b_rows * plan.b_cols, plan, triangular, work, ipiv);
+    for (uint64_t i = 0; i < plan.batch && plan.n > 0; ++i) {
+      const double* ai = as.data() + i * plan.n * plan.n * width;
+      double* xi = x.data() + i * plan.b_rows * plan.b_cols * width;
+      if (plan.complex)
+        solve_one_complex(ai, xi, plan, triangular, work, ipiv);
+      else
+        solve_one(ai, xi, plan, triangular, work, ipiv);
+    }
   });
   return write_as(b, b.type, x);
 #else

@@ -350,13 +350,14 @@ ERL_NIF_TERM decompose_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return list;
 }
 
-// (a, b, [batch, n, b_rows, b_cols], [left, lower, transpose, triangular])
+// (a, b, [batch, n, b_rows, b_cols], [left, lower, transpose, triangular, complex]): complex
+// matrices are (re, im) pairs of the tensors' reals
 ERL_NIF_TERM solve_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const std::vector<uint64_t> dims = decode_counts(env, argv[2], 4, "solve dimensions");
   unsigned length = 0;
-  if (!enif_get_list_length(env, argv[3], &length) || length != 4)
-    throw ArgumentError("expected four booleans, got: " + describe_term(env, argv[3]));
-  bool flags[4];
+  if (!enif_get_list_length(env, argv[3], &length) || length != 5)
+    throw ArgumentError("expected five booleans, got: " + describe_term(env, argv[3]));
+  bool flags[5];
   ERL_NIF_TERM head, tail = argv[3];
   for (bool& flag : flags) {
     enif_get_list_cell(env, tail, &head, &tail);
@@ -364,7 +365,7 @@ ERL_NIF_TERM solve_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   }
   LinalgPlan plan;
   plan.batch = dims[0], plan.m = dims[1], plan.n = dims[1], plan.b_rows = dims[2], plan.b_cols = dims[3];
-  plan.left = flags[0], plan.lower = flags[1], plan.transpose = flags[2];
+  plan.left = flags[0], plan.lower = flags[1], plan.transpose = flags[2], plan.complex = flags[4];
   return make_tensor(env, accel::tensor_solve(get_tensor(env, argv[0]), get_tensor(env, argv[1]), plan, flags[3]));
 }
 

@@ -62,12 +62,14 @@ if Code.ensure_loaded?(Nx) do
 
     Complex tensors (`c64`, `c128`) compute on their parts with these kernels (`Accel.Nx.Complex`:
     the Complex library's formulas and special cases, in `f64`): arithmetic, `exp` ... `tanh`,
-    `abs`, `phase`, `real`, `imag`, `conjugate`, comparisons, `sum`, `dot`, scatters, layout.
+    `abs`, `phase`, `real`, `imag`, `conjugate`, comparisons, `sum`, `dot`, scatters, layout,
+    and `solve` and `triangular_solve` of complex matrices (LAPACK's `zgetrf`/`zgetrs`, triangular
+    systems formula for formula as the binary backend solves them).
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), complex `solve`, `determinant`, `triangular_solve` (and on Nx 0.7 `eigh` and
-    `lu`), and the complex functions guides/nx.md lists. Each fallback emits the
+    element), complex `determinant` (and so `invert`; and on Nx 0.7 `eigh` and `lu`), and the
+    complex functions guides/nx.md lists. Each fallback emits the
     telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make
     fallbacks raise (below).

@@ -329,9 +329,14 @@ if Code.ensure_loaded?(Nx) do
     defp component({:c, 64}), do: :f32
     defp component({:c, 128}), do: :f64
 
+    @doc false
     # The complex tensor's buffer as reals of shape ++ {2} (shared, no copy).
-    defp pairs(%AT{shape: shape} = z, ctype),
+    def pairs(%AT{shape: shape} = z, ctype),
       do: reinterpret(z, component(ctype), Tuple.insert_at(shape, tuple_size(shape), 2))
+
+    @doc false
+    # A buffer of (re, im) reals of ctype's component type as the complex tensor of `shape`.
+    def from_pairs(%AT{} = pairs, ctype, shape), do: reinterpret(pairs, Storage.storage_type(ctype), shape)
 
     defp reinterpret(%AT{} = a, type, shape),
       do: AT.wrap(Accel.NIF.tensor_reinterpret(a.ref, type), shape, type)

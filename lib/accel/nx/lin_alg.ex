@@ -3,7 +3,9 @@ if Code.ensure_loaded?(Nx) do
     @moduledoc false
     # Accel.Nx.Backend's linear algebra through LAPACK (OpenBLAS's) on the host: cholesky, qr,
     # determinant, solve (so invert) and triangular_solve, for real float results (integers and
-    # f16/bf16 compute in f32 or f64, as Nx's output type says). Tensors of a device are read to
+    # f16/bf16 compute in f32 or f64, as Nx's output type says), and solve and triangular_solve of
+    # complex matrices (c64 computes in c128, each result rounded once; a complex determinant is
+    # Nx's composition: LAPACK's factors give other signed zeros than the doctests Nx writes). Tensors of a device are read to
     # the host, factored there and their factors written back (core/tensor_linalg.cpp). Leading
     # axes are batches. Anything else runs `otherwise`: Nx's own composition (a block's default, on
     # Nx 0.13) or Nx.BinaryBackend (Accel.Nx.Fallback).
@@ -14,7 +16,7 @@ if Code.ensure_loaded?(Nx) do
     # make every gradient through it silently wrong. Q comes in Nx's signs; eigh, svd and lu stay
     # Nx's compositions (Nx 0.7's eigh and lu: the binary backend's own algorithms, ported).
 
-    alias Accel.Nx.Storage
+    alias Accel.Nx.{Complex, Storage}
     alias Accel.Tensor, as: AT
     alias Nx.Tensor, as: T
 
@@ -79,6 +81,12 @@ if Code.ensure_loaded?(Nx) do
       {batch, n, n} = matrices(a_shape)
       left = Keyword.get(opts, :left_side, true)
 
+      # (Nx 0.13's transform_a: :conjugate, the matrix conjugated first: a real one is itself)
+      a =
+        if opts[:transform_a] == :conjugate and match?({:c, _}, a.type),
+          do: Accel.Nx.Backend.conjugate(a, a),
+          else: a
+
       {rows, cols} =
         cond do
           tuple_size(b_shape) == tuple_size(a_shape) ->
@@ -130,10 +138,34 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    # Complex matrices and right sides of the result's type: their (re, im) pairs, solved in
+    # complex f64 arithmetic: LAPACK's zgetrf/zgetrs (transposes plain, as Nx's), triangular
+    # systems as Nx.BinaryBackend solves them, formula for formula (its bits, signed zeros too).
+    defp solved(
+           %T{type: {:c, _} = type} = out,
+           %T{type: type} = a,
+           %T{type: type} = b,
+           dims,
+           flags,
+           _otherwise
+         ) do
+      [x, y] = Storage.operands!(:solve, [a, b]) |> Enum.map(&Complex.pairs(&1, type))
+      size = Nx.size(out.shape)
+      result = AT.new({size, 2}, x.type, &Accel.NIF.tensor_solve(x.ref, y.ref, dims, flags ++ [true], &1))
+      Storage.wrap(Complex.from_pairs(result, type, out.shape), out, Storage.auto?([a, b]))
+    end
+
     defp solved(%T{type: type} = out, %T{} = a, %T{} = b, dims, flags, otherwise) do
       if Storage.compute?([type, a.type, b.type]) do
         [x, y] = Storage.operands!(:solve, [a, b]) |> Enum.map(&Storage.cast(&1, type))
-        result = AT.new({Nx.size(out.shape)}, x.type, &Accel.NIF.tensor_solve(x.ref, y.ref, dims, flags, &1))
+
+        result =
+          AT.new(
+            {Nx.size(out.shape)},
+            x.type,
+            &Accel.NIF.tensor_solve(x.ref, y.ref, dims, flags ++ [false], &1)
+          )
+
         Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([a, b]))
       else
         otherwise.()
