@@ -70,14 +70,13 @@ if Code.ensure_loaded?(Nx) do
     A function is compiled once per input shapes, types and options, when it is first called,
     and kept for the VM's life: later calls run the compiled function. (An anonymous function
     made anew with other captured values is another function, as for every Nx compiler: prefer
-    passing such values as arguments.) Each compilation emits the
-    telemetry event `[:accel, :nx, :compile]` with `%{duration: native_time}` and
-    `%{regions: report, key: key, runner: :plan | :evaluator}` (the regions as `report/3` lists
-    them). Kernel texts are compiled
-    once per device; the C++ compiler's and NVRTC's output is cached on disk (see `Accel.Kernel`),
-    so a new VM running the same function skips the compiler. With `device: :cpu` a function's
-    regions are built side by side, one compiler per scheduler, before its first call runs.
-    `report/3` shows what a function compiles to.
+    passing such values as arguments.) Each compilation emits the telemetry event
+    `[:accel, :nx, :compile]` with `%{duration: native_time}` and `%{regions: report, key: key,
+    runner: :plan | :evaluator}` (the regions as `report/3` lists them). Kernel texts are
+    compiled once per device; the C++ compiler's and NVRTC's output is cached on disk (see
+    `Accel.Kernel`), so a new VM running the same function skips the compiler. With
+    `device: :cpu` a function's regions are built side by side, one compiler per scheduler,
+    before its first call runs. `report/3` shows what a function compiles to.
 
     ## Options
 
