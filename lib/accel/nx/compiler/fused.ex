@@ -22,7 +22,8 @@ if Code.ensure_loaded?(Nx) do
         do: evaluate(fallback, [unquote_splicing(inputs)])
     end
 
-    defp evaluate(fallback, inputs) do
+    @doc "The expression `fallback` (over parameters) evaluated on `inputs`, as Nx.Defn.Evaluator runs it."
+    def evaluate(fallback, inputs) do
       templates = Enum.map(inputs, &Nx.to_template/1)
       params = Enum.map(inputs, &fn -> &1 end)
       [result] = Nx.Defn.Evaluator.__jit__(make_ref(), templates, fn _ -> fallback end, [params], [])

@@ -92,15 +92,13 @@ if Code.ensure_loaded?(Nx) do
     end
 
     # Nx 0.7: an optional operation, the backend's callback where it has one, otherwise the
-    # default expression (evaluated as Nx.Defn.Evaluator evaluates it).
+    # default expression over its tensor operands (Fused.evaluate: as Nx.Defn.Evaluator runs it).
     defp step(%Nx.Tensor{data: %Expr{op: :optional, args: [call, default, _callback]}}, state) do
       %{data: %{args: call_args, op: name}} = call
       {args, state} = Enum.map_reduce(call_args, state, &argument/2)
       out = if match?({:tuple, _}, call.type), do: default, else: call
-      {tensor_args, _opts} = Enum.split_while(call_args, &(not is_list(&1)))
-      templates = Enum.map(tensor_args, &Nx.to_template/1)
-      fallback = fn inputs -> evaluate(default, templates, inputs) end
-      {{:optional, name, out, args, length(tensor_args), fallback}, state}
+      tensors = call_args |> Enum.take_while(&(not is_list(&1))) |> length()
+      {{:optional, name, out, args, tensors, default}, state}
     end
 
     # Nx 0.13: a block, run by the first operands' backend (which runs the default function
@@ -207,8 +205,8 @@ if Code.ensure_loaded?(Nx) do
     defp resolve({:elem, ref, i}, slot_of), do: {:elem, resolve_ref(ref, slot_of), i}
     defp resolve({:apply, op, call, args}, slot_of), do: {:apply, op, call, resolve_args(args, slot_of)}
 
-    defp resolve({:optional, name, out, args, n, fallback}, slot_of),
-      do: {:optional, name, out, resolve_args(args, slot_of), n, fallback}
+    defp resolve({:optional, name, out, args, n, default}, slot_of),
+      do: {:optional, name, out, resolve_args(args, slot_of), n, default}
 
     defp resolve({:block, struct, out, args, n, callback}, slot_of),
       do: {:block, struct, out, resolve_args(args, slot_of), n, callback}
@@ -256,13 +254,13 @@ if Code.ensure_loaded?(Nx) do
     defp exec({:literal, term}, _registers, _params), do: term
     defp exec({:elem, ref, i}, registers, _params), do: elem(read(ref, registers), i)
 
-    defp exec({:optional, name, out, args, n, fallback}, registers, _params) do
+    defp exec({:optional, name, out, args, n, default}, registers, _params) do
       args = Enum.map(args, &read(&1, registers))
       backend = Nx.Shared.list_impl!(args)
 
       if function_exported?(backend, name, length(args) + 1),
         do: apply(backend, name, [out | args]),
-        else: fallback.(Enum.take(args, n))
+        else: Accel.Nx.Compiler.Fused.evaluate(default, Enum.take(args, n))
     end
 
     defp exec({:block, struct, out, args, n, callback}, registers, _params) do
@@ -287,13 +285,6 @@ if Code.ensure_loaded?(Nx) do
           {%{template | data: read(ref, registers).data}, refs}
         end)
 
-      result
-    end
-
-    # An optional operation's default expression over its operands (Nx 0.7), as the evaluator runs it.
-    defp evaluate(default, templates, inputs) do
-      params = Enum.map(inputs, &fn -> &1 end)
-      [result] = Nx.Defn.Evaluator.__jit__(make_ref(), templates, fn _ -> default end, [params], [])
       result
     end
   end
