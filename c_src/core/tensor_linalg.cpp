@@ -610,6 +610,36 @@ void determinant(const double* a, size_t n, double* const* out) {
   }
 }
 
+// LAPACK's LU factorisation and solve, real or complex (plain transposes, not conjugates).
+void getrf(const int* n, double* a, int* ipiv, int* info) { dgetrf_(n, n, a, n, ipiv, info); }
+void getrf(const int* n, Complex* a, int* ipiv, int* info) { zgetrf_(n, n, a, n, ipiv, info); }
+void getrs_t(const int* n, const int* cols, const double* lu, const int* ipiv, double* b, int* info) {
+  dgetrs_("T", n, cols, lu, n, ipiv, b, n, info, 1);
+}
+void getrs_t(const int* n, const int* cols, const Complex* lu, const int* ipiv, Complex* b, int* info) {
+  zgetrs_("T", n, cols, lu, n, ipiv, b, n, info, 1);
+}
+
+// X with A X = B, A n x n and B rows x cols row-major, by LU with partial pivoting: the row-major A
+// read column-major is A^T, so factor that and solve (A^T)^T X = B (`work` holds n * n + rows *
+// cols elements).
+template <typename T>
+void lu_solve(const T* a, T* x, const LinalgPlan& p, T* work, std::vector<int>& ipiv) {
+  const uint64_t n = p.n, rows = p.b_rows, cols = p.b_cols;
+  const int N = lapack_int(n, "a matrix size");
+  const int C = lapack_int(cols, "the right side's columns");
+  std::copy(a, a + n * n, work);
+  ipiv.resize(n);
+  int info = 0;
+  getrf(&N, work, ipiv.data(), &info);
+  if (info > 0) throw ArgumentError("can't solve for singular matrix");
+  if (cols == 0) return;
+  T* b = work + n * n;
+  to_columns(x, rows, cols, b);
+  getrs_t(&N, &C, work, ipiv.data(), b, &info);
+  to_rows(b, rows, cols, x);
+}
+
 // X with A X = B (or X A = B when not `left`), B rows x cols: A triangular (its diagonal checked
 // first, as Nx's), or general (LU with partial pivoting).
 void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular, const F64Buffer& work,
@@ -625,18 +655,7 @@ void solve_one(const double* a, double* x, const LinalgPlan& p, bool triangular,
                   p.transpose ? CblasTrans : CblasNoTrans, CblasNonUnit, R, C, 1.0, a, N, x, C);
     return;
   }
-  // the row-major A read column-major is A^T: factor that, and solve (A^T)^T X = B (`work` holds
-  // n * n + rows * cols)
-  std::copy(a, a + n * n, work.data());
-  ipiv.resize(n);
-  int info = 0;
-  dgetrf_(&N, &N, work.data(), &N, ipiv.data(), &info);
-  if (info > 0) throw ArgumentError("can't solve for singular matrix");
-  if (cols == 0) return;
-  double* b = work.data() + n * n;
-  to_columns(x, rows, cols, b);
-  dgetrs_("T", &N, &C, work.data(), &N, ipiv.data(), b, &N, &info, 1);
-  to_rows(b, rows, cols, x);
+  lu_solve(a, x, p, work.data(), ipiv);
 }
 
 // Nx.BinaryBackend's triangular solve of complex matrices (Nx.BinaryBackend.Matrix.ts/8) step for
@@ -687,28 +706,12 @@ void triangular_solve_complex(const double* a, double* x, const LinalgPlan& p) {
 }
 
 // solve_one over complex matrices ((re, im) pairs at `a_pairs` and `x_pairs`; `work` holds twice
-// as many doubles): LAPACK's LU (zgetrf/zgetrs, transposes plain, not conjugate), triangular ones as
-// Nx's binary backend solves them.
+// as many doubles): LAPACK's LU, triangular ones as Nx's binary backend solves them.
 void solve_one_complex(const double* a_pairs, double* x_pairs, const LinalgPlan& p, bool triangular, const F64Buffer& work,
                        std::vector<int>& ipiv) {
   if (triangular) return triangular_solve_complex(a_pairs, x_pairs, p);
-  const uint64_t n = p.n, rows = p.b_rows, cols = p.b_cols;
-  const int N = lapack_int(n, "a matrix size");
-  const int C = lapack_int(cols, "the right side's columns");
-  lapack_int(rows, "the right side's rows");
-  const Complex* a = as_complex(a_pairs);
-  Complex* x = as_complex(x_pairs);
-  Complex* lu = as_complex(work.data());
-  std::copy(a, a + n * n, lu);
-  ipiv.resize(n);
-  int info = 0;
-  zgetrf_(&N, &N, lu, &N, ipiv.data(), &info);
-  if (info > 0) throw ArgumentError("can't solve for singular matrix");
-  if (cols == 0) return;
-  Complex* b = lu + n * n;
-  to_columns(x, rows, cols, b);
-  zgetrs_("T", &N, &C, lu, &N, ipiv.data(), b, &N, &info, 1);
-  to_rows(b, rows, cols, x);
+  lapack_int(p.b_rows, "the right side's rows");
+  lu_solve(as_complex(a_pairs), as_complex(x_pairs), p, as_complex(work.data()), ipiv);
 }
 
 #endif  // ACCEL_WITH_OPENBLAS
