@@ -437,6 +437,22 @@ defmodule Accel.HostileTest do
       {"tensor NIF: reinterpreting as no type",
        fn -> nif.tensor_reinterpret(T.iota({2}, backend: :cpu).ref, :f12) end, ArgumentError,
        ~r/type must be one of :f32/},
+      {"call plan NIF: a tensor where a plan's cell goes",
+       fn -> nif.plan_replay(T.iota({2}, backend: :cpu).ref, [], []) end, ArgumentError,
+       ~r/expected a plan cell/},
+      {"call plan NIF: a cell where a recording goes",
+       fn -> nif.plan_record_finish(nif.plan_cell(), [], [], [], nil) end, ArgumentError,
+       ~r/expected a plan recording/},
+      {"call plan NIF: an improper list of outputs",
+       fn ->
+         recording = nif.plan_record_start(nif.plan_cell())
+
+         try do
+           nif.plan_record_finish(recording, [], [:a | :b], [], nil)
+         after
+           nif.plan_record_stop(recording)
+         end
+       end, ArgumentError, ~r/outputs must be a list/},
       {"tensor: converting a complex tensor to a real type",
        fn -> T.as_type(T.from_binary(<<0::64>>, :c64, {1}, backend: :cpu), :f32) end, ArgumentError,
        ~r/no conversion between :c64 and :f32/},

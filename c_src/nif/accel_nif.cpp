@@ -19,6 +19,7 @@
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/opencl/opencl_backend.hpp"
 #include "core/logistic_map.hpp"
+#include "nif/call_plans.hpp"
 #include "nif/codecs.hpp"
 #include "nif/small_ints.hpp"
 #include "nif/device_jobs.hpp"
@@ -347,7 +348,9 @@ void pin_library() {
 // message).
 int load(ErlNifEnv* env, void** priv, ERL_NIF_TERM load_info) {
   make_atoms(env);
-  if (!open_codec_resources(env) || !open_tensor_resources(env) || !open_kernel_resources(env)) return 1;
+  if (!open_codec_resources(env) || !open_tensor_resources(env) || !open_kernel_resources(env) ||
+      !open_call_plan_resources(env))
+    return 1;
   std::lock_guard<std::mutex> lock(g_runtime_mutex);
   if (g_runtime == nullptr) {  // the first load; a reload or upgrade shares the same runtime
     unsigned threads = 0, queue_limit = 64;
@@ -447,6 +450,11 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_list_bytes", 2, guarded<tensor_list_bytes>, 0},
     {"tensor_nested_list", 3, guarded<tensor_nested_list>, 0},
     {"kernel_load", 1, guarded<kernel_load>, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"plan_cell", 0, guarded<plan_cell>, 0},
+    {"plan_record_start", 1, guarded<plan_record_start>, 0},
+    {"plan_record_finish", 5, guarded<plan_record_finish>, 0},
+    {"plan_record_stop", 1, guarded<plan_record_stop>, 0},
+    {"plan_replay", 3, guarded<plan_replay>, 0},
     {"tensor_source_kernel", 7, guarded<tensor_source_kernel>, 0},
     {"map_source", 7, guarded<map_source>, 0},
     {"cuda_kernel_compiler", 0, guarded<cuda_kernel_compiler>, ERL_NIF_DIRTY_JOB_IO_BOUND},

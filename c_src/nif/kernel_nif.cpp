@@ -152,8 +152,7 @@ std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term) {
 
 // (kernel, inputs, n, scalars, backend, device, ref) -> {tensor, flagged}. The place is
 // the inputs' (all on one device); backend and device place a kernel without inputs.
-ERL_NIF_TERM source_kernel_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
-  const SourceKernel kernel = decode_kernel(env, argv[0]);
+ERL_NIF_TERM launch_decoded(ErlNifEnv* env, const SourceKernel& kernel, const ERL_NIF_TERM argv[]) {
   std::vector<Tensor> inputs;
   ERL_NIF_TERM head, tail = argv[1];
   while (enif_get_list_cell(env, tail, &head, &tail)) {
@@ -176,6 +175,10 @@ ERL_NIF_TERM source_kernel_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const Cancellation cancel = caller_cancellation(env);
   SourceLaunch launched = tensor_source_kernel(kernel, *backend, device, inputs, n, scalars, &cancel);
   return enif_make_tuple2(env, make_tensor(env, std::move(launched.out)), launched.flagged ? atoms.true_ : atoms.false_);
+}
+
+ERL_NIF_TERM source_kernel_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return launch_decoded(env, decode_kernel(env, argv[0]), argv);
 }
 
 // (kernel, binaries, n, scalars, backend, device, ref) -> {binary, flagged}: a generated kernel
@@ -245,6 +248,16 @@ bool launch_work(ErlNifEnv* env, ERL_NIF_TERM kernel, uint64_t* work) {
   if (!enif_get_tuple(env, kernel, &arity, &fields) || arity != 13 || !enif_get_uint64(env, fields[12], &w)) return false;
   *work = w;
   return true;
+}
+
+bool is_source_kernel_run(NifFn run) { return run == source_kernel_run; }
+
+std::shared_ptr<const SourceKernel> decode_source_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
+  return std::make_shared<const SourceKernel>(decode_kernel(env, term));
+}
+
+ERL_NIF_TERM source_kernel_with(ErlNifEnv* env, const SourceKernel& kernel, const ERL_NIF_TERM argv[]) {
+  return launch_decoded(env, kernel, argv);
 }
 
 // A generated kernel's cost per element is unknown unless its term says (it may loop): on the CPU

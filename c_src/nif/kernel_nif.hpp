@@ -3,6 +3,14 @@
 
 #include <erl_nif.h>
 
+#include <memory>
+
+#include "nif/nif_util.hpp"
+
+namespace accel {
+struct SourceKernel;
+}
+
 namespace accel::nif {
 
 bool open_kernel_resources(ErlNifEnv* env);  // at load
@@ -14,6 +22,13 @@ ERL_NIF_TERM cuda_kernel_compiler(ErlNifEnv* env, int argc, const ERL_NIF_TERM a
 ERL_NIF_TERM cuda_kernel_code(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 // (kernel, inputs, n, scalars, backend, device, ref) -> {tensor, flagged}.
 ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+// For call plans (call_plans.cpp): tensor_source_kernel's body split at its kernel term's decode,
+// most of a small launch's cost, so that a replay decodes each kernel once. is_source_kernel_run
+// says whether a recorded body is that one; source_kernel_with runs it with the kernel decoded
+// (argv[0] unread).
+bool is_source_kernel_run(NifFn run);
+std::shared_ptr<const SourceKernel> decode_source_kernel(ErlNifEnv* env, ERL_NIF_TERM term);
+ERL_NIF_TERM source_kernel_with(ErlNifEnv* env, const SourceKernel& kernel, const ERL_NIF_TERM argv[]);
 // (kernel, binaries, n, scalars, backend, device, ref) -> {binary, flagged}: streamed through a device.
 ERL_NIF_TERM map_source(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 

@@ -36,6 +36,9 @@ void make_atoms(ErlNifEnv* env) {
   atoms.range_module = a("Elixir.Range");
   atoms.argument_error_module = a("Elixir.ArgumentError");
   atoms.accel_error_module = a("Elixir.Accel.Error");
+  atoms.none = a("none");
+  atoms.record = a("record");
+  atoms.mismatch = a("mismatch");
 }
 
 ERL_NIF_TERM make_string(ErlNifEnv* env, std::string_view text) {

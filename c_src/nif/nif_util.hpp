@@ -4,6 +4,7 @@
 
 #include <erl_nif.h>
 
+#include <atomic>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,7 @@ struct Atoms {
   ERL_NIF_TERM accel_queued, accel_busy, retry, raise;
   ERL_NIF_TERM struct_, exception, message, reason, first, last, step;
   ERL_NIF_TERM range_module, argument_error_module, accel_error_module;
+  ERL_NIF_TERM none, record, mismatch;
 };
 extern Atoms atoms;
 void make_atoms(ErlNifEnv* env);
@@ -39,8 +41,14 @@ std::string describe_term(ErlNifEnv* env, ERL_NIF_TERM term, size_t max = 80);
 
 using NifFn = ERL_NIF_TERM (*)(ErlNifEnv*, int, const ERL_NIF_TERM[]);
 
+// Call plans (call_plans.hpp): while any process records its calls, each NIF call is counted for
+// the process that makes it (a call not recorded spoils its recording).
+extern std::atomic<int> g_recording_processes;
+void count_call_while_recording(ErlNifEnv* env) noexcept;
+
 template <NifFn F>
 ERL_NIF_TERM guarded(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) noexcept {
+  if (g_recording_processes.load(std::memory_order_relaxed) != 0) count_call_while_recording(env);
   try {
     return F(env, argc, argv);
   } catch (...) {

@@ -79,6 +79,10 @@ struct Runtime {
   const char* name_of(const Backend* backend) const {
     return backend == cpu.get() ? "cpu" : backend == cuda.get() ? "cuda" : "opencl";
   }
+  // The same name as the atom made at load time (no lookup in the VM's atom table).
+  ERL_NIF_TERM atom_of(const Backend* backend) const {
+    return backend == cpu.get() ? atoms.cpu : backend == cuda.get() ? atoms.cuda : atoms.opencl;
+  }
 
   // Throws ArgumentError unless `backend` has a device `device` (the CPU backend has one, 0).
   void check_device(Backend& backend, int64_t device);

@@ -422,8 +422,12 @@ ERL_NIF_TERM tensor_cast(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 }
 
 // (t, type): the same buffer read as another type; no device work, so inline.
-ERL_NIF_TERM tensor_reinterpret(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM reinterpret_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_reinterpret(get_tensor(env, argv[0]), decode_type(env, argv[1])));
+}
+
+ERL_NIF_TERM tensor_reinterpret(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  return run_inline(reinterpret_run, env, argc, argv);
 }
 
 ERL_NIF_TERM tensor_binary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/backend.hpp"
+#include "nif/call_plans.hpp"
 #include "nif/device_jobs.hpp"
 #include "nif/nif_util.hpp"
 #include "nif/runtime.hpp"
@@ -45,7 +46,7 @@ ERL_NIF_TERM scheduled_if(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], S
   if (backend == nullptr || freed) return Run(env, argc, argv);
   // A device tensor exists, so its devices were discovered when it was made.
   if (backend->waits_on_device()) return submit_now(env, runtime().queue(*backend, device), Run, argc, argv);
-  if (small(count)) return Run(env, argc, argv);
+  if (small(count)) return run_inline(Run, env, argc, argv);
   return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
 }
 
@@ -71,7 +72,7 @@ template <NifFn Run, int Place>
 ERL_NIF_TERM submit_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   int device = 0;
   Backend& backend = decode_place(env, argv[Place], argv[Place + 1], &device);
-  if (!backend.waits_on_device()) return Run(env, argc, argv);
+  if (!backend.waits_on_device()) return run_inline(Run, env, argc, argv);
   return submit_now(env, runtime().queue(backend, device), Run, argc, argv);
 }
 
@@ -86,7 +87,7 @@ ERL_NIF_TERM scheduled_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], 
     if (!rt.auto_resolved) return schedule_dirty_io(env, "tensor", guarded<after_discovery<submit_new<Run, Place>>>, argc, argv);
     return submit_new<Run, Place>(env, argc, argv);
   }
-  if (count <= kInlineTensorElements) return Run(env, argc, argv);
+  if (count <= kInlineTensorElements) return run_inline(Run, env, argc, argv);
   return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
 }
 

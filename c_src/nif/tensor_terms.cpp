@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "nif/call_plans.hpp"
 #include "nif/codecs.hpp"
 #include "nif/device_jobs.hpp"
 #include "nif/nif_util.hpp"
@@ -73,7 +74,7 @@ ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor) {
   const uint64_t bytes = tensor.buffer && !tensor.buffer->borrowed() ? tensor.buffer->bytes() : 0;
   const uint64_t since_gc = g_bytes_since_gc.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   if (bytes != 0) note_maker(env);
-  const ERL_NIF_TERM place[] = {enif_make_atom(env, runtime().name_of(tensor.backend)), enif_make_int(env, tensor.device)};
+  const ERL_NIF_TERM place[] = {runtime().atom_of(tensor.backend), enif_make_int(env, tensor.device)};
   TensorResource* resource = new_resource(std::move(tensor));
   ERL_NIF_TERM term = enif_make_resource(env, resource);
   enif_release_resource(resource);  // the term owns it now
@@ -237,7 +238,8 @@ bool open_tensor_resources(ErlNifEnv* env) {
   return g_tensor_type != nullptr;
 }
 
-ERL_NIF_TERM tensor_free(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+namespace {
+ERL_NIF_TERM free_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   TensorResource* r = resource_of(env, argv[0]);
   if (r == nullptr) throw ArgumentError("expected an Accel.Tensor, got: " + describe_term(env, argv[0]));
   std::shared_ptr<DeviceBuffer> released;
@@ -251,6 +253,10 @@ ERL_NIF_TERM tensor_free(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   // `released` goes here, or with the last operation still using it.
   return already ? enif_make_atom(env, "already_freed") : atoms.ok;
 }
+}  // namespace
+
+// (a call plan replays a free as it replays the call that made the tensor)
+ERL_NIF_TERM tensor_free(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) { return run_inline(free_run, env, argc, argv); }
 
 // (threshold bytes): once that many tensor bytes were allocated VM-wide since the last time, the
 // processes that made tensors meanwhile (a list of pids, or the atom all when there were too many

@@ -111,6 +111,13 @@ defmodule Accel.NIF do
   def cuda_kernel_compiler, do: :erlang.nif_error(:not_loaded)
   def cuda_kernel_code(_source, _arch, _entry), do: :erlang.nif_error(:not_loaded)
 
+  # Call plans (c_src/nif/call_plans.hpp), for Accel.Nx.Compiler.Plan
+  def plan_cell, do: :erlang.nif_error(:not_loaded)
+  def plan_record_start(_cell), do: :erlang.nif_error(:not_loaded)
+  def plan_record_finish(_recording, _params, _outputs, _signature, _meta), do: :erlang.nif_error(:not_loaded)
+  def plan_record_stop(_recording), do: :erlang.nif_error(:not_loaded)
+  def plan_replay(_cell, _params, _signature), do: :erlang.nif_error(:not_loaded)
+
   def tensor_source_kernel(_kernel, _inputs, _n, _scalars, _backend, _device, _ref),
     do: :erlang.nif_error(:not_loaded)
 

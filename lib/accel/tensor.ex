@@ -552,6 +552,11 @@ defmodule Accel.Tensor do
     %__MODULE__{shape: shape, type: type, device: {backend, device}, ref: ref}
   end
 
+  # Tensors made by NIF calls Elixir did not see one by one (Accel.Nx.Compiler.Plan's replays):
+  # the largest count of bytes since the last collection among them.
+  @doc false
+  def note_made(since_gc), do: maybe_collect(since_gc)
+
   # A full device: other processes may hold dead tensors their collector has not reached yet.
   # `make` takes the reference Accel.Job.call/1 gives it: device work is queued on the device.
   @doc false

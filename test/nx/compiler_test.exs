@@ -646,6 +646,206 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    describe "one crossing per call" do
+      # Over Accel tensors, a compiled function records its NIF calls on its second call and then
+      # replays them in one NIF call (c_src/nif/call_plans.hpp); `replay: false` runs the steps.
+      # Each function is run both ways on new data every call: the same bits every time, and the
+      # replays that happened are counted by tracing Accel.NIF.plan_replay's replies.
+      defp accel(t), do: Nx.backend_transfer(t, {Accel.Nx.Backend, device: :cpu})
+
+      defp both(fun, opts \\ []) do
+        {Nx.Defn.jit(fun, [compiler: Compiler, device: :cpu] ++ opts),
+         Nx.Defn.jit(fun, [compiler: Compiler, device: :cpu, replay: false] ++ opts)}
+      end
+
+      # (fun's result, and how many of plan_replay's replies to this process were replays: traced
+      # to a process of its own, the count asked for once every trace message was delivered)
+      defp replayed(fun) do
+        counter = spawn_link(fn -> count_replays(0) end)
+        :erlang.trace_pattern({Accel.NIF, :plan_replay, 3}, [{:_, [], [{:return_trace}]}], [:local])
+        :erlang.trace(self(), true, [:call, {:tracer, counter}])
+
+        try do
+          fun.()
+        after
+          :erlang.trace(self(), false, [:call])
+          :erlang.trace_pattern({Accel.NIF, :plan_replay, 3}, false, [:local])
+        end
+
+        ref = :erlang.trace_delivered(self())
+        assert_receive {:trace_delivered, _, ^ref}
+        send(counter, {:count, self()})
+        assert_receive {:replays, n}
+        n
+      end
+
+      defp count_replays(n) do
+        receive do
+          {:trace, _, :return_from, {Accel.NIF, :plan_replay, 3}, {_, _, _}} -> count_replays(n + 1)
+          {:count, pid} -> send(pid, {:replays, n})
+          _other -> count_replays(n)
+        end
+      end
+
+      test "a training step: the steps' bits on every call, with new data each time" do
+        {replaying, stepping} = both(&step/6)
+
+        replays =
+          replayed(fn ->
+            for k <- 1..6 do
+              scale = 1.0 + k / 10
+
+              args =
+                Enum.map(
+                  [ramp({1, 8}, scale), Nx.tensor([rem(k, 2)]), ramp({8, 4}, 0.01 * k)] ++
+                    [ramp({4}, 0.1), ramp({4, 2}, 0.1 * scale), ramp({2}, 1.0)],
+                  &accel/1
+                )
+
+              assert bits(apply(replaying, args)) == bits(apply(stepping, args))
+
+              assert_close(
+                elem(apply(replaying, args), 0),
+                elem(apply(&step/6, Enum.map(args, &binary/1)), 0),
+                1.0e-5
+              )
+            end
+          end)
+
+        # (calls 1 and 2 run the steps, the second recording; the rest replay, twice per round)
+        assert replays >= 6
+      end
+
+      test "a kernel's division by zero raises on a replay as on the steps, and later calls recover" do
+        {replaying, stepping} = both(fn a, b -> Nx.add(Nx.quotient(a, b), 1) end)
+        a = accel(Nx.tensor([7, -8, 9], type: :s32))
+
+        replays =
+          replayed(fn ->
+            for d <- [1, 2, 3, 4] do
+              b = accel(Nx.tensor([d, 2, -1], type: :s32))
+              assert Nx.to_binary(replaying.(a, b)) == Nx.to_binary(stepping.(a, b))
+            end
+
+            zero = accel(Nx.tensor([1, 0, 1], type: :s32))
+            assert_raise ArgumentError, ~r/integer division by zero/, fn -> replaying.(a, zero) end
+            assert_raise ArgumentError, ~r/integer division by zero/, fn -> stepping.(a, zero) end
+            assert Nx.to_flat_list(replaying.(a, accel(Nx.tensor([7, 8, 9], type: :s32)))) == [2, 0, 2]
+          end)
+
+        assert replays >= 2
+      end
+
+      test "parameters from another backend, freed parameters and other types run the steps" do
+        {replaying, stepping} = both(fn x, y -> Nx.multiply(Nx.exp(x), Nx.sum(y)) end)
+        x = accel(Nx.tensor([0.0, 1.0, 2.0]))
+        y = accel(Nx.tensor([1.0, 2.0]))
+        for _ <- 1..3, do: assert(bits(replaying.(x, y)) == bits(stepping.(x, y)))
+
+        # (a binary backend's tensor: its data was never seen by the plan)
+        host = Nx.tensor([3.0, 4.0])
+        assert bits(replaying.(x, host)) == bits(stepping.(x, host))
+        assert_close(replaying.(x, host), Nx.multiply(Nx.exp(Nx.tensor([0.0, 1.0, 2.0])), 7.0), 1.0e-5)
+
+        # (an f64 tensor: compiled again for its type, no plan of the f32 one used)
+        x64 = accel(Nx.tensor([0.0, 1.0, 2.0], type: :f64))
+        assert bits(replaying.(x64, y)) == bits(stepping.(x64, y))
+
+        freed = accel(Nx.tensor([0.5, 0.5]))
+        Nx.backend_deallocate(freed)
+        replay_error = assert_raise(ArgumentError, fn -> replaying.(x, freed) end)
+        step_error = assert_raise(ArgumentError, fn -> stepping.(x, freed) end)
+        assert replay_error.message == step_error.message
+        assert bits(replaying.(x, y)) == bits(stepping.(x, y))
+      end
+
+      test "results: a parameter, one value twice; a captured tensor (uploaded by every call)" do
+        captured = Nx.backend_copy(Nx.tensor([10.0, 20.0]))
+
+        {replaying, stepping} =
+          both(fn x, y -> {y, Nx.exp(Nx.add(x, captured)), Nx.exp(Nx.add(x, captured))} end)
+
+        replays =
+          replayed(fn ->
+            for k <- 1..4 do
+              x = accel(Nx.tensor([k * 1.0, -k * 1.0]))
+              y = accel(Nx.tensor([k]))
+              {y_out, a, b} = replaying.(x, y)
+              assert bits({y_out, a, b}) == bits(stepping.(x, y))
+              assert Nx.to_flat_list(y_out) == [k] and Nx.to_binary(a) == Nx.to_binary(b)
+              assert_close(a, Nx.exp(Nx.tensor([10.0 + k, 20.0 - k])), 1.0e-6)
+            end
+          end)
+
+        assert replays >= 2
+      end
+
+      test "data read back to the host (tensor start indices) is never replayed" do
+        {replaying, stepping} = both(fn x, i -> Nx.multiply(Nx.slice(x, [i], [2]), 2.0) end)
+        x = accel(Nx.tensor([1.0, 2.0, 3.0, 4.0]))
+
+        replays =
+          replayed(fn ->
+            for i <- [0, 1, 2, 0, 1, 2] do
+              assert Nx.to_flat_list(replaying.(x, accel(Nx.tensor(i)))) ==
+                       Nx.to_flat_list(stepping.(x, accel(Nx.tensor(i))))
+
+              assert Nx.to_flat_list(replaying.(x, accel(Nx.tensor(i)))) == [2.0 * (i + 1), 2.0 * (i + 2)]
+            end
+          end)
+
+        assert replays == 0
+      end
+
+      test "callers in many processes at once, each with its own data" do
+        {replaying, stepping} =
+          both(fn x -> Nx.divide(Nx.exp(x), Nx.sum(Nx.exp(x), axes: [1], keep_axes: true)) end)
+
+        1..8
+        |> Task.async_stream(
+          fn p ->
+            for k <- 1..25 do
+              x = accel(ramp({2, 8}, p + k / 7))
+              assert bits(replaying.(x)) == bits(stepping.(x))
+            end
+          end,
+          max_concurrency: 8,
+          timeout: 60_000
+        )
+        |> Enum.each(&assert(match?({:ok, _}, &1)))
+      end
+
+      test "its NIFs check their arguments" do
+        assert_raise ArgumentError, ~r/expected a plan cell/, fn -> Accel.NIF.plan_replay(:x, [], []) end
+
+        assert_raise ArgumentError, ~r/expected a plan cell/, fn ->
+          Accel.NIF.plan_record_start(make_ref())
+        end
+
+        assert_raise ArgumentError, ~r/expected a plan recording/, fn ->
+          Accel.NIF.plan_record_finish(:x, [], [], [], nil)
+        end
+
+        assert_raise ArgumentError, ~r/expected a plan recording/, fn -> Accel.NIF.plan_record_stop(1) end
+
+        cell = Accel.NIF.plan_cell()
+        # (no plan yet: the first call is asked to run the steps, the second to record)
+        assert Accel.NIF.plan_replay(cell, :not_a_list, []) == :none
+        assert Accel.NIF.plan_replay(cell, [], []) == :record
+
+        recording = Accel.NIF.plan_record_start(cell)
+        assert Accel.NIF.plan_record_start(cell) == false
+        assert {false, _} = Accel.NIF.plan_record_finish(recording, [:x], [:y], [], nil)
+
+        assert_raise ArgumentError, ~r/params must be a list/, fn ->
+          Accel.NIF.plan_record_finish(recording, :x, [], [], nil)
+        end
+
+        assert Accel.NIF.plan_record_stop(recording) == :ok
+        assert Accel.NIF.plan_replay(cell, [], []) == :record
+      end
+    end
+
     test "bad options raise ArgumentError naming them" do
       assert_raise ArgumentError, ~r/option :max_concurrency must be/, fn ->
         jit(&Nx.exp/1, [Nx.tensor(1.0)], max_concurrency: 0)
@@ -663,6 +863,10 @@ if Code.ensure_loaded?(Nx) do
 
       assert_raise ArgumentError, ~r/option :plan must be a boolean, got: "yes"/, fn ->
         jit(&Nx.exp/1, [Nx.tensor(1.0)], plan: "yes")
+      end
+
+      assert_raise ArgumentError, ~r/option :replay must be a boolean, got: 1/, fn ->
+        jit(&Nx.exp/1, [Nx.tensor(1.0)], replay: 1)
       end
 
       assert_raise ArgumentError, ~r/device: must be/, fn ->

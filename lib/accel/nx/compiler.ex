@@ -58,6 +58,21 @@ if Code.ensure_loaded?(Nx) do
     run as `Nx.Defn.Evaluator` runs them, over the same operations. The telemetry event says
     which (`runner: :plan` or `:evaluator`).
 
+    ## One crossing per call
+
+    Where every operation of a call runs on the CPU backend at once, inline (small tensors: the
+    per-call cost matters most there), the steps' calls into the NIF are recorded on the
+    function's second call and later calls replay them in one NIF call, with the new arguments in
+    the places the recorded ones had: no Elixir between operations, each generated kernel's
+    description decoded once. A replay is taken only for parameters of the recorded places,
+    types and shapes, and checks every operation's outcome against the recording (a kernel's
+    integer division by zero, say): any difference, and any call whose parameters are not
+    Accel tensors, runs the steps instead, which give the same bits and raise the same errors.
+    A call that reads tensor data back to the host (tensor start indices), runs on a device or
+    on a dirty scheduler, or falls back to `Nx.BinaryBackend`, is never recorded. Measured on the
+    1 x 8 -> 4 -> 2 training step: a median 0.36x the steps' time per call (57 us against
+    160 us). `replay: false` runs the steps on every call.
+
     Results are the backend's, operation for operation: each element goes through the same
     per-element functions as the backend's kernels, converted to the type Nx computed after every
     step (integers wrap in their type, `f32` computes in single precision); fused `f32` sums
@@ -86,6 +101,8 @@ if Code.ensure_loaded?(Nx) do
         comparison; default `true`;
       * `:plan` - `false` runs the function as `Nx.Defn.Evaluator` runs it rather than as a list
         of steps (see above), for comparison; default `true`;
+      * `:replay` - `false` runs a function's steps on every call rather than replaying their
+        recorded calls in one crossing (see above), for comparison; default `true`;
       * `:max_concurrency` - the partitions `Nx.Serving` starts (default 1);
       * `:hooks`, `:garbage_collect` - as for `Nx.Defn.Evaluator`.
 
@@ -149,7 +166,7 @@ if Code.ensure_loaded?(Nx) do
 
       plan =
         if Keyword.get(opts, :plan, true) and !evaluator_opts[:garbage_collect],
-          do: Accel.Nx.Compiler.Plan.compile(expr, backend),
+          do: Accel.Nx.Compiler.Plan.compile(expr, backend, Keyword.get(opts, :replay, true)),
           else: :evaluator
 
       case plan do
@@ -211,7 +228,7 @@ if Code.ensure_loaded?(Nx) do
 
       # Nx hands a compiler every option given to jit (Nx.Serving adds its own): those of other
       # compilers are ignored, as they ignore Accel's.
-      for option <- [:fuse, :plan] do
+      for option <- [:fuse, :plan, :replay] do
         case opts[option] do
           v when is_boolean(v) or v == nil ->
             :ok

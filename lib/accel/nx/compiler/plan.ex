@@ -11,6 +11,7 @@ if Code.ensure_loaded?(Nx) do
     # `fn`) is left to the evaluator (compile/2 returns :evaluator), as is a vectorized node (Nx
     # traces vectorized arguments devectorized; the evaluator raises for one).
 
+    alias Accel.Tensor, as: AT
     alias Nx.Defn.{Composite, Expr, Tree}
 
     @creation_ops [:eye, :iota, :from_binary]
@@ -23,7 +24,7 @@ if Code.ensure_loaded?(Nx) do
     the run's default backend), as `fn [params] -> [result] end` (Nx.Defn.Evaluator.__compile__'s
     shape), or `:evaluator` where the expression has nodes a plan does not run.
     """
-    def compile(expr, backend) do
+    def compile(expr, backend, replay \\ true) do
       # (the results' templates as the function returns them, the values as the steps compute
       # them: devectorized, as the evaluator computes them)
       skeleton = Composite.traverse(expr, &Nx.to_template/1)
@@ -34,9 +35,20 @@ if Code.ensure_loaded?(Nx) do
       {refs, state} = Enum.map_reduce(outputs, state, &value/2)
       {steps, slots, refs} = allocate(Enum.reverse(state.steps), refs)
 
-      fn [params] ->
-        registers = run(steps, :erlang.make_tuple(slots, nil), List.to_tuple(params))
-        [output(skeleton, refs, registers)]
+      run = fn params ->
+        registers = run(steps, :erlang.make_tuple(slots, nil), params)
+        output(skeleton, refs, registers)
+      end
+
+      case backend do
+        {Accel.Nx.Backend, _} when replay ->
+          # (only the parameters the steps read: Nx's lazy containers load the others never)
+          used = for {_slot, {:parameter, i}} <- steps, do: i
+          cell = Accel.NIF.plan_cell()
+          fn [params] -> [call(cell, run, params, used)] end
+
+        _ ->
+          fn [params] -> [run.(List.to_tuple(params))] end
       end
     catch
       :evaluator -> :evaluator
@@ -219,6 +231,93 @@ if Code.ensure_loaded?(Nx) do
     defp resolve_ref({:list, items}, slot_of), do: {:list, resolve_args(items, slot_of)}
     defp resolve_ref(other, _slot_of), do: other
 
+    ## One crossing: the steps' NIF calls, recorded once and replayed (c_src/nif/call_plans.hpp)
+
+    # A call whose parameters are all Accel tensors replays the cell's plan where it has one for
+    # their places and types; the cell asks for a call to be recorded (from the second on, a few
+    # tries) while it has none; any other call, and any the replay reports a mismatch for, runs
+    # the steps.
+    defp call(cell, run, params, used) do
+      params = List.to_tuple(params)
+      tensors = Enum.map(used, &parameter(elem(params, &1)))
+
+      params =
+        used |> Enum.zip(tensors) |> Enum.reduce(params, fn {i, t}, acc -> put_elem(acc, i, fn -> t end) end)
+
+      case signature(tensors, [], []) do
+        nil ->
+          run.(params)
+
+        {refs, signature} ->
+          case Accel.NIF.plan_replay(cell, refs, signature) do
+            {outputs, since_gc, template} ->
+              Accel.Tensor.note_made(since_gc)
+              fill(template, outputs)
+
+            :record ->
+              record(cell, run, params, refs, signature)
+
+            _none_or_mismatch ->
+              run.(params)
+          end
+      end
+    end
+
+    defp record(cell, run, params, refs, signature) do
+      case Accel.NIF.plan_record_start(cell) do
+        false -> run.(params)
+        recording -> run_recorded(recording, run, params, refs, signature)
+      end
+    end
+
+    defp run_recorded(recording, run, params, refs, signature) do
+      try do
+        result = run.(params)
+
+        case output_refs(result) do
+          nil -> :ok
+          outputs -> Accel.NIF.plan_record_finish(recording, refs, outputs, signature, template(result))
+        end
+
+        result
+      after
+        Accel.NIF.plan_record_stop(recording)
+      end
+    end
+
+    # Each parameter's reference and, for the signature, its Accel tensor's shape, type, place and
+    # `auto` flag; nil where one is not an Accel tensor.
+    defp signature([%Nx.Tensor{data: %Accel.Nx.Backend{tensor: %AT{} = a, auto: auto}} | rest], refs, sig),
+      do: signature(rest, [a.ref | refs], [{a.shape, a.type, a.device, auto} | sig])
+
+    defp signature([], refs, sig), do: {Enum.reverse(refs), Enum.reverse(sig)}
+    defp signature([_ | _], _refs, _sig), do: nil
+
+    defp output_refs(result) do
+      result
+      |> Composite.reduce([], fn
+        %Nx.Tensor{data: %Accel.Nx.Backend{tensor: %AT{ref: ref}}}, acc when is_list(acc) -> [ref | acc]
+        _other, _acc -> nil
+      end)
+      |> then(&(&1 && Enum.reverse(&1)))
+    end
+
+    # The results without their references (what a replay fills in).
+    defp template(result) do
+      Composite.traverse(result, fn %Nx.Tensor{data: %Accel.Nx.Backend{tensor: a} = data} = t ->
+        %{t | data: %{data | tensor: %{a | ref: nil}}}
+      end)
+    end
+
+    defp fill(template, refs) do
+      {result, []} =
+        Composite.traverse(template, refs, fn %Nx.Tensor{data: %{tensor: a} = data} = t, [ref | refs] ->
+          {%{t | data: %{data | tensor: %{a | ref: ref}}}, refs}
+        end)
+
+      result
+    end
+
     ## Running
 
     defp run([{slot, step} | steps], registers, params),
@@ -238,15 +337,7 @@ if Code.ensure_loaded?(Nx) do
       apply(module, op, prefix ++ args ++ suffix)
     end
 
-    defp exec({:parameter, i}, _registers, params) do
-      case elem(params, i).() do
-        %Nx.Tensor{data: %Expr{}} = tensor ->
-          raise ArgumentError, "cannot pass a tensor expression as argument to defn, got: #{inspect(tensor)}"
-
-        %Nx.Tensor{} = tensor ->
-          Nx.devectorize(tensor)
-      end
-    end
+    defp exec({:parameter, i}, _registers, params), do: parameter(elem(params, i))
 
     defp exec({:constant, module, ans, constant, options}, _registers, _params),
       do: module.constant(ans, constant, options)
@@ -267,6 +358,16 @@ if Code.ensure_loaded?(Nx) do
       args = Enum.map(args, &read(&1, registers))
       backend = Nx.Shared.list_impl!(Enum.take(args, n))
       backend.block(struct, out, args, callback)
+    end
+
+    defp parameter(lazy) do
+      case lazy.() do
+        %Nx.Tensor{data: %Expr{}} = tensor ->
+          raise ArgumentError, "cannot pass a tensor expression as argument to defn, got: #{inspect(tensor)}"
+
+        %Nx.Tensor{} = tensor ->
+          Nx.devectorize(tensor)
+      end
     end
 
     defp read({:slot, slot}, registers), do: elem(registers, slot - 1)

@@ -1,0 +1,479 @@
+// Call plans (call_plans.hpp): recording a process's inline tensor NIF calls, and replaying them.
+#include "nif/call_plans.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/source_kernel.hpp"
+#include "nif/kernel_nif.hpp"
+#include "nif/runtime.hpp"
+#include "nif/tensor_terms.hpp"
+
+namespace accel::nif {
+
+std::atomic<int> g_recording_processes{0};
+
+namespace {
+
+constexpr size_t kMaxRecordedCalls = 4096;
+constexpr int kRecordAttempts = 3;                // calls recorded before a function is given up on
+constexpr double kInlineReplaySeconds = 0.0005;  // longer replays run on a dirty CPU scheduler
+
+// One recorded call, its terms in the plan's environment; an argument that holds tensors has them
+// replaced by {marker, slot}.
+struct PlanCall {
+  NifFn run = nullptr;
+  std::vector<ERL_NIF_TERM> args;
+  std::vector<bool> marked;
+  ERL_NIF_TERM result = 0;                                 // as recorded, for the replay's check
+  std::vector<std::pair<size_t, std::vector<int>>> yields;  // slot <- the tensor at this path
+  std::shared_ptr<const SourceKernel> kernel;  // a generated kernel's launch: its kernel decoded once
+};
+
+struct CallPlan {
+  ErlNifEnv* env = nullptr;  // owns every term below (and so the external tensors)
+  ERL_NIF_TERM marker = 0, signature = 0, meta = 0;
+  size_t params = 0, slots = 0;
+  std::vector<std::pair<size_t, ERL_NIF_TERM>> externals;  // tensors from outside the call
+  std::vector<PlanCall> calls;
+  std::vector<size_t> outputs;
+  bool inline_replay = true;
+  ~CallPlan() {
+    if (env != nullptr) enif_free_env(env);
+  }
+};
+
+struct PlanCell {
+  std::mutex mutex;
+  std::shared_ptr<const CallPlan> plan;
+  int calls = 0, attempts = 0;  // calls seen (0 or 1), recordings asked for
+};
+
+struct RecordedCall {
+  NifFn run;
+  std::vector<ERL_NIF_TERM> args;
+  ERL_NIF_TERM result;
+};
+
+struct Recording {
+  ErlNifPid pid{};
+  ErlNifEnv* env = nullptr;
+  PlanCell* cell = nullptr;  // kept (enif_keep_resource) while the recording lives
+  std::vector<RecordedCall> calls;
+  uint64_t seen = 0;  // NIF calls the process made while recording (this one's finish included)
+  bool spoiled = false;
+  double seconds = 0;
+};
+
+ErlNifResourceType* g_cell_type = nullptr;
+ErlNifResourceType* g_recording_type = nullptr;
+
+std::mutex g_registry_mutex;
+std::vector<Recording*> g_registry;  // the recordings under way (a handful at most)
+
+void unregister(Recording* r) {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  auto it = std::find(g_registry.begin(), g_registry.end(), r);
+  if (it == g_registry.end()) return;
+  g_registry.erase(it);
+  g_recording_processes.store(static_cast<int>(g_registry.size()), std::memory_order_relaxed);
+}
+
+Recording* recording_of(ErlNifEnv* env) {
+  ErlNifPid self;
+  if (enif_self(env, &self) == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  for (Recording* r : g_registry)
+    if (enif_compare_pids(&r->pid, &self) == 0) return r;
+  return nullptr;
+}
+
+void destroy_cell(ErlNifEnv*, void* object) { static_cast<PlanCell*>(object)->~PlanCell(); }
+
+void destroy_recording(ErlNifEnv*, void* object) {
+  auto* r = static_cast<Recording*>(object);
+  unregister(r);
+  if (r->env != nullptr) enif_free_env(r->env);
+  if (r->cell != nullptr) enif_release_resource(r->cell);
+  r->~Recording();
+}
+
+PlanCell* cell_of(ErlNifEnv* env, ERL_NIF_TERM term) {
+  void* object = nullptr;
+  if (!enif_get_resource(env, term, g_cell_type, &object)) throw ArgumentError("expected a plan cell, got: " + describe_term(env, term));
+  return static_cast<PlanCell*>(object);
+}
+
+Recording* recording_arg(ErlNifEnv* env, ERL_NIF_TERM term) {
+  void* object = nullptr;
+  if (!enif_get_resource(env, term, g_recording_type, &object))
+    throw ArgumentError("expected a plan recording, got: " + describe_term(env, term));
+  return static_cast<Recording*>(object);
+}
+
+std::vector<ERL_NIF_TERM> list_items(ErlNifEnv* env, ERL_NIF_TERM list, const char* what) {
+  std::vector<ERL_NIF_TERM> items;
+  unsigned n = 0;
+  if (!enif_get_list_length(env, list, &n) || n > kMaxRecordedCalls * 4) throw ArgumentError(std::string(what) + " must be a list");
+  items.reserve(n);
+  ERL_NIF_TERM head, tail = list;
+  while (enif_get_list_cell(env, tail, &head, &tail)) items.push_back(head);
+  return items;
+}
+
+// ---- building a plan from a recording ----
+
+struct Builder {
+  ErlNifEnv* env;
+  CallPlan* plan;
+  std::unordered_map<const TensorResource*, size_t> slot_of;
+
+  size_t new_slot() { return plan->slots++; }
+
+  // The term with each tensor replaced by {marker, slot} (a tensor no call made and no parameter
+  // is an external: the plan keeps it); *marked where it held one.
+  ERL_NIF_TERM mark(ERL_NIF_TERM term, bool* marked) {
+    if (const TensorResource* r = resource_of(env, term)) {
+      auto it = slot_of.find(r);
+      size_t slot;
+      if (it != slot_of.end()) {
+        slot = it->second;
+      } else {
+        slot = new_slot();
+        slot_of.emplace(r, slot);
+        plan->externals.emplace_back(slot, term);
+      }
+      *marked = true;
+      return enif_make_tuple2(env, plan->marker, enif_make_uint64(env, slot));
+    }
+    int arity = 0;
+    const ERL_NIF_TERM* items = nullptr;
+    if (enif_get_tuple(env, term, &arity, &items)) {
+      std::vector<ERL_NIF_TERM> out(items, items + arity);
+      bool any = false;
+      for (auto& item : out) item = mark(item, &any);
+      if (!any) return term;
+      *marked = true;
+      return enif_make_tuple_from_array(env, out.data(), static_cast<unsigned>(out.size()));
+    }
+    unsigned length = 0;
+    if (enif_get_list_length(env, term, &length) && length > 0) {
+      std::vector<ERL_NIF_TERM> out = list_items(env, term, "an argument");
+      bool any = false;
+      for (auto& item : out) item = mark(item, &any);
+      if (!any) return term;
+      *marked = true;
+      return enif_make_list_from_array(env, out.data(), static_cast<unsigned>(out.size()));
+    }
+    return term;
+  }
+
+  // Notes each tensor in a call's result (at its path) as a new slot; false where the result holds
+  // data read back to the host.
+  bool yields(ERL_NIF_TERM term, std::vector<int>& path, PlanCall& call) {
+    if (const TensorResource* r = resource_of(env, term)) {
+      const size_t slot = new_slot();
+      slot_of[r] = slot;
+      call.yields.emplace_back(slot, path);
+      return true;
+    }
+    if (enif_is_binary(env, term)) return false;
+    int arity = 0;
+    const ERL_NIF_TERM* items = nullptr;
+    if (enif_get_tuple(env, term, &arity, &items)) {
+      for (int i = 0; i < arity; ++i) {
+        path.push_back(i);
+        if (!yields(items[i], path, call)) return false;
+        path.pop_back();
+      }
+      return true;
+    }
+    unsigned length = 0;
+    if (enif_get_list_length(env, term, &length) && length > 0) {
+      const std::vector<ERL_NIF_TERM> items_of = list_items(env, term, "a result");
+      for (size_t i = 0; i < items_of.size(); ++i) {
+        path.push_back(static_cast<int>(i));
+        if (!yields(items_of[i], path, call)) return false;
+        path.pop_back();
+      }
+    }
+    return true;
+  }
+};
+
+// ---- replaying ----
+
+ERL_NIF_TERM at_path(ErlNifEnv* env, ERL_NIF_TERM term, const std::vector<int>& path) {
+  for (int index : path) {
+    int arity = 0;
+    const ERL_NIF_TERM* items = nullptr;
+    if (enif_get_tuple(env, term, &arity, &items)) {
+      if (index >= arity) throw Error("internal", "a replayed result lost its shape");
+      term = items[index];
+      continue;
+    }
+    ERL_NIF_TERM head, tail = term;
+    for (int i = 0;; ++i) {
+      if (!enif_get_list_cell(env, tail, &head, &tail)) throw Error("internal", "a replayed result lost its shape");
+      if (i == index) break;
+    }
+    term = head;
+  }
+  return term;
+}
+
+// The recorded term (in the plan's environment) in `env`, with {marker, slot} read from `slots`.
+ERL_NIF_TERM substitute(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM term, const std::vector<ERL_NIF_TERM>& slots) {
+  int arity = 0;
+  const ERL_NIF_TERM* items = nullptr;
+  if (enif_get_tuple(plan.env, term, &arity, &items)) {
+    ErlNifUInt64 slot = 0;
+    if (arity == 2 && enif_is_identical(items[0], plan.marker) && enif_get_uint64(plan.env, items[1], &slot)) return slots[slot];
+    std::vector<ERL_NIF_TERM> out(arity);
+    for (int i = 0; i < arity; ++i) out[i] = substitute(env, plan, items[i], slots);
+    return enif_make_tuple_from_array(env, out.data(), static_cast<unsigned>(arity));
+  }
+  unsigned length = 0;
+  if (enif_get_list_length(plan.env, term, &length) && length > 0) {
+    std::vector<ERL_NIF_TERM> out;
+    out.reserve(length);
+    ERL_NIF_TERM head, tail = term;
+    while (enif_get_list_cell(plan.env, tail, &head, &tail)) out.push_back(substitute(env, plan, head, slots));
+    return enif_make_list_from_array(env, out.data(), length);
+  }
+  return enif_make_copy(env, term);
+}
+
+bool is_tensor_term(ErlNifEnv* env, ERL_NIF_TERM term) { return resource_of(env, term) != nullptr; }
+
+// True where `actual` (a replayed call's result) is the recorded one but for its tensors and the
+// bytes-since-collection count of each made tensor ({tensor, backend, device, count}), whose
+// largest is kept in *since_gc.
+bool same_outcome(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM recorded, ERL_NIF_TERM actual, ErlNifUInt64* since_gc) {
+  // (a resource is a reference: other references are compared as terms below)
+  if (enif_is_ref(plan.env, recorded) && is_tensor_term(plan.env, recorded)) return is_tensor_term(env, actual);
+  int arity = 0, actual_arity = 0;
+  const ERL_NIF_TERM *items = nullptr, *actual_items = nullptr;
+  if (enif_get_tuple(plan.env, recorded, &arity, &items)) {
+    if (!enif_get_tuple(env, actual, &actual_arity, &actual_items) || arity != actual_arity) return false;
+    const bool made = arity == 4 && is_tensor_term(plan.env, items[0]);
+    for (int i = 0; i < arity; ++i) {
+      if (made && i == 3) {
+        ErlNifUInt64 count = 0;
+        if (!enif_get_uint64(env, actual_items[i], &count)) return false;
+        *since_gc = std::max(*since_gc, count);
+        continue;
+      }
+      if (!same_outcome(env, plan, items[i], actual_items[i], since_gc)) return false;
+    }
+    return true;
+  }
+  unsigned length = 0, actual_length = 0;
+  if (enif_get_list_length(plan.env, recorded, &length) && length > 0) {
+    if (!enif_get_list_length(env, actual, &actual_length) || length != actual_length) return false;
+    ERL_NIF_TERM head, tail = recorded, actual_head, actual_tail = actual;
+    while (enif_get_list_cell(plan.env, tail, &head, &tail) && enif_get_list_cell(env, actual_tail, &actual_head, &actual_tail))
+      if (!same_outcome(env, plan, head, actual_head, since_gc)) return false;
+    return true;
+  }
+  return enif_compare(recorded, actual) == 0;
+}
+
+
+// The plan over the call's parameters: {outputs, since_gc, meta}, or mismatch.
+ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_NIF_TERM>& params) {
+  std::vector<ERL_NIF_TERM> slots(plan.slots, 0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!is_tensor_term(env, params[i])) return atoms.mismatch;
+    slots[i] = params[i];
+  }
+  for (const auto& [slot, term] : plan.externals) slots[slot] = enif_make_copy(env, term);
+  ErlNifUInt64 since_gc = 0;
+  std::vector<ERL_NIF_TERM> argv;
+  for (const PlanCall& call : plan.calls) {
+    argv.resize(call.args.size());
+    // (a decoded kernel's term is not read: not copied either)
+    for (size_t i = call.kernel ? 1 : 0; i < call.args.size(); ++i)
+      argv[i] = call.marked[i] ? substitute(env, plan, call.args[i], slots) : enif_make_copy(env, call.args[i]);
+    ERL_NIF_TERM result;
+    try {
+      result = call.kernel ? source_kernel_with(env, *call.kernel, argv.data())
+                           : call.run(env, static_cast<int>(argv.size()), argv.data());
+    } catch (...) {
+      return atoms.mismatch;  // (the caller's own run raises what it raises)
+    }
+    if (!same_outcome(env, plan, call.result, result, &since_gc)) return atoms.mismatch;
+    for (const auto& [slot, path] : call.yields) slots[slot] = at_path(env, result, path);
+  }
+  std::vector<ERL_NIF_TERM> outputs;
+  outputs.reserve(plan.outputs.size());
+  for (size_t slot : plan.outputs) outputs.push_back(slots[slot]);
+  return enif_make_tuple3(env, enif_make_list_from_array(env, outputs.data(), static_cast<unsigned>(outputs.size())),
+                          enif_make_uint64(env, since_gc), enif_make_copy(env, plan.meta));
+}
+
+std::shared_ptr<const CallPlan> plan_in(PlanCell* cell) {
+  std::lock_guard<std::mutex> lock(cell->mutex);
+  return cell->plan;
+}
+
+// (cell, params, signature), on a dirty CPU scheduler: a replay too long for this one.
+ERL_NIF_TERM replay_dirty(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  std::shared_ptr<const CallPlan> plan = plan_in(cell_of(env, argv[0]));
+  return replay(env, *plan, list_items(env, argv[1], "params"));
+}
+
+}  // namespace
+
+void count_call_while_recording(ErlNifEnv* env) noexcept {
+  ErlNifPid self;
+  if (enif_self(env, &self) == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  for (Recording* r : g_registry)
+    if (enif_compare_pids(&r->pid, &self) == 0) ++r->seen;
+}
+
+bool open_call_plan_resources(ErlNifEnv* env) {
+  const auto flags = static_cast<ErlNifResourceFlags>(ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER);
+  g_cell_type = enif_open_resource_type(env, nullptr, "accel_plan_cell", destroy_cell, flags, nullptr);
+  g_recording_type = enif_open_resource_type(env, nullptr, "accel_plan_recording", destroy_recording, flags, nullptr);
+  return g_cell_type != nullptr && g_recording_type != nullptr;
+}
+
+ERL_NIF_TERM run_inline(NifFn run, ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  if (g_recording_processes.load(std::memory_order_relaxed) == 0) return run(env, argc, argv);
+  Recording* r = recording_of(env);
+  if (r == nullptr) return run(env, argc, argv);
+  const auto start = std::chrono::steady_clock::now();
+  const ERL_NIF_TERM result = run(env, argc, argv);  // (a throw leaves the call unrecorded: spoiled)
+  r->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r->spoiled || r->calls.size() >= kMaxRecordedCalls) {
+    r->spoiled = true;
+    return result;
+  }
+  RecordedCall call{run, std::vector<ERL_NIF_TERM>(static_cast<size_t>(argc)), enif_make_copy(r->env, result)};
+  for (int i = 0; i < argc; ++i) call.args[static_cast<size_t>(i)] = enif_make_copy(r->env, argv[i]);
+  r->calls.push_back(std::move(call));
+  return result;
+}
+
+ERL_NIF_TERM plan_cell(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
+  void* memory = enif_alloc_resource(g_cell_type, sizeof(PlanCell));
+  if (memory == nullptr) throw std::bad_alloc();
+  auto* cell = new (memory) PlanCell();
+  ERL_NIF_TERM term = enif_make_resource(env, cell);
+  enif_release_resource(cell);
+  return term;
+}
+
+ERL_NIF_TERM plan_record_start(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  PlanCell* cell = cell_of(env, argv[0]);
+  ErlNifPid self;
+  if (enif_self(env, &self) == nullptr) throw ArgumentError("only a process can record a plan");
+  if (recording_of(env) != nullptr) return atoms.false_;  // (one recording at a time per process)
+  void* memory = enif_alloc_resource(g_recording_type, sizeof(Recording));
+  if (memory == nullptr) throw std::bad_alloc();
+  auto* r = new (memory) Recording();
+  ERL_NIF_TERM term = enif_make_resource(env, r);
+  enif_release_resource(r);  // the term owns it; its destructor unregisters it
+  r->pid = self;
+  r->env = enif_alloc_env();
+  if (r->env == nullptr) throw std::bad_alloc();
+  enif_keep_resource(cell);
+  r->cell = cell;
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  g_registry.push_back(r);
+  g_recording_processes.store(static_cast<int>(g_registry.size()), std::memory_order_relaxed);
+  return term;
+}
+
+ERL_NIF_TERM plan_record_stop(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  unregister(recording_arg(env, argv[0]));
+  return atoms.ok;
+}
+
+ERL_NIF_TERM plan_record_finish(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  Recording* r = recording_arg(env, argv[0]);
+  unregister(r);
+  const std::vector<ERL_NIF_TERM> params = list_items(env, argv[1], "params");
+  const std::vector<ERL_NIF_TERM> outputs = list_items(env, argv[2], "outputs");
+  auto refuse = [env](const char* why) { return enif_make_tuple2(env, atoms.false_, make_string(env, why)); };
+  // (this call was counted too)
+  if (r->spoiled || r->seen != r->calls.size() + 1 || r->env == nullptr)
+    return refuse("the call made work other than inline tensor operations on the CPU");
+  if (r->calls.empty()) return refuse("the call made no tensor operation");
+
+  auto plan = std::make_shared<CallPlan>();
+  plan->env = r->env;  // the recorded terms move into the plan
+  r->env = nullptr;
+  ErlNifEnv* penv = plan->env;
+  plan->marker = enif_make_ref(penv);
+  plan->signature = enif_make_copy(penv, argv[3]);
+  plan->meta = enif_make_copy(penv, argv[4]);
+  plan->inline_replay = r->seconds < kInlineReplaySeconds;
+  Builder b{penv, plan.get(), {}};
+
+  for (ERL_NIF_TERM p : params) {
+    const TensorResource* res = resource_of(env, p);
+    if (res == nullptr) return refuse("a parameter is not a tensor");
+    if (!b.slot_of.emplace(res, b.new_slot()).second) return refuse("one tensor is two parameters");
+  }
+  plan->params = params.size();
+  for (const RecordedCall& recorded : r->calls) {
+    PlanCall call;
+    call.run = recorded.run;
+    call.result = recorded.result;
+    if (is_source_kernel_run(recorded.run) && !recorded.args.empty()) call.kernel = decode_source_kernel(penv, recorded.args[0]);
+    for (ERL_NIF_TERM arg : recorded.args) {
+      bool marked = false;
+      call.args.push_back(b.mark(arg, &marked));
+      call.marked.push_back(marked);
+    }
+    std::vector<int> path;
+    if (!b.yields(recorded.result, path, call)) return refuse("a call read tensor data back to the host");
+    plan->calls.push_back(std::move(call));
+  }
+  for (ERL_NIF_TERM out : outputs) {
+    const TensorResource* res = resource_of(env, out);
+    auto it = res == nullptr ? b.slot_of.end() : b.slot_of.find(res);
+    if (it == b.slot_of.end()) return refuse("an output is not a tensor the call made or was given");
+    plan->outputs.push_back(it->second);
+  }
+  std::lock_guard<std::mutex> lock(r->cell->mutex);
+  if (!r->cell->plan) r->cell->plan = std::move(plan);
+  return atoms.true_;
+}
+
+ERL_NIF_TERM plan_replay(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  PlanCell* cell = cell_of(env, argv[0]);
+  std::shared_ptr<const CallPlan> plan;
+  {
+    std::lock_guard<std::mutex> lock(cell->mutex);
+    plan = cell->plan;
+    if (!plan) {
+      // (the first call compiles kernels and fills caches: record from the second on)
+      if (cell->attempts >= kRecordAttempts) return atoms.none;
+      if (cell->calls == 0) {
+        cell->calls = 1;
+        return atoms.none;
+      }
+      ++cell->attempts;
+      return atoms.record;
+    }
+  }
+  if (enif_compare(plan->signature, argv[2]) != 0) return atoms.mismatch;
+  const std::vector<ERL_NIF_TERM> params = list_items(env, argv[1], "params");
+  if (params.size() != plan->params) return atoms.mismatch;
+  if (!plan->inline_replay) return schedule_dirty_cpu(env, "plan", guarded<replay_dirty>, argc, argv);
+  return replay(env, *plan, params);
+}
+
+}  // namespace accel::nif
