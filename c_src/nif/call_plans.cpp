@@ -131,17 +131,21 @@ std::vector<ERL_NIF_TERM> list_items(ErlNifEnv* env, ERL_NIF_TERM list, const ch
 
 // ---- building a plan from a recording ----
 
+// Reads a recording's terms (in `from`) and writes the plan's (in the plan's environment, `to`):
+// only what a replay reads, so the recorded call's tensors are not kept alive by the plan (but
+// for externals, which it needs).
 struct Builder {
-  ErlNifEnv* env;
+  ErlNifEnv* from;
+  ErlNifEnv* to;
   CallPlan* plan;
   std::unordered_map<const TensorResource*, size_t> slot_of;
 
   size_t new_slot() { return plan->slots++; }
 
-  // The term with each tensor replaced by {marker, slot} (a tensor no call made and no parameter
-  // is an external: the plan keeps it); *marked where it held one.
-  ERL_NIF_TERM mark(ERL_NIF_TERM term, bool* marked) {
-    if (const TensorResource* r = resource_of(env, term)) {
+  // An argument, copied with each tensor replaced by {marker, slot} (a tensor no call made and no
+  // parameter is an external: the plan keeps it); *marked where it held one.
+  ERL_NIF_TERM argument(ERL_NIF_TERM term, bool* marked) {
+    return rebuild(term, [&](const TensorResource* r, ERL_NIF_TERM tensor) {
       auto it = slot_of.find(r);
       size_t slot;
       if (it != slot_of.end()) {
@@ -149,63 +153,71 @@ struct Builder {
       } else {
         slot = new_slot();
         slot_of.emplace(r, slot);
-        plan->externals.emplace_back(slot, term);
+        plan->externals.emplace_back(slot, enif_make_copy(to, tensor));
       }
       *marked = true;
-      return enif_make_tuple2(env, plan->marker, enif_make_uint64(env, slot));
-    }
-    int arity = 0;
-    const ERL_NIF_TERM* items = nullptr;
-    if (enif_get_tuple(env, term, &arity, &items)) {
-      std::vector<ERL_NIF_TERM> out(items, items + arity);
-      bool any = false;
-      for (auto& item : out) item = mark(item, &any);
-      if (!any) return term;
-      *marked = true;
-      return enif_make_tuple_from_array(env, out.data(), static_cast<unsigned>(out.size()));
-    }
-    unsigned length = 0;
-    if (enif_get_list_length(env, term, &length) && length > 0) {
-      std::vector<ERL_NIF_TERM> out = list_items(env, term, "an argument");
-      bool any = false;
-      for (auto& item : out) item = mark(item, &any);
-      if (!any) return term;
-      *marked = true;
-      return enif_make_list_from_array(env, out.data(), static_cast<unsigned>(out.size()));
-    }
-    return term;
+      return enif_make_tuple2(to, plan->marker, enif_make_uint64(to, slot));
+    });
   }
 
-  // Notes each tensor in a call's result (at its path) as a new slot; false where the result holds
-  // data read back to the host.
-  bool yields(ERL_NIF_TERM term, std::vector<int>& path, PlanCall& call) {
-    if (const TensorResource* r = resource_of(env, term)) {
+  // A call's result, copied with each tensor replaced by the marker (what a replay checks), each
+  // tensor a new slot (at its path in the result); *host where it holds a binary: data read back to
+  // the host, which no plan replays.
+  ERL_NIF_TERM outcome(ERL_NIF_TERM term, PlanCall& call, bool* host) {
+    std::vector<int> path;
+    return outcome_at(term, path, call, host);
+  }
+
+ private:
+  ERL_NIF_TERM outcome_at(ERL_NIF_TERM term, std::vector<int>& path, PlanCall& call, bool* host) {
+    if (const TensorResource* r = resource_of(from, term)) {
       const size_t slot = new_slot();
       slot_of[r] = slot;
       call.yields.emplace_back(slot, path);
-      return true;
+      return plan->marker;
     }
-    if (enif_is_binary(env, term)) return false;
+    if (enif_is_binary(from, term)) *host = true;
     int arity = 0;
     const ERL_NIF_TERM* items = nullptr;
-    if (enif_get_tuple(env, term, &arity, &items)) {
+    if (enif_get_tuple(from, term, &arity, &items)) {
+      std::vector<ERL_NIF_TERM> out(static_cast<size_t>(arity));
       for (int i = 0; i < arity; ++i) {
         path.push_back(i);
-        if (!yields(items[i], path, call)) return false;
+        out[static_cast<size_t>(i)] = outcome_at(items[i], path, call, host);
         path.pop_back();
       }
-      return true;
+      return enif_make_tuple_from_array(to, out.data(), static_cast<unsigned>(arity));
     }
     unsigned length = 0;
-    if (enif_get_list_length(env, term, &length) && length > 0) {
-      const std::vector<ERL_NIF_TERM> items_of = list_items(env, term, "a result");
-      for (size_t i = 0; i < items_of.size(); ++i) {
+    if (enif_get_list_length(from, term, &length) && length > 0) {
+      std::vector<ERL_NIF_TERM> out = list_items(from, term, "a result");
+      for (size_t i = 0; i < out.size(); ++i) {
         path.push_back(static_cast<int>(i));
-        if (!yields(items_of[i], path, call)) return false;
+        out[i] = outcome_at(out[i], path, call, host);
         path.pop_back();
       }
+      return enif_make_list_from_array(to, out.data(), static_cast<unsigned>(out.size()));
     }
-    return true;
+    return enif_make_copy(to, term);
+  }
+
+  template <typename OnTensor>
+  ERL_NIF_TERM rebuild(ERL_NIF_TERM term, OnTensor on_tensor) {
+    if (const TensorResource* r = resource_of(from, term)) return on_tensor(r, term);
+    int arity = 0;
+    const ERL_NIF_TERM* items = nullptr;
+    if (enif_get_tuple(from, term, &arity, &items)) {
+      std::vector<ERL_NIF_TERM> out(static_cast<size_t>(arity));
+      for (int i = 0; i < arity; ++i) out[static_cast<size_t>(i)] = rebuild(items[i], on_tensor);
+      return enif_make_tuple_from_array(to, out.data(), static_cast<unsigned>(arity));
+    }
+    unsigned length = 0;
+    if (enif_get_list_length(from, term, &length) && length > 0) {
+      std::vector<ERL_NIF_TERM> out = list_items(from, term, "an argument");
+      for (auto& item : out) item = rebuild(item, on_tensor);
+      return enif_make_list_from_array(to, out.data(), static_cast<unsigned>(out.size()));
+    }
+    return enif_make_copy(to, term);
   }
 };
 
@@ -254,17 +266,16 @@ ERL_NIF_TERM substitute(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM term,
 
 bool is_tensor_term(ErlNifEnv* env, ERL_NIF_TERM term) { return resource_of(env, term) != nullptr; }
 
-// True where `actual` (a replayed call's result) is the recorded one but for its tensors and the
-// bytes-since-collection count of each made tensor ({tensor, backend, device, count}), whose
-// largest is kept in *since_gc.
+// True where `actual` (a replayed call's result) is the recorded one (its copy in the plan, each
+// tensor there the marker) but for its tensors and the bytes-since-collection count of each made
+// tensor ({tensor, backend, device, count}), whose largest is kept in *since_gc.
 bool same_outcome(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM recorded, ERL_NIF_TERM actual, ErlNifUInt64* since_gc) {
-  // (a resource is a reference: other references are compared as terms below)
-  if (enif_is_ref(plan.env, recorded) && is_tensor_term(plan.env, recorded)) return is_tensor_term(env, actual);
+  if (enif_is_identical(recorded, plan.marker)) return is_tensor_term(env, actual);
   int arity = 0, actual_arity = 0;
   const ERL_NIF_TERM *items = nullptr, *actual_items = nullptr;
   if (enif_get_tuple(plan.env, recorded, &arity, &items)) {
     if (!enif_get_tuple(env, actual, &actual_arity, &actual_items) || arity != actual_arity) return false;
-    const bool made = arity == 4 && is_tensor_term(plan.env, items[0]);
+    const bool made = arity == 4 && enif_is_identical(items[0], plan.marker);
     for (int i = 0; i < arity; ++i) {
       if (made && i == 3) {
         ErlNifUInt64 count = 0;
@@ -287,7 +298,6 @@ bool same_outcome(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM recorded, E
   return enif_compare(recorded, actual) == 0;
 }
 
-
 // The plan over the call's parameters: {outputs, since_gc, meta}, or mismatch.
 ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_NIF_TERM>& params) {
   std::vector<ERL_NIF_TERM> slots(plan.slots, 0);
@@ -301,6 +311,7 @@ ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_
   for (const PlanCall& call : plan.calls) {
     argv.resize(call.args.size());
     // (a decoded kernel's term is not read: not copied either)
+    if (call.kernel) argv[0] = atoms.nil;
     for (size_t i = call.kernel ? 1 : 0; i < call.args.size(); ++i)
       argv[i] = call.marked[i] ? substitute(env, plan, call.args[i], slots) : enif_make_copy(env, call.args[i]);
     ERL_NIF_TERM result;
@@ -412,14 +423,14 @@ ERL_NIF_TERM plan_record_finish(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
   if (r->calls.empty()) return refuse("the call made no tensor operation");
 
   auto plan = std::make_shared<CallPlan>();
-  plan->env = r->env;  // the recorded terms move into the plan
-  r->env = nullptr;
+  plan->env = enif_alloc_env();
+  if (plan->env == nullptr) throw std::bad_alloc();
   ErlNifEnv* penv = plan->env;
   plan->marker = enif_make_ref(penv);
   plan->signature = enif_make_copy(penv, argv[3]);
   plan->meta = enif_make_copy(penv, argv[4]);
   plan->inline_replay = r->seconds < kInlineReplaySeconds;
-  Builder b{penv, plan.get(), {}};
+  Builder b{r->env, penv, plan.get(), {}};
 
   for (ERL_NIF_TERM p : params) {
     const TensorResource* res = resource_of(env, p);
@@ -430,15 +441,16 @@ ERL_NIF_TERM plan_record_finish(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
   for (const RecordedCall& recorded : r->calls) {
     PlanCall call;
     call.run = recorded.run;
-    call.result = recorded.result;
-    if (is_source_kernel_run(recorded.run) && !recorded.args.empty()) call.kernel = decode_source_kernel(penv, recorded.args[0]);
-    for (ERL_NIF_TERM arg : recorded.args) {
+    if (is_source_kernel_run(recorded.run) && !recorded.args.empty()) call.kernel = decode_source_kernel(r->env, recorded.args[0]);
+    for (size_t i = 0; i < recorded.args.size(); ++i) {
       bool marked = false;
-      call.args.push_back(b.mark(arg, &marked));
+      // (a decoded kernel's term is never read again)
+      call.args.push_back(i == 0 && call.kernel ? atoms.nil : b.argument(recorded.args[i], &marked));
       call.marked.push_back(marked);
     }
-    std::vector<int> path;
-    if (!b.yields(recorded.result, path, call)) return refuse("a call read tensor data back to the host");
+    bool host = false;
+    call.result = b.outcome(recorded.result, call, &host);
+    if (host) return refuse("a call read tensor data back to the host");
     plan->calls.push_back(std::move(call));
   }
   for (ERL_NIF_TERM out : outputs) {
@@ -447,6 +459,10 @@ ERL_NIF_TERM plan_record_finish(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
     if (it == b.slot_of.end()) return refuse("an output is not a tensor the call made or was given");
     plan->outputs.push_back(it->second);
   }
+  // (the recorded terms, and the tensors they held, are not needed any more)
+  r->calls.clear();
+  enif_free_env(r->env);
+  r->env = nullptr;
   std::lock_guard<std::mutex> lock(r->cell->mutex);
   if (!r->cell->plan) r->cell->plan = std::move(plan);
   return atoms.true_;

@@ -70,8 +70,10 @@ if Code.ensure_loaded?(Nx) do
     Accel tensors, runs the steps instead, which give the same bits and raise the same errors.
     A call that reads tensor data back to the host (tensor start indices), runs on a device or
     on a dirty scheduler, or falls back to `Nx.BinaryBackend`, is never recorded. Measured on the
-    1 x 8 -> 4 -> 2 training step: a median 0.36x the steps' time per call (57 us against
-    160 us). `replay: false` runs the steps on every call.
+    1 x 8 -> 4 -> 2 training step: 0.21-0.39x the steps' time per call in alternating rounds
+    (medians 57 us against 160 us, 63 us against 241 us on a busier hour), 0.54x the time of
+    `jax.jit`'s call (`bench/nx_xla.exs`). A plan keeps none of the recorded call's tensors.
+    `replay: false` runs the steps on every call.
 
     Results are the backend's, operation for operation: each element goes through the same
     per-element functions as the backend's kernels, converted to the type Nx computed after every
