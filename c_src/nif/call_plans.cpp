@@ -27,13 +27,26 @@ constexpr size_t kMaxRecordedCalls = 4096;
 constexpr int kRecordAttempts = 3;                // calls recorded before a function is given up on
 constexpr double kInlineReplaySeconds = 0.0005;  // longer replays run on a dirty CPU scheduler
 
+// How a replay passes a recorded argument: copied into the call's environment, rebuilt with the
+// call's tensors in the marked places, or as it is (an atom or a small integer: an immediate, the
+// same word in every environment).
+enum class ArgKind : uint8_t { copy, marked, immediate };
+
+// An atom, a small integer (below 2^59 in magnitude, so never a bignum) or []: the term is its word.
+bool immediate(ErlNifEnv* env, ERL_NIF_TERM term) {
+  ErlNifSInt64 v = 0;
+  return enif_is_atom(env, term) || enif_is_empty_list(env, term) ||
+         (enif_get_int64(env, term, &v) && v > -(ErlNifSInt64{1} << 59) && v < (ErlNifSInt64{1} << 59));
+}
+
 // One recorded call, its terms in the plan's environment; an argument that holds tensors has them
 // replaced by {marker, slot}.
 struct PlanCall {
   NifFn run = nullptr;
   std::vector<ERL_NIF_TERM> args;
-  std::vector<bool> marked;
+  std::vector<ArgKind> kinds;
   ERL_NIF_TERM result = 0;                                 // as recorded, for the replay's check
+  bool made = false;  // the result is a made tensor, {tensor, backend, device, count}: checked at once
   std::vector<std::pair<size_t, std::vector<int>>> yields;  // slot <- the tensor at this path
   std::shared_ptr<const SourceKernel> kernel;  // a generated kernel's launch: its kernel decoded once
 };
@@ -298,6 +311,20 @@ bool same_outcome(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM recorded, E
   return enif_compare(recorded, actual) == 0;
 }
 
+// same_outcome for the commonest result, a made tensor ({tensor, backend, device, count}): the
+// same place (the tensor itself is what make_tensor puts first).
+bool made_tensor(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM recorded, ERL_NIF_TERM actual, ErlNifUInt64* since_gc) {
+  int arity = 0, actual_arity = 0;
+  const ERL_NIF_TERM *items = nullptr, *actual_items = nullptr;
+  ErlNifUInt64 count = 0;
+  if (!enif_get_tuple(plan.env, recorded, &arity, &items) || !enif_get_tuple(env, actual, &actual_arity, &actual_items) ||
+      actual_arity != 4 || !enif_is_identical(items[1], actual_items[1]) || !enif_is_identical(items[2], actual_items[2]) ||
+      !enif_get_uint64(env, actual_items[3], &count))
+    return false;
+  *since_gc = std::max(*since_gc, count);
+  return true;
+}
+
 // The plan over the call's parameters: {outputs, since_gc, meta}, or mismatch.
 ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_NIF_TERM>& params) {
   std::vector<ERL_NIF_TERM> slots(plan.slots, 0);
@@ -312,8 +339,13 @@ ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_
     argv.resize(call.args.size());
     // (a decoded kernel's term is not read: not copied either)
     if (call.kernel) argv[0] = atoms.nil;
-    for (size_t i = call.kernel ? 1 : 0; i < call.args.size(); ++i)
-      argv[i] = call.marked[i] ? substitute(env, plan, call.args[i], slots) : enif_make_copy(env, call.args[i]);
+    for (size_t i = call.kernel ? 1 : 0; i < call.args.size(); ++i) {
+      switch (call.kinds[i]) {
+        case ArgKind::immediate: argv[i] = call.args[i]; break;
+        case ArgKind::marked: argv[i] = substitute(env, plan, call.args[i], slots); break;
+        case ArgKind::copy: argv[i] = enif_make_copy(env, call.args[i]); break;
+      }
+    }
     ERL_NIF_TERM result;
     try {
       result = call.kernel ? source_kernel_with(env, *call.kernel, argv.data())
@@ -321,7 +353,8 @@ ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_
     } catch (...) {
       return atoms.mismatch;  // (the caller's own run raises what it raises)
     }
-    if (!same_outcome(env, plan, call.result, result, &since_gc)) return atoms.mismatch;
+    if (call.made ? !made_tensor(env, plan, call.result, result, &since_gc) : !same_outcome(env, plan, call.result, result, &since_gc))
+      return atoms.mismatch;
     for (const auto& [slot, path] : call.yields) slots[slot] = at_path(env, result, path);
   }
   std::vector<ERL_NIF_TERM> outputs;
@@ -446,10 +479,13 @@ ERL_NIF_TERM plan_record_finish(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
       bool marked = false;
       // (a decoded kernel's term is never read again)
       call.args.push_back(i == 0 && call.kernel ? atoms.nil : b.argument(recorded.args[i], &marked));
-      call.marked.push_back(marked);
+      call.kinds.push_back(marked ? ArgKind::marked : immediate(penv, call.args.back()) ? ArgKind::immediate : ArgKind::copy);
     }
     bool host = false;
     call.result = b.outcome(recorded.result, call, &host);
+    int arity = 0;
+    const ERL_NIF_TERM* items = nullptr;
+    call.made = enif_get_tuple(penv, call.result, &arity, &items) && arity == 4 && enif_is_identical(items[0], plan->marker);
     if (host) return refuse("a call read tensor data back to the host");
     plan->calls.push_back(std::move(call));
   }
