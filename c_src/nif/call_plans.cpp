@@ -471,29 +471,34 @@ ERL_NIF_TERM plan_record_finish(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
     if (!b.slot_of.emplace(res, b.new_slot()).second) return refuse("one tensor is two parameters");
   }
   plan->params = params.size();
-  for (const RecordedCall& recorded : r->calls) {
-    PlanCall call;
-    call.run = recorded.run;
-    if (is_source_kernel_run(recorded.run) && !recorded.args.empty()) call.kernel = decode_source_kernel(r->env, recorded.args[0]);
-    for (size_t i = 0; i < recorded.args.size(); ++i) {
-      bool marked = false;
-      // (a decoded kernel's term is never read again)
-      call.args.push_back(i == 0 && call.kernel ? atoms.nil : b.argument(recorded.args[i], &marked));
-      call.kinds.push_back(marked ? ArgKind::marked : immediate(penv, call.args.back()) ? ArgKind::immediate : ArgKind::copy);
+  // (a recorded term no replay could rebuild refuses the plan, never the caller's call)
+  try {
+    for (const RecordedCall& recorded : r->calls) {
+      PlanCall call;
+      call.run = recorded.run;
+      if (is_source_kernel_run(recorded.run) && !recorded.args.empty()) call.kernel = decode_source_kernel(r->env, recorded.args[0]);
+      for (size_t i = 0; i < recorded.args.size(); ++i) {
+        bool marked = false;
+        // (a decoded kernel's term is never read again)
+        call.args.push_back(i == 0 && call.kernel ? atoms.nil : b.argument(recorded.args[i], &marked));
+        call.kinds.push_back(marked ? ArgKind::marked : immediate(penv, call.args.back()) ? ArgKind::immediate : ArgKind::copy);
+      }
+      bool host = false;
+      call.result = b.outcome(recorded.result, call, &host);
+      int arity = 0;
+      const ERL_NIF_TERM* items = nullptr;
+      call.made = enif_get_tuple(penv, call.result, &arity, &items) && arity == 4 && enif_is_identical(items[0], plan->marker);
+      if (host) return refuse("a call read tensor data back to the host");
+      plan->calls.push_back(std::move(call));
     }
-    bool host = false;
-    call.result = b.outcome(recorded.result, call, &host);
-    int arity = 0;
-    const ERL_NIF_TERM* items = nullptr;
-    call.made = enif_get_tuple(penv, call.result, &arity, &items) && arity == 4 && enif_is_identical(items[0], plan->marker);
-    if (host) return refuse("a call read tensor data back to the host");
-    plan->calls.push_back(std::move(call));
-  }
-  for (ERL_NIF_TERM out : outputs) {
-    const TensorResource* res = resource_of(env, out);
-    auto it = res == nullptr ? b.slot_of.end() : b.slot_of.find(res);
-    if (it == b.slot_of.end()) return refuse("an output is not a tensor the call made or was given");
-    plan->outputs.push_back(it->second);
+    for (ERL_NIF_TERM out : outputs) {
+      const TensorResource* res = resource_of(env, out);
+      auto it = res == nullptr ? b.slot_of.end() : b.slot_of.find(res);
+      if (it == b.slot_of.end()) return refuse("an output is not a tensor the call made or was given");
+      plan->outputs.push_back(it->second);
+    }
+  } catch (...) {
+    return refuse("a recorded call's terms could not be read again");
   }
   // (the recorded terms, and the tensors they held, are not needed any more)
   r->calls.clear();
