@@ -45,7 +45,12 @@ no_proper =
     [:proper]
   end
 
-ExUnit.start(exclude: unavailable ++ no_nvrtc ++ no_pocl ++ no_proper)
+# A test's time limit, 300 s rather than ExUnit's 60: every OpenCL test shares one PoCL device
+# (one queue), and with cold kernel caches (CI's fresh clone) a test waits there behind the other
+# async tests' kernel compiles: types_test's OpenCL integer test took 13.5 s alone and over 60 s
+# in a CI run, programs_test's CNN step 29.5 s and over 60. Limits here catch hangs; speed is
+# measured in bench/.
+ExUnit.start(exclude: unavailable ++ no_nvrtc ++ no_pocl ++ no_proper, timeout: 300_000)
 
 # Compiled CPU kernels (Accel.Kernel) go to a cache inside the build, not the user's cache.
 Application.put_env(:accel, :kernel_cache, Path.join(Mix.Project.build_path(), "kernel_cache"))

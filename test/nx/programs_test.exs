@@ -145,12 +145,6 @@ if Code.ensure_loaded?(Nx) do
     import Accel.Test.Fallbacks, only: [count: 1]
     alias Accel.Nx.ProgramsTest.Models
 
-    # Whole programs, each compiled for the device on its first call: on OpenCL (PoCL, which
-    # compiles every kernel for the CPU) with cold kernel caches the CNN step alone took 30 s on
-    # an idle 2-core machine, and over 60 s (ExUnit's default limit) beside the other async tests
-    # in a CI run.
-    @moduletag timeout: 300_000
-
     setup :count
 
     defp normal(key, shape, scale) do
