@@ -100,13 +100,18 @@ void unregister(Recording* r) {
   g_recording_processes.store(static_cast<int>(g_registry.size()), std::memory_order_relaxed);
 }
 
+// The recording of `pid`, if any; call with g_registry_mutex held.
+Recording* registered(const ErlNifPid& pid) {
+  for (Recording* r : g_registry)
+    if (enif_compare_pids(&r->pid, &pid) == 0) return r;
+  return nullptr;
+}
+
 Recording* recording_of(ErlNifEnv* env) {
   ErlNifPid self;
   if (enif_self(env, &self) == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(g_registry_mutex);
-  for (Recording* r : g_registry)
-    if (enif_compare_pids(&r->pid, &self) == 0) return r;
-  return nullptr;
+  return registered(self);
 }
 
 void destroy_cell(ErlNifEnv*, void* object) { static_cast<PlanCell*>(object)->~PlanCell(); }
@@ -381,8 +386,7 @@ void count_call_while_recording(ErlNifEnv* env) noexcept {
   ErlNifPid self;
   if (enif_self(env, &self) == nullptr) return;
   std::lock_guard<std::mutex> lock(g_registry_mutex);
-  for (Recording* r : g_registry)
-    if (enif_compare_pids(&r->pid, &self) == 0) ++r->seen;
+  if (Recording* r = registered(self)) ++r->seen;
 }
 
 bool open_call_plan_resources(ErlNifEnv* env) {
