@@ -21,7 +21,10 @@
 # against XLA's: the sums of their magnitudes within 1e-3 (the random draw: the mean of its squares
 # within 1e-2, a different generator). Writes bench/results/nx_xla.md and nx_xla.svg.
 #
-#   mix run bench/nx_xla.exs [--runs 5] [--devices cpu,opencl] [--only softmax,layer_norm]
+# Accel's columns: each device, and the CPU backend with `math: :fast` (exp, sigmoid and tanh in
+# single precision within 1-2 ulps, as XLA's: the column to set beside XLA's for those rows).
+#
+#   mix run bench/nx_xla.exs [--runs 5] [--devices cpu,cpu_fast,opencl] [--only softmax,layer_norm]
 #                            [--xla cpu|gpu] [--tag h200] [--per-call 2000]
 #
 # --xla gpu: the peer is XLA's GPU compiler (jax's CUDA plugin; $ACCEL_BENCH_PYTHON names a Python
@@ -225,7 +228,7 @@ defmodule NxXlaBench do
     platform = opts[:xla] || "cpu"
     unless platform in ["cpu", "gpu"], do: raise(ArgumentError, "--xla is cpu or gpu, got: #{platform}")
     file = if tag = opts[:tag], do: "nx_xla_#{tag}", else: "nx_xla"
-    available = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+    available = [:cpu, :cpu_fast] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
 
     devices =
       if d = opts[:devices], do: Enum.map(String.split(d, ","), &String.to_existing_atom/1), else: available
@@ -259,8 +262,16 @@ defmodule NxXlaBench do
 
   def count(_event, %{count: n}, _meta, counters), do: :counters.add(counters, 1, n)
 
-  defp setup(device, names, fallbacks, calls) do
-    backend = {Accel.Nx.Backend, device: device}
+  # a column's compiler options: a device's, or the CPU's with approximate math
+  defp jit_options(:cpu_fast), do: [device: :cpu, math: :fast]
+  defp jit_options(device), do: [device: device]
+
+  defp label(:cpu_fast), do: "cpu, math: :fast"
+  defp label(device), do: "#{device}"
+
+  defp setup(column, names, fallbacks, calls) do
+    options = jit_options(column)
+    backend = {Accel.Nx.Backend, Keyword.take(options, [:device])}
 
     Map.new(names, fn name ->
       dir = Path.join(System.tmp_dir!(), "accel_nx_xla_#{System.unique_integer([:positive])}")
@@ -268,11 +279,11 @@ defmodule NxXlaBench do
 
       try do
         args = Enum.map(inputs(name), &Nx.backend_transfer(&1, backend))
-        f = Nx.Defn.jit(function(name), compiler: Accel.Nx.Compiler, device: device)
+        f = Nx.Defn.jit(function(name), [compiler: Accel.Nx.Compiler] ++ options)
         before = :counters.get(fallbacks, 1)
         {first, out} = :timer.tc(fn -> f |> apply(args) |> sync() end)
         fell = :counters.get(fallbacks, 1) - before
-        IO.puts("#{device} #{name}: first call #{div(first, 1000)} ms, #{fell} fallbacks")
+        IO.puts("#{label(column)} #{name}: first call #{div(first, 1000)} ms, #{fell} fallbacks")
 
         {name,
          %{
@@ -282,7 +293,8 @@ defmodule NxXlaBench do
            fallbacks: fell,
            check: checksum(name, out),
            name: name,
-           calls: if(name in @per_call, do: calls, else: 1)
+           calls: if(name in @per_call, do: calls, else: 1),
+           device: options[:device]
          }}
       after
         Application.delete_env(:accel, :kernel_cache)
@@ -296,7 +308,7 @@ defmodule NxXlaBench do
   # done; on the other devices work may still be queued, so one element of each output is read.
   # Results are dropped as they come (a list of 2,000 calls' results would be copied by every
   # garbage collection of this process, on Accel's time).
-  defp time(%{f: f, args: args, name: name, calls: calls}, device) do
+  defp time(%{f: f, args: args, name: name, calls: calls, device: device}, column) do
     call = if device == :cpu, do: fn -> apply(f, args) end, else: fn -> f |> apply(args) |> sync() end
 
     best =
@@ -307,7 +319,7 @@ defmodule NxXlaBench do
         end
       )
 
-    IO.puts("  #{device} #{name}: #{t(best)}")
+    IO.puts("  #{label(column)} #{name}: #{t(best)}")
     best
   end
 
@@ -401,7 +413,7 @@ defmodule NxXlaBench do
       end
 
     version = if python, do: hd(rounds).xla.version, else: "not installed (bin/setup --bench)"
-    heads = Enum.map_join(devices, " | ", &"Accel #{&1} | XLA / Accel #{&1}")
+    heads = Enum.map_join(devices, " | ", &"Accel #{label(&1)} | XLA / Accel #{label(&1)}")
     aligns = Enum.map_join(devices, "", fn _ -> "---:|---:|" end)
 
     {where, engine} =
@@ -434,7 +446,7 @@ defmodule NxXlaBench do
 
     ## First call (tracing and compiling), each with an empty kernel cache
 
-    | workload | #{Enum.map_join(devices, " | ", &"Accel #{&1}")} | XLA | XLA / Accel |
+    | workload | #{Enum.map_join(devices, " | ", &"Accel #{label(&1)}")} | XLA | XLA / Accel |
     |---|#{Enum.map_join(devices, "", fn _ -> "---:|" end)}---:|---:|
     #{Enum.join(first_rows, "\n")}
     """
@@ -446,7 +458,7 @@ defmodule NxXlaBench do
     if python do
       bars =
         for name <- names, d <- devices do
-          {"#{name} (#{d})", xla_time.(name) / accel_time.(d, name)}
+          {"#{name} (#{label(d)})", xla_time.(name) / accel_time.(d, name)}
         end
 
       Accel.Bench.Chart.bars(Results.path("#{file}.svg"), "Compiled Nx against XLA on the #{where}", bars,

@@ -10,7 +10,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -62,9 +64,25 @@ struct Case {
 #define ACCEL_CASE(fn, expr) {#fn, batch_##fn, [](double x) -> double { return expr; }},
 const Case cases[] = {ACCEL_HOST_MATH_CASES(ACCEL_CASE)};
 
-}  // namespace
+// The approximate functions (math: :fast) and the most ulps each may be off the exact result rounded.
+#define ACCEL_FAST_MATH_CASES(X)                \
+  X(exp_fast, std::exp(x), 1)                   \
+  X(sigmoid_fast, 1.0 / (1.0 + std::exp(-x)), 2) \
+  X(tanh_fast, std::tanh(x), 1)
 
-TEST(HostMath, F32FunctionsAreTheScalarCLibrarysRoundedOnce) {
+#define ACCEL_FAST_BATCH(fn, expr, _) ACCEL_BATCH(fn, expr)
+ACCEL_FAST_MATH_CASES(ACCEL_FAST_BATCH)
+
+struct FastCase {
+  Case c;
+  int64_t ulps;
+};
+
+#define ACCEL_FAST_CASE(fn, expr, ulps) {ACCEL_CASE(fn, expr) ulps},
+const FastCase fast_cases[] = {ACCEL_FAST_MATH_CASES(ACCEL_FAST_CASE)};
+
+// every 251st f32 bit pattern (about 1.7 x 10^7 inputs, every exponent, both signs) and the special values
+std::vector<float> sweep_inputs() {
   std::vector<float> in;
   for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 251) {
     const uint32_t u = static_cast<uint32_t>(b);
@@ -74,8 +92,16 @@ TEST(HostMath, F32FunctionsAreTheScalarCLibrarysRoundedOnce) {
   }
   const float inf = std::numeric_limits<float>::infinity();
   for (float x : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1.0f, -1.0f, 88.72283f,
-                  88.72284f, -103.97208f, 20.0f, -20.0f, 1e-30f, 1.4e-45f, 3.4e38f, -3.4e38f})
+                  88.72284f, -103.97208f, 20.0f, -20.0f, 1e-30f, 1.4e-45f, 3.4e38f, -3.4e38f, 0.625f, -0.625f,
+                  -87.33655f, -88.7f, -104.0f, 89.0f, 9.0f, -9.0f})
     in.push_back(x);
+  return in;
+}
+
+}  // namespace
+
+TEST(HostMath, F32FunctionsAreTheScalarCLibrarysRoundedOnce) {
+  const std::vector<float> in = sweep_inputs();
   std::vector<float> out(in.size());
   for (const Case& c : cases) {
     c.batch(out.data(), in.data(), in.size());
@@ -86,5 +112,29 @@ TEST(HostMath, F32FunctionsAreTheScalarCLibrarysRoundedOnce) {
         ADD_FAILURE() << c.name << "(" << in[i] << ") = " << out[i] << ", the C library's " << want;
     }
     EXPECT_EQ(differ, 0u) << c.name << " over " << in.size() << " inputs";
+  }
+}
+
+// The approximate functions stay within their ulps of the exact result rounded, give NaN for NaN
+// and keep signed zeros and the infinities' limits (ulps_apart: NaN against a number, or zeros of
+// opposite signs, are infinitely far apart).
+TEST(HostMath, FastF32FunctionsAreWithinTheirUlps) {
+  const std::vector<float> in = sweep_inputs();
+  std::vector<float> out(in.size());
+  for (const FastCase& f : fast_cases) {
+    f.c.batch(out.data(), in.data(), in.size());
+    int64_t worst = 0;
+    size_t over = 0, inexact = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const float want = static_cast<float>(f.c.libm(static_cast<double>(in[i])));
+      const int64_t apart = ulps_apart(out[i], want);
+      worst = std::max(worst, apart);
+      inexact += apart != 0;
+      if (apart > f.ulps && ++over <= 3)
+        ADD_FAILURE() << f.c.name << "(" << in[i] << ") = " << out[i] << ", the exact result rounded " << want;
+    }
+    EXPECT_EQ(over, 0u) << f.c.name << " over " << in.size() << " inputs";
+    std::printf("%s: at most %lld ulps off, %.2f%% of %zu inputs not the exact result rounded\n", f.c.name,
+                static_cast<long long>(worst), 100.0 * inexact / in.size(), in.size());
   }
 }

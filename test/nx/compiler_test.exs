@@ -45,6 +45,18 @@ if Code.ensure_loaded?(Nx) do
       assert Nx.all_close(a, b, rtol: tol, atol: tol) |> Nx.to_number() == 1, "#{inspect(a)}\n#{inspect(b)}"
     end
 
+    # The most ulps two f32 tensors are apart (NaN where the other is NaN; zeros of either sign
+    # equal only themselves: bit patterns in order, as c_src/test/host_math_test.cpp's).
+    defp max_ulps(a, b) do
+      [a, b] = for t <- [a, b], do: t |> binary() |> Nx.bitcast(:s32) |> Nx.as_type(:s64)
+      key = fn bits -> Nx.select(Nx.less(bits, 0), Nx.negate(Nx.bitwise_and(bits, 0x7FFFFFFF)), bits) end
+      nan = fn bits -> Nx.greater(Nx.bitwise_and(bits, 0x7FFFFFFF), 0x7F800000) end
+      assert Nx.equal(nan.(a), nan.(b)) |> Nx.all() |> Nx.to_number() == 1
+
+      apart = Nx.abs(Nx.subtract(key.(a), key.(b)))
+      Nx.select(nan.(a), 0, apart) |> Nx.reduce_max() |> Nx.to_number()
+    end
+
     defp chain(x, y), do: x |> Nx.multiply(2.0) |> Nx.add(y) |> Nx.exp() |> Nx.subtract(1.0) |> Nx.divide(3.0)
 
     defp softmax(x) do
@@ -343,6 +355,43 @@ if Code.ensure_loaded?(Nx) do
               assert Nx.all_close(binary(fused), want, rtol: 1.0e-5, equal_nan: true) |> Nx.to_number() == 1
             end
           end
+        end
+
+        test "math: :fast computes exp, sigmoid and tanh within their ulps, alone and fused" do
+          # 2^20 values over every range the functions have (underflow to subnormals and 0,
+          # overflow, tanh's two forms) and the special values
+          specials = [:nan, :infinity, :neg_infinity, 0.0, -0.0, 1.0e-30, -88.7, -100.0, 0.625, -9.0]
+
+          range =
+            Nx.iota({1_048_576 - 10}, type: :f32) |> Nx.multiply(205.0 / 1_048_576) |> Nx.subtract(110.0)
+
+          x = Nx.concatenate([range, Nx.tensor(specials, type: :f32)])
+
+          f = fn x -> {Nx.exp(x), Nx.sigmoid(x), Nx.tanh(x)} end
+          assert [:exp, :sigmoid, :tanh] == Enum.flat_map(Compiler.report(f, [x], math: :fast), & &1.ops)
+          assert [] == Compiler.report(f, [x])
+          assert Enum.all?(Compiler.report(f, [x], math: :fast), &(&1.source =~ "_fast("))
+
+          # the most ulps off: Accel's own functions on the CPU (c_src/test/host_math_test.cpp);
+          # OpenCL's and CUDA's specified bounds for their exp and tanh
+          ulps = if @device == :cpu, do: {1, 2, 1}, else: {3, 6, 5}
+          fast = jit(f, [x], device: @device, math: :fast)
+          exact = jit(f, [x], device: @device)
+
+          for i <- 0..2 do
+            assert max_ulps(elem(fast, i), elem(exact, i)) <= elem(ulps, i), "output #{i}"
+          end
+
+          # a row region around exp (softmax over 4096 rows of 256)
+          z = Nx.iota({4096, 256}, type: :f32) |> Nx.multiply(0.37) |> Nx.sin() |> Nx.multiply(30.0)
+          assert [%{source: source}] = Compiler.report(&softmax/1, [z], math: :fast)
+          assert source =~ "accel_f32_exp_fast("
+
+          assert_close(
+            jit(&softmax/1, [z], device: @device, math: :fast),
+            jit(&softmax/1, [z], device: @device),
+            1.0e-6
+          )
         end
 
         test "a reduction to few values is split over the device's cores and stays accurate" do
@@ -867,6 +916,14 @@ if Code.ensure_loaded?(Nx) do
 
       assert_raise ArgumentError, ~r/option :replay must be a boolean, got: 1/, fn ->
         jit(&Nx.exp/1, [Nx.tensor(1.0)], replay: 1)
+      end
+
+      assert_raise ArgumentError, ~r/option :math must be :exact or :fast, got: :approximate/, fn ->
+        jit(&Nx.exp/1, [Nx.tensor(1.0)], math: :approximate)
+      end
+
+      assert_raise ArgumentError, ~r/option :math must be/, fn ->
+        Compiler.report(&Nx.exp/1, [Nx.tensor(1.0)], math: "fast")
       end
 
       assert_raise ArgumentError, ~r/device: must be/, fn ->

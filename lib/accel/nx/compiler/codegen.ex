@@ -120,8 +120,11 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   defp node_text(%{op: :as_type, args: [a]} = node, values), do: operand(a, values, node.type)
 
-  defp node_text(%{op: op, family: :unary, args: [a], type: t}, values),
-    do: wrap("accel_#{family(t)}_#{op}(#{operand(a, values, t)})", t)
+  # (math: :fast marks the nodes computed by the approximate functions)
+  defp node_text(%{op: op, family: :unary, args: [a], type: t} = node, values) do
+    name = if Map.get(node, :fast), do: "#{op}_fast", else: op
+    wrap("accel_#{family(t)}_#{name}(#{operand(a, values, t)})", t)
+  end
 
   # x ** 2 in f32 is x * x: x^2 of an f32 is exact in f64, so the product rounds the exact square
   # once, as the backend's f32 pow does (kernels/tensor.h: the product where the exponent is 2,

@@ -47,27 +47,27 @@ if Code.ensure_loaded?(Nx) do
     The expression with its fused regions as single nodes, and the regions found (for
     Accel.Nx.Compiler.report/3): `{expr, [%{ops, inputs, shape, reduce, kernel}]}`.
     """
-    def rewrite(expr) do
+    def rewrite(expr, math \\ :exact) do
       # the operations replayed for fallbacks build expressions: numbers they take must become
       # constants, not tensors of the caller's default backend
       key = Nx.Shared.backend_pdict_key()
       previous = Process.put(key, {Expr, []})
 
       try do
-        do_rewrite(expr)
+        do_rewrite(expr, math)
       after
         if previous, do: Process.put(key, previous), else: Process.delete(key)
       end
     end
 
-    defp do_rewrite(expr) do
+    defp do_rewrite(expr, math) do
       uses = Composite.reduce(expr, %{}, &count/2)
       # outputs are used by the caller
       uses =
         Composite.reduce(expr, uses, fn %T{data: %Expr{id: id}}, acc -> Map.update(acc, id, 2, &(&1 + 2)) end)
 
-      st = %{uses: uses, memo: %{}, regions: []}
-      {expr, st} = Composite.traverse(expr, st, &rewrite/2)
+      st = %{uses: uses, memo: %{}, regions: [], math: math}
+      {expr, st} = Composite.traverse(expr, st, &rewrite_node/2)
       {expr, Enum.reverse(st.regions)}
     end
 
@@ -87,9 +87,9 @@ if Code.ensure_loaded?(Nx) do
     # A constant's id is its value, type and devectorized shape: the same id may stand for its
     # vectorized and its devectorized form, so constants (which have nothing to rewrite) are not
     # memoised by id.
-    defp rewrite(%T{data: %Expr{op: :constant}} = t, st), do: {t, st}
+    defp rewrite_node(%T{data: %Expr{op: :constant}} = t, st), do: {t, st}
 
-    defp rewrite(%T{data: %Expr{id: id}} = t, st) do
+    defp rewrite_node(%T{data: %Expr{id: id}} = t, st) do
       case st.memo do
         %{^id => done} ->
           {done, st}
@@ -140,7 +140,7 @@ if Code.ensure_loaded?(Nx) do
     # A while loop's condition and body are fused too (cond branches always are); the bodies of
     # functions given to reduce and friends are not (the backend runs them as a whole).
     defp rebuild(%T{data: %Expr{op: op} = data} = t, st) do
-      {args, st} = Tree.apply_args(t, if(op == :while, do: :all, else: :scope), st, &rewrite/2)
+      {args, st} = Tree.apply_args(t, if(op == :while, do: :all, else: :scope), st, &rewrite_node/2)
       {%{t | data: %{data | args: args}}, st}
     end
 
@@ -175,7 +175,7 @@ if Code.ensure_loaded?(Nx) do
       if elementwise?(t) do
         case grow(t, t.shape, st) do
           %{nodes: [_, _ | _]} = grown -> grown
-          %{nodes: [node], inputs: inputs} = grown -> if lone_kernel?(node, inputs, t), do: grown
+          %{nodes: [node], inputs: inputs} = grown -> if lone_kernel?(node, inputs, t, st), do: grown
           nil -> nil
         end
       end
@@ -185,10 +185,17 @@ if Code.ensure_loaded?(Nx) do
     # constant operand (a scale) is a kernel of its own too, since the backend's broadcasting path
     # is slower than a generated kernel's indexing (a scores tensor divided by 8.0: 3.3 ms on the
     # backend over 2^21 f32, against a pass over memory); a small one stays the backend's.
-    defp lone_kernel?(node, inputs, t) do
-      Enum.any?(inputs, &broadcast?/1) or
+    # With `math: :fast` a lone approximate function is one too (the backend's is exact).
+    defp lone_kernel?(node, inputs, t, st) do
+      Enum.any?(inputs, &broadcast?/1) or fast?(node, st.math) or
         (Nx.size(t.shape) >= @parallel_outputs and Enum.any?(node.args, &match?({:const, _, _}, &1)))
     end
+
+    # The operations `math: :fast` computes approximately (kernels/tensor.h's accel_f32_*_fast:
+    # single precision, within 1-2 ulps), in f32 only.
+    @fast_ops [:exp, :sigmoid, :tanh]
+    defp fast?(%{op: op, type: :f32}, :fast), do: op in @fast_ops
+    defp fast?(_node, _math), do: false
 
     defp broadcast?(%{strides: strides}), do: 0 in strides
 
@@ -485,8 +492,9 @@ if Code.ensure_loaded?(Nx) do
     ## The fused node
 
     defp fuse(%T{data: %Expr{id: id, context: context}} = t, region, st) do
+      region = %{region | nodes: Enum.map(region.nodes, &Map.put(&1, :fast, fast?(&1, st.math)))}
       kernel = Codegen.generate(region)
-      {inputs, st} = Enum.map_reduce(region.inputs, st, fn input, st -> rewrite(input.expr, st) end)
+      {inputs, st} = Enum.map_reduce(region.inputs, st, fn input, st -> rewrite_node(input.expr, st) end)
       params = inputs |> Enum.with_index() |> Enum.map(fn {x, pos} -> Expr.parameter(x, pos) end)
       fallback = replay(t, region, params)
 
