@@ -476,9 +476,12 @@ defmodule Accel.KernelTest do
     end
 
     test "kernel_load refuses what is not a kernel library" do
-      assert_raise ArgumentError, ~r/the path must be a binary/, fn -> Accel.NIF.kernel_load(123) end
-      assert_raise ArgumentError, ~r/NUL byte/, fn -> Accel.NIF.kernel_load("/tmp/a\0b.so") end
-      e = assert_raise Accel.Error, fn -> Accel.NIF.kernel_load("/nonexistent/kernel.so") end
+      assert_raise ArgumentError, ~r/the path must be a binary/, fn ->
+        Accel.NIF.kernel_load(123, "accel_user")
+      end
+
+      assert_raise ArgumentError, ~r/NUL byte/, fn -> Accel.NIF.kernel_load("/tmp/a\0b.so", "accel_user") end
+      e = assert_raise Accel.Error, fn -> Accel.NIF.kernel_load("/nonexistent/kernel.so", "accel_user") end
       assert e.reason == :load_failed
 
       libc =
@@ -488,7 +491,17 @@ defmodule Accel.KernelTest do
         )
 
       if libc,
-        do: assert_raise(Accel.Error, ~r/has no accel_user entry/, fn -> Accel.NIF.kernel_load(libc) end)
+        do:
+          assert_raise(Accel.Error, ~r/has no accel_user entry/, fn ->
+            Accel.NIF.kernel_load(libc, "accel_user")
+          end)
+
+      # only Accel's entries are looked up: no other symbol of a library is ever called as one
+      for entry <- ["printf", "accel_user_1;", "accel_userX", String.duplicate("accel_user_1", 6), 7] do
+        assert_raise ArgumentError, ~r/the entry must be (accel_user|a binary)/, fn ->
+          Accel.NIF.kernel_load(libc || "/x.so", entry)
+        end
+      end
     end
   end
 

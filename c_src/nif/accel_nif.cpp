@@ -449,7 +449,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_take_pressure", 1, guarded<tensor_take_pressure>, 0},
     {"tensor_list_bytes", 2, guarded<tensor_list_bytes>, 0},
     {"tensor_nested_list", 3, guarded<tensor_nested_list>, 0},
-    {"kernel_load", 1, guarded<kernel_load>, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"kernel_load", 2, guarded<kernel_load>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"plan_cell", 0, guarded<plan_cell>, 0},
     {"plan_record_start", 1, guarded<plan_record_start>, 0},
     {"plan_record_finish", 5, guarded<plan_record_finish>, 0},

@@ -105,18 +105,24 @@ SourceKernel decode_kernel(ErlNifEnv* env, ERL_NIF_TERM term) {
   return k;
 }
 
-// (path): the shared object at `path`, loaded, with its accel_user entry.
+// (path, entry): the shared object at `path`, loaded, with its entry named `entry` (accel_user,
+// or accel_user_<i> in a library of several kernels: Accel.Kernel.Native.build_together/1).
 ERL_NIF_TERM kernel_load_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   const std::string path = binary_text(env, argv[0], "the path");
   if (path.find('\0') != std::string::npos) throw ArgumentError("the path holds a NUL byte");
+  const std::string name = binary_text(env, argv[1], "the entry");
+  const std::string digits = name.size() > 11 ? name.substr(11) : "";
+  if (name != "accel_user" && (name.rfind("accel_user_", 0) != 0 || digits.empty() || digits.size() > 6 ||
+                               digits.find_first_not_of("0123456789") != std::string::npos))
+    throw ArgumentError("the entry must be accel_user or accel_user_<digits>, got: " + describe_term(env, argv[1]));
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     throw Error("load_failed", "could not load the kernel library " + path + ": " + (why ? why : "unknown error"));
   }
   std::shared_ptr<void> owner(handle, [](void* h) { dlclose(h); });
-  void* entry = dlsym(handle, "accel_user");
-  if (entry == nullptr) throw Error("load_failed", "the kernel library " + path + " has no accel_user entry");
+  void* entry = dlsym(handle, name.c_str());
+  if (entry == nullptr) throw Error("load_failed", "the kernel library " + path + " has no " + name + " entry");
   void* memory = enif_alloc_resource(g_library_type, sizeof(LibraryResource));
   if (memory == nullptr) throw std::bad_alloc();
   auto* lib = new (memory) LibraryResource();

@@ -107,7 +107,7 @@ defmodule Accel.NIF do
   def tensor_take_pressure(_threshold), do: :erlang.nif_error(:not_loaded)
   def tensor_list_bytes(_list, _type), do: :erlang.nif_error(:not_loaded)
   def tensor_nested_list(_binary, _type, _shape), do: :erlang.nif_error(:not_loaded)
-  def kernel_load(_path), do: :erlang.nif_error(:not_loaded)
+  def kernel_load(_path, _entry), do: :erlang.nif_error(:not_loaded)
   def cuda_kernel_compiler, do: :erlang.nif_error(:not_loaded)
   def cuda_kernel_code(_source, _arch, _entry), do: :erlang.nif_error(:not_loaded)
 

@@ -513,6 +513,33 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    test "a function's regions are built into one library, each entry the right region's" do
+      # three regions of other kernels than any other test's (their constants), all built in one
+      # compiler run; the function then runs them from that library: an entry mixed up with
+      # another region's would give another region's values
+      f = fn x, y ->
+        a = x |> Nx.multiply(1.2345) |> Nx.add(y)
+        b = a |> Nx.exp() |> Nx.sum(axes: [1])
+        c = Nx.dot(a, Nx.transpose(a)) |> Nx.subtract(2.345) |> Nx.abs()
+        {b |> Nx.multiply(3.456) |> Nx.add(1.0), Nx.sum(c, axes: [0]) |> Nx.max(0.5), a}
+      end
+
+      x = Nx.iota({24, 40}, type: :f32) |> Nx.divide(1000.0)
+      y = Nx.iota({40}, type: :f32) |> Nx.divide(-500.0)
+      regions = Compiler.report(f, [x, y], device: :cpu)
+      assert length(regions) >= 3
+      members = Enum.map(regions, &{&1.kernel, &1.source})
+      path = Accel.Kernel.Native.build_together(members)
+      assert is_binary(path) and File.exists?(path)
+      assert Accel.Kernel.Native.build_together(members) == :loaded
+
+      fused = jit(f, [x, y], device: :cpu)
+      op_by_op = jit(f, [x, y], device: :cpu, fuse: false)
+
+      for i <- 0..2,
+          do: assert_close(elem(fused, i), elem(op_by_op, i), 1.0e-6)
+    end
+
     test "a product read transposed is the product the other way round, with no transpose left" do
       x = Nx.iota({64, 30}, type: :f32) |> Nx.multiply(0.01) |> Nx.sin()
       y = Nx.iota({64, 20}, type: :f32) |> Nx.multiply(0.02) |> Nx.cos()
