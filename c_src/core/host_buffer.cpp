@@ -22,8 +22,13 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // Buffers from here up are mappings of Accel's too (in 64 KiB steps below a huge page), so that a
 // result of a few hundred KiB reuses pages already touched: its first touch costs more than many
 // operations that make one (a 1.5 MB embedding lookup faulted for 0.3 ms and copied for 0.1).
-constexpr size_t kMapFrom = size_t{256} << 10;
+// From glibc's mmap threshold (128 KiB) up, since malloc maps and unmaps each such buffer itself
+// in the VM (the BEAM's settings keep its threshold from rising): a 128 x 784 -> 256 -> 10
+// training step's four 128 KiB buffers faulted 132 pages a call.
+constexpr size_t kMapFrom = size_t{128} << 10;
 constexpr size_t kMapStep = size_t{64} << 10;
+// At most this many cached mappings (a lookup scans them): the oldest go first.
+constexpr size_t kCacheEntries = 2048;
 
 [[noreturn]] void out_of_memory(size_t bytes) {
   throw Error("out_of_memory", "could not allocate " + std::to_string(bytes) + " bytes of host memory");
@@ -99,7 +104,7 @@ void put_cached(void* data, size_t mapped) {
     if (mapped > HostBuffer::kCacheCapacity) {
       gone.push_back({{data, mapped}, forget(c, data)});
     } else {
-      while (c.bytes + mapped > HostBuffer::kCacheCapacity) {
+      while (!c.entries.empty() && (c.bytes + mapped > HostBuffer::kCacheCapacity || c.entries.size() >= kCacheEntries)) {
         const MappingCache::Entry oldest = c.entries.front();
         gone.push_back({oldest, forget(c, oldest.data)});
         c.bytes -= oldest.mapped;

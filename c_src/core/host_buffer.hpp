@@ -1,6 +1,6 @@
 // Host memory owned by Accel: large buffers are mapped on 2 MiB boundaries and advised to use
 // transparent huge pages, because a first touch of a 4 KiB page costs microseconds on these VMs and
-// a 268 MB result would spend as long faulting pages as computing; from 256 KiB up to 2 MiB they are
+// a 268 MB result would spend as long faulting pages as computing; from 128 KiB up to 2 MiB they are
 // mappings in 64 KiB steps (smaller ones come from malloc). Released mappings are kept in a
 // small bounded cache and reused by the next buffer of about the same size (pages already touched),
 // which is what makes repeated calls and chunked pipelines cheap. Counts live and cached bytes.
