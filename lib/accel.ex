@@ -434,7 +434,7 @@ defmodule Accel do
   results and scratch buffers (memory behind a result binary is released when the binary is
   garbage-collected); on `:opencl` and `:cuda` it is the device memory behind tensors.
 
-  Released host buffers of 2 MiB and more are kept, up to 768 MiB in all, for the next call of about
+  Released host buffers of 128 KiB and more are kept, up to 768 MiB in all, for the next call of about
   the same size (their pages are already mapped, which saves a large call up to half its time). They
   are not counted here; `trim_memory/0` returns them to the operating system.
   """

@@ -69,5 +69,39 @@ defmodule Accel.LeakTest do
       assert after_calls <= before
       assert_in_delta Nx.to_number(Nx.sum(x)), 511.5, 1.0e-6
     end
+
+    test "a compiled call frees the tensors it made and does not return, at its end" do
+      # three products of 256 x 256 f32 (256 KiB each) and a sum: only the sum (1 KiB) is returned
+      x =
+        Nx.iota({256, 256}, type: :f32)
+        |> Nx.divide(65_536)
+        |> Nx.backend_transfer({Accel.Nx.Backend, device: :cpu})
+
+      f = fn x -> x |> Nx.dot(x) |> Nx.dot(x) |> Nx.dot(x) |> Nx.reshape({256, 256}) |> Nx.sum(axes: [0]) end
+
+      for opts <- [[], [replay: false]] do
+        g = Nx.Defn.jit(f, [compiler: Accel.Nx.Compiler, device: :cpu] ++ opts)
+
+        Task.await(
+          Task.async(fn ->
+            g.(x)
+            Workload.settle()
+            before = Accel.memory(:cpu)
+            # no collection between: what the call leaves live is what it returned
+            results = for _ <- 1..3, do: g.(x)
+            assert Accel.memory(:cpu) - before == 3 * 256 * 4
+            want = f.(Nx.backend_copy(x, Nx.BinaryBackend))
+
+            for r <- results,
+                do:
+                  assert(
+                    Nx.all_close(Nx.backend_copy(r, Nx.BinaryBackend), want, rtol: 1.0e-5) |> Nx.to_number() ==
+                      1
+                  )
+          end),
+          :infinity
+        )
+      end
+    end
   end
 end

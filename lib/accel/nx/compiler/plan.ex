@@ -36,14 +36,16 @@ if Code.ensure_loaded?(Nx) do
       {steps, slots, refs} = allocate(Enum.reverse(state.steps), refs)
 
       run = fn params ->
-        registers = run(steps, :erlang.make_tuple(slots, nil), params)
-        output(skeleton, refs, registers)
+        {registers, made} = run(steps, :erlang.make_tuple(slots, nil), params, [])
+        result = output(skeleton, refs, registers)
+        release(made, result)
+        result
       end
 
       case backend do
         {Accel.Nx.Backend, _} when replay ->
           # (only the parameters the steps read: Nx's lazy containers load the others never)
-          used = for {_slot, {:parameter, i}} <- steps, do: i
+          used = for {_slot, {:parameter, i}, _made?} <- steps, do: i
           cell = Accel.NIF.plan_cell()
           fn [params] -> [call(cell, run, params, used)] end
 
@@ -190,6 +192,7 @@ if Code.ensure_loaded?(Nx) do
 
       {steps, {slot_of, _free, slots}} =
         Enum.map_reduce(steps, {%{}, [], 0}, fn {n, step}, {slot_of, free, slots} ->
+          made? = made?(step) and not MapSet.member?(outputs, n)
           step = resolve(step, slot_of)
           free = freed_by |> Map.get(n, []) |> Enum.reduce(free, &[Map.fetch!(slot_of, &1) | &2])
 
@@ -199,11 +202,18 @@ if Code.ensure_loaded?(Nx) do
               [] -> {slots + 1, [], slots + 1}
             end
 
-          {{slot, step}, {Map.put(slot_of, n, slot), free, slots}}
+          {{slot, step, made?}, {Map.put(slot_of, n, slot), free, slots}}
         end)
 
       {steps, max(slots, 1), Enum.map(results, &resolve_ref(&1, slot_of))}
     end
+
+    # Whether a step makes its value (an operation's result: not a parameter, a constant, a
+    # captured tensor or a tensor made by a creation operation, which a backend might keep).
+    defp made?({:apply, op, _call, _args}), do: op not in @creation_ops
+    defp made?({:optional, _, _, _, _, _}), do: true
+    defp made?({:block, _, _, _, _, _}), do: true
+    defp made?(_step), do: false
 
     # The value numbers a step reads.
     defp refs({:value, m}), do: [m]
@@ -320,10 +330,44 @@ if Code.ensure_loaded?(Nx) do
 
     ## Running
 
-    defp run([{slot, step} | steps], registers, params),
-      do: run(steps, :erlang.setelement(slot, registers, exec(step, registers, params)), params)
+    # The registers at the end, and the references of the tensors the steps made that are no
+    # operand's (an operation may give an operand back as its result: a reshape of a contiguous
+    # tensor, say).
+    defp run([{slot, step, made?} | steps], registers, params, made) do
+      value = exec(step, registers, params)
+      made = if made?, do: made(value, step, registers, made), else: made
+      run(steps, :erlang.setelement(slot, registers, value), params, made)
+    end
 
-    defp run([], registers, _params), do: registers
+    defp run([], registers, _params, made), do: {registers, made}
+
+    defp made(%Nx.Tensor{data: %Accel.Nx.Backend{tensor: %AT{ref: ref}}}, step, registers, made) do
+      if ref in operand_refs(step, registers), do: made, else: [ref | made]
+    end
+
+    defp made(_value, _step, _registers, made), do: made
+
+    defp operand_refs({_kind, _op, _call, args}, registers), do: tensor_refs(args, registers)
+    defp operand_refs({_kind, _name, _out, args, _n, _default}, registers), do: tensor_refs(args, registers)
+
+    defp tensor_refs(args, registers) do
+      for arg <- args, t <- List.wrap(read(arg, registers)), ref = accel_ref(t), ref != nil, do: ref
+    end
+
+    defp accel_ref(%Nx.Tensor{data: %Accel.Nx.Backend{tensor: %AT{ref: ref}}}), do: ref
+    defp accel_ref(_other), do: nil
+
+    # The tensors a call made and does not return are freed at its end rather than when the
+    # caller's process collects its garbage (which may be many calls later): their memory goes
+    # back to Accel's caches for the next call, as XLA reuses its buffers (a 128 x 784 -> 256 ->
+    # 10 training step's first calls otherwise each touched fresh pages for its products).
+    defp release([], _result), do: :ok
+
+    defp release(made, result) do
+      kept = Composite.reduce(result, [], &[accel_ref(&1) | &2])
+      for ref <- made, ref not in kept, do: Accel.NIF.tensor_free(ref)
+      :ok
+    end
 
     defp exec({:apply, op, {how, rule, prefix, suffix}, args}, registers, _params) do
       args = Enum.map(args, &read(&1, registers))
