@@ -381,7 +381,7 @@ ACCEL_KERNEL(accel_convert) {
       accel_i64 chosen = -1;                                                                          \
       const int inside_all = lead_inside && first[last] >= 0 && first[last] + (size[last] - 1) * dil[last] < limit[last]; \
       accel_u64 at = base + (accel_u64)first[last] * (accel_u64)step[last];                           \
-      if (inside_all && !select && nspans <= 2) {                                                     \
+      if (inside_all && nspans <= 2) {                                                                \
         /* pooling's windows (two spanned dimensions at most): two plain loops, in window order */   \
         const int d0 = nspans > 0 ? spans[0] : 0, d1 = nspans > 1 ? spans[1] : 0;                    \
         const accel_i64 n0 = nspans > 0 ? size[d0] : 1, n1 = nspans > 1 ? size[d1] : 1;              \
@@ -389,10 +389,16 @@ ACCEL_KERNEL(accel_convert) {
         const accel_u64 s1 = nspans > 1 ? (accel_u64)(dil[d1] * step[d1]) : 0;                        \
         for (accel_i64 a = 0; a < n0; ++a)                                                            \
           for (accel_i64 c = 0; c < n1; ++c) {                                                        \
-            const T x = in[at + (accel_u64)a * s0 + (accel_u64)c * s1];                               \
+            const accel_u64 off = at + (accel_u64)a * s0 + (accel_u64)c * s1;                         \
+            const T x = in[off];                                                                      \
             if (op == ACCEL_WINDOW_SUM) acc += (W)x;                                                  \
             else if (op == ACCEL_WINDOW_PRODUCT) acc *= (W)x;                                         \
-            else pick = ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
+            else if (select) {                                                                        \
+              /* (the last greatest or least: chosen without a branch on the data) */                  \
+              const int take = (a == 0 && c == 0) || (op == ACCEL_WINDOW_SELECT_MAX ? x >= pick : x <= pick); \
+              pick = take ? x : pick;                                                                 \
+              chosen = take ? (accel_i64)off : chosen;                                                \
+            } else pick = ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
           }                                                                                           \
       } else if (inside_all) {                                                                        \
         /* by offsets: each spanned coordinate's step, undone when it wraps */                       \
@@ -401,10 +407,10 @@ ACCEL_KERNEL(accel_convert) {
           if (op == ACCEL_WINDOW_SUM) acc += (W)x;                                                    \
           else if (op == ACCEL_WINDOW_PRODUCT) acc *= (W)x;                                           \
           else if (select) {                                                                          \
-            if (e == 0 || (op == ACCEL_WINDOW_SELECT_MAX ? x >= pick : x <= pick)) {                  \
-              pick = x;                                                                               \
-              chosen = (accel_i64)at;                                                                 \
-            }                                                                                         \
+            /* (chosen without a branch: which element wins is data, and mispredicted) */              \
+            const int take = e == 0 || (op == ACCEL_WINDOW_SELECT_MAX ? x >= pick : x <= pick);       \
+            pick = take ? x : pick;                                                                   \
+            chosen = take ? (accel_i64)at : chosen;                                                   \
           } else pick = ACCEL_PICK_##K(T, op == ACCEL_WINDOW_MAX ? ACCEL_REDUCE_MAX : ACCEL_REDUCE_MIN, pick, x); \
           int s = nspans - 1;                                                                         \
           for (; s >= 0; --s) {                                                                       \
@@ -494,7 +500,12 @@ ACCEL_KERNEL(accel_convert) {
     for (accel_u64 x = 0; single && x < run; ++x) {                                                  \
       const accel_u64 e = i * run + x, at = lead_at * (accel_u64)gl[0] + (accel_u64)hd;              \
       T acc = init;                                                                                  \
-      if (hm < gl[3] && hd < gl[0] && selected[at] == (accel_i64)e) acc = (T)(acc + source[at]);     \
+      /* (whether the window chose x is data: taken without a branch, one in four in a 2 x 2 pool) */ \
+      if (hm < gl[3] && hd < gl[0]) {                                                                \
+        /* (an index, not a conditional: compilers turn the latter back into a branch) */            \
+        const T pair[2] = {init, (T)(init + source[at])};                                            \
+        acc = pair[selected[at] == (accel_i64)e];                                                    \
+      }                                                                                              \
       ((ACCEL_GLOBAL T*)b3)[e] = acc;                                                                \
       if (++hm == ls) hm = 0, ++hd;                                                                  \
     }                                                                                                \
