@@ -53,8 +53,9 @@ defmodule Accel.Kernel.Native do
         :loaded
 
       [{key, source}] ->
-        library(key, source)
-        ensure_built(source)
+        path = ensure_built(source)
+        remembered(key, fn -> Accel.NIF.kernel_load(path, "accel_user") end)
+        path
 
       todo ->
         path =
