@@ -54,6 +54,51 @@ defmodule Accel.TensorTest do
     end
   end
 
+  defp ref_compare(:greater, x, y), do: if(x > y, do: 1, else: 0)
+  defp ref_compare(:less_equal, x, y), do: if(x <= y, do: 1, else: 0)
+
+  # `a` of shape `out` with `b` of `shape` (broadcast), b first when `swap`, each op against the
+  # reference over the same elements read by index.
+  defp assert_broadcast(backend, type, out, shape, swap, ops) do
+    n = Tuple.product(out)
+    m = Tuple.product(shape)
+    xs = random(type, n)
+    ys = random(type, m) |> Enum.map(&if(&1 == 0, do: 1, else: &1))
+    a = T.from_list(xs, type: type, backend: backend) |> T.reshape(out)
+    b = T.from_list(ys, type: type, backend: backend) |> T.reshape(shape)
+    yt = List.to_tuple(ys)
+    yb = Enum.map(broadcast_indices(shape, out), &elem(yt, &1))
+
+    for op <- ops do
+      {got, pairs} = if swap, do: {apply(T, op, [b, a]), Enum.zip(yb, xs)}, else: {apply(T, op, [a, b]), Enum.zip(xs, yb)}
+      assert got.shape == out
+      got = got |> T.reshape({n}) |> T.to_list()
+
+      want =
+        Enum.map(pairs, fn {x, y} ->
+          if op in [:greater, :less_equal], do: ref_compare(op, x, y), else: ref_binary(op, x, y, type)
+        end)
+
+      label = "#{type} #{op} #{inspect(out)} with #{inspect(shape)}#{if swap, do: " (first)"}"
+
+      if type in @floats and op not in [:greater, :less_equal],
+        do: assert_close(got, want, tol(type)),
+        else: assert(got == want, label)
+    end
+  end
+
+  # For each element of `out` in order, the index of the element of `shape` it reads.
+  defp broadcast_indices(shape, out) do
+    dims = Tuple.to_list(out)
+    own = List.duplicate(1, length(dims) - tuple_size(shape)) ++ Tuple.to_list(shape)
+    {strides, _} = Enum.map_reduce(Enum.reverse(own), 1, fn d, acc -> {if(d == 1, do: 0, else: acc), acc * d} end)
+    strides = Enum.reverse(strides)
+
+    Enum.reduce(Enum.zip(dims, strides), [0], fn {d, s}, acc ->
+      for base <- acc, k <- 0..(d - 1), do: base + k * s
+    end)
+  end
+
   for backend <- [:cpu, :opencl, :cuda] do
     describe "#{backend}" do
       @describetag backend
@@ -106,6 +151,31 @@ defmodule Accel.TensorTest do
         row = T.from_list([10, 20, 30], backend: @backend)
         assert T.to_list(T.add(m, row)) == [[11, 22, 33], [14, 25, 36]]
         assert T.to_list(T.subtract(row, m)) == [[9, 18, 27], [6, 15, 24]]
+      end
+
+      # The CPU backend reads such operands as rows of its vectorised loops (one element or a
+      # contiguous run per row); rows of at least 16 elements, split across threads' chunks.
+      test "broadcast operands: 0-d tensors, repeats and columns, on either side" do
+        shapes = [{}, {1}, {33}, {70, 33}, {3, 1, 33}, {3, 70, 1}, {1, 70, 1}, {3, 1, 1}, {70, 1}, {1, 1, 1}]
+
+        for type <- [:s32, :u8, :f64, :f32], shape <- shapes, swap <- [false, true] do
+          assert_broadcast(@backend, type, {3, 70, 33}, shape, swap, [:subtract, :greater])
+        end
+
+        for shape <- [{}, {37}, {600, 37}, {4, 600, 1}, {4, 1, 37}] do
+          assert_broadcast(@backend, :f32, {4, 600, 37}, shape, false, [:add])
+          assert_broadcast(@backend, :s64, {4, 600, 37}, shape, true, [:multiply, :less_equal])
+        end
+
+        m = T.from_list(Enum.map(1..40, fn r -> Enum.to_list(r..(r + 19)) end), type: :s32, backend: @backend)
+        column = T.from_list(Enum.map(1..40, &[if(&1 == 33, do: 0, else: &1)]), type: :s32, backend: @backend)
+
+        assert_raise ArgumentError, "integer division by zero in Accel.Tensor.divide/2", fn ->
+          T.divide(m, column)
+        end
+
+        assert T.to_list(T.divide(m, T.from_list([7], type: :s32, backend: @backend) |> T.reshape({}))) ==
+                 Enum.map(1..40, fn r -> Enum.map(r..(r + 19), &div(&1, 7)) end)
       end
 
       test "integer semantics: wrap-around, truncating division, MIN / -1, zero divisors raise" do

@@ -4,9 +4,11 @@
  * `i` (reading p->...), and the entry point the dialect needs around it:
  *   OpenCL C:  __kernel name(b0..b3, params): one work item per i < p.n;
  *   CUDA C++:  __global__ name(b0..b3, params): a grid-stride loop over i < p.n;
- *   host C++:  template <int Op, bool Full> name(b0..b3, &params, begin, end): a loop over
- *              [begin, end), with the operation code a compile-time constant, and Full when every
- *              operand has the output's layout, so that the common loop vectorises (CPU backend).
+ *   host C++:  template <int Op, int Full> name(b0..b3, &params, begin, end): a loop over
+ *              [begin, end), with the operation code a compile-time constant, and Full the
+ *              operands' layouts when they are the common ones (ACCEL_FULL_ALL: each has the
+ *              output's; ACCEL_FULL_SCALAR_B / _A: operand 1 / 0 a scalar, the other the output's),
+ *              so that those loops vectorise (CPU backend).
  * ACCEL_OP is the operation code inside a body, ACCEL_FULL that promise (0 on devices); ACCEL_SET_FLAG(int pointer, code) raises a flag that
  * many work items may raise at once. Also here: the one record every kernel takes, and how an
  * elementwise operand is indexed (broadcasting). */
@@ -36,6 +38,12 @@ typedef struct accel_params {
   accel_u64 stride[3][ACCEL_MAX_RANK];
 } accel_params;
 
+/* ACCEL_FULL's values */
+#define ACCEL_FULL_NONE 0
+#define ACCEL_FULL_ALL 1
+#define ACCEL_FULL_SCALAR_B 2
+#define ACCEL_FULL_SCALAR_A 3
+
 /* Element j of an operand for output element i: its index in the operand's buffer. */
 #define ACCEL_LAYOUT_FULL 0
 #define ACCEL_LAYOUT_SCALAR 1
@@ -59,7 +67,7 @@ ACCEL_FN accel_u64 accel_operand_index(const accel_params* p, int j, accel_u64 i
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global
 #define ACCEL_OP ((int)p->op)
-#define ACCEL_FULL 0
+#define ACCEL_FULL ACCEL_FULL_NONE
 #define ACCEL_SET_FLAG(flag, code) (*(flag) = (code))
 #define ACCEL_KERNEL_ARGS __global void *b0, __global void *b1, __global void *b2, __global void *b3
 #define ACCEL_KERNEL(name)                                                         \
@@ -73,7 +81,7 @@ ACCEL_FN accel_u64 accel_operand_index(const accel_params* p, int j, accel_u64 i
 #elif defined(__CUDACC__)
 #define ACCEL_GLOBAL
 #define ACCEL_OP ((int)p->op)
-#define ACCEL_FULL 0
+#define ACCEL_FULL ACCEL_FULL_NONE
 #define ACCEL_SET_FLAG(flag, code) (*(flag) = (code))
 #define ACCEL_KERNEL_ARGS void *b0, void *b1, void *b2, void *b3
 #define ACCEL_KERNEL(name)                                                                                  \
@@ -93,14 +101,14 @@ ACCEL_FN accel_u64 accel_operand_index(const accel_params* p, int j, accel_u64 i
 /* The record is copied to a local first: stores through a u8 pointer may alias anything, and the
  * loop must not reload the sizes after each one. */
 #define ACCEL_KERNEL(name)                                                                                 \
-  template <int Op, bool Full>                                                                             \
+  template <int Op, int Full>                                                                             \
   static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p);    \
-  template <int Op, bool Full>                                                                             \
+  template <int Op, int Full>                                                                             \
   static void name(ACCEL_KERNEL_ARGS, const accel_params* params, accel_u64 begin, accel_u64 end) {        \
     const accel_params local = *params;                                                                    \
     for (accel_u64 i = begin; i < end; ++i) name##_at<Op, Full>(i, b0, b1, b2, b3, &local);                \
   }                                                                                                        \
-  template <int Op, bool Full>                                                                             \
+  template <int Op, int Full>                                                                             \
   static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p)
 #endif
 

@@ -85,10 +85,12 @@
 #define ACCEL_TYPED_KERNELS_OF(S, T, K)                                                             \
   ACCEL_KERNEL(accel_iota_##S) { ((ACCEL_GLOBAL T*)b0)[i] = (T)(accel_i64)i; }                      \
   /* Operand j of output element i (launch.h's layouts). */                                      \
-  /* full: every operand has the output's layout (the host's vectorisable loop). */               \
+  /* full: ACCEL_FULL, the layouts the host's vectorisable loops know (constants there). */        \
   ACCEL_FN T accel_operand_##S(ACCEL_GLOBAL const void* b, const accel_params* p, int j, accel_u64 i, int full) { \
-    if (full) return ((ACCEL_GLOBAL const T*)b)[i];                                                 \
-    if (p->layout[j] == ACCEL_LAYOUT_SCALAR) return ACCEL_SCALAR_##K(T, p->bits[j]);                 \
+    if (full == ACCEL_FULL_ALL || (full == ACCEL_FULL_SCALAR_B && j == 0) ||                         \
+        (full == ACCEL_FULL_SCALAR_A && j == 1))                                                     \
+      return ((ACCEL_GLOBAL const T*)b)[i];                                                         \
+    if (full != ACCEL_FULL_NONE || p->layout[j] == ACCEL_LAYOUT_SCALAR) return ACCEL_SCALAR_##K(T, p->bits[j]); \
     return ((ACCEL_GLOBAL const T*)b)[accel_operand_index(p, j, i)];                                \
   }                                                                                                 \
   ACCEL_KERNEL(accel_binary_##S) {                                                                  \
@@ -107,7 +109,7 @@
   }                                                                                                 \
   /* select(pred, a, b): pred is :u8 (operand 0), a and b operands 1 and 2. */                     \
   ACCEL_KERNEL(accel_select_##S) {                                                                  \
-    const accel_u8 pred = ((ACCEL_GLOBAL const accel_u8*)b0)[ACCEL_FULL ? i : accel_operand_index(p, 0, i)]; \
+    const accel_u8 pred = ((ACCEL_GLOBAL const accel_u8*)b0)[ACCEL_FULL == ACCEL_FULL_ALL ? i : accel_operand_index(p, 0, i)]; \
     ((ACCEL_GLOBAL T*)b3)[i] =                                                                      \
         pred != 0 ? accel_operand_##S(b1, p, 1, i, ACCEL_FULL) : accel_operand_##S(b2, p, 2, i, ACCEL_FULL); \
   }                                                                                                 \
