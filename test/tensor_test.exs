@@ -70,7 +70,9 @@ defmodule Accel.TensorTest do
     yb = Enum.map(broadcast_indices(shape, out), &elem(yt, &1))
 
     for op <- ops do
-      {got, pairs} = if swap, do: {apply(T, op, [b, a]), Enum.zip(yb, xs)}, else: {apply(T, op, [a, b]), Enum.zip(xs, yb)}
+      {got, pairs} =
+        if swap, do: {apply(T, op, [b, a]), Enum.zip(yb, xs)}, else: {apply(T, op, [a, b]), Enum.zip(xs, yb)}
+
       assert got.shape == out
       got = got |> T.reshape({n}) |> T.to_list()
 
@@ -91,7 +93,10 @@ defmodule Accel.TensorTest do
   defp broadcast_indices(shape, out) do
     dims = Tuple.to_list(out)
     own = List.duplicate(1, length(dims) - tuple_size(shape)) ++ Tuple.to_list(shape)
-    {strides, _} = Enum.map_reduce(Enum.reverse(own), 1, fn d, acc -> {if(d == 1, do: 0, else: acc), acc * d} end)
+
+    {strides, _} =
+      Enum.map_reduce(Enum.reverse(own), 1, fn d, acc -> {if(d == 1, do: 0, else: acc), acc * d} end)
+
     strides = Enum.reverse(strides)
 
     Enum.reduce(Enum.zip(dims, strides), [0], fn {d, s}, acc ->
