@@ -218,12 +218,25 @@ Tensor tensor_window_scatter(WindowOp op, const Tensor& t, const Tensor& source,
   Tensor out = allocate_like(*t.backend, t.device, t.type, in);
   if (out.count == 0) return out;
   const Tensor g = tensor_from_bytes(*t.backend, t.device, DType::S64, geometry.data(), geometry.size() * sizeof(int64_t));
-  // first each window's selection (one pass over the windows), then each element's sum of the
-  // sources that selected it
   const uint64_t windows = out_count(dims);
+  const uint64_t run = dims.back().out;
+  // Windows that do not overlap (pooling's): each element is selected by one window at most, so
+  // one pass over the windows writes init + source where each chose, into init everywhere.
+  const bool apart = std::all_of(dims.begin(), dims.end(), [](const WindowDim& d) { return d.stride >= d.window; });
+  if (apart && init_bits == 0 && windows != 0) {
+    t.backend->zero(*out.buffer);
+    accel_params p = params_for(windows / run, op == WindowOp::Max ? ACCEL_WINDOW_SELECT_MAX : ACCEL_WINDOW_SELECT_MIN);
+    p.count[0] = run;
+    p.bits[0] = init_bits;
+    p.size[0] = 1;
+    launch(t, typed_kernel(Kernel::accel_window_f32, t.type), p, {t.buffer.get(), out.buffer.get(), g.buffer.get(), source.buffer.get()},
+           static_cast<size_t>(std::min<uint64_t>(product(window, run, "the work per item"), SIZE_MAX)));
+    return out;
+  }
+  // else first each window's selection (one pass over the windows), then each element's sum of
+  // the sources that selected it
   // (no window: every element is init)
   const std::shared_ptr<DeviceBuffer> selected = t.backend->allocate(t.device, checked_bytes(std::max<uint64_t>(windows, 1), DType::S64));
-  const uint64_t run = dims.back().out;
   if (windows != 0) {
     accel_params p = params_for(windows / run, op == WindowOp::Max ? ACCEL_WINDOW_SELECT_MAX : ACCEL_WINDOW_SELECT_MIN);
     p.count[0] = run;

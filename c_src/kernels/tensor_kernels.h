@@ -324,6 +324,56 @@ ACCEL_KERNEL(accel_convert) {
   }
 }
 
+#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__) && defined(__cplusplus)
+#define ACCEL_HOST_WINDOW_ROWS 1
+/* The host's loop over the windows of a run of m outputs along the last dimension whose windows
+ * lie inside the input and span two dimensions at most (pooling's): the window's elements outer,
+ * the outputs inner, in blocks of 64, so that the inner loop vectorises (a step of Step elements
+ * between outputs when it is not 0, else step). Output r's window starts at at + r * step, its
+ * element (a, c) a * s0 + c * s1 further. Each output is what the kernel's loop computes for it,
+ * in the same order: a sum or product in W from 0 or 1, a pick from init, or (select) the position
+ * of the last greatest or least element, first element taken; pick(acc, x) is the kernel's. */
+template <int Op, accel_u64 Step, typename T, typename W, typename Pick>
+static inline void accel_window_rows(const T* in, accel_u64 at, accel_u64 step, accel_u64 m, accel_i64 n0,
+                                     accel_u64 s0, accel_i64 n1, accel_u64 s1, T init, T* out, accel_i64* chosen,
+                                     Pick pick) {
+  const accel_u64 by = Step != 0 ? Step : step;
+  for (accel_u64 b = 0; b < m; b += 64) {
+    const accel_u64 k = m - b < 64 ? m - b : 64;
+    W acc[64];
+    T best[64];
+    accel_i64 where[64];
+    for (accel_u64 j = 0; j < k; ++j) {
+      acc[j] = Op == ACCEL_WINDOW_PRODUCT ? (W)1 : (W)0;
+      best[j] = init;
+      where[j] = -1;
+    }
+    for (accel_i64 a = 0; a < n0; ++a)
+      for (accel_i64 c = 0; c < n1; ++c) {
+        const accel_u64 off = at + b * by + (accel_u64)a * s0 + (accel_u64)c * s1;
+        const T* x = in + off;
+        const int first = a == 0 && c == 0;
+        for (accel_u64 j = 0; j < k; ++j) {
+          const T v = x[j * by];
+          if (Op == ACCEL_WINDOW_SUM) acc[j] += (W)v;
+          else if (Op == ACCEL_WINDOW_PRODUCT) acc[j] *= (W)v;
+          else if (Op == ACCEL_WINDOW_SELECT_MAX || Op == ACCEL_WINDOW_SELECT_MIN) {
+            const int take = first || (Op == ACCEL_WINDOW_SELECT_MAX ? v >= best[j] : v <= best[j]);
+            best[j] = take ? v : best[j];
+            where[j] = take ? (accel_i64)(off + j * by) : where[j];
+          } else best[j] = pick(best[j], v);
+        }
+      }
+    for (accel_u64 j = 0; j < k; ++j) {
+      if (Op == ACCEL_WINDOW_SELECT_MAX || Op == ACCEL_WINDOW_SELECT_MIN) chosen[b + j] = where[j];
+      else out[b + j] = Op <= ACCEL_WINDOW_PRODUCT ? (T)acc[j] : best[j];
+    }
+  }
+}
+#else
+#define ACCEL_HOST_WINDOW_ROWS 0
+#endif
+
 /* Window reductions and scatters, one element type's (instantiated below per compute type). W is
  * the type sums and products accumulate in (64-bit modular integers, doubles for f32 where the
  * device has them: as Nx.BinaryBackend accumulates in Elixir numbers), K the function family.
@@ -333,6 +383,50 @@ ACCEL_KERNEL(accel_convert) {
  * stride, low padding, window dilation. The window's elements in the padding are skipped (they are
  * the operation's identity, as Nx pads); max and min start from the identity given as bits[0]. */
 #define ACCEL_WINDOW_GEOMETRY 7
+/* On the host: the run's outputs whose windows lie inside the input (all of them without
+ * padding), through accel_window_rows in blocks; the kernel's loop skips them. */
+#if ACCEL_HOST_WINDOW_ROWS
+#define ACCEL_WINDOW_HOST_ROWS(S, T, W, K)                                                            \
+  if (lead_inside && nspans <= 2 && run >= 8) {                                                       \
+    /* outputs r0 <= r < r1: first[last] + r * stride >= 0 and its window's end below the limit */   \
+    const accel_i64 f0 = first[last], span = (size[last] - 1) * dil[last];                            \
+    const accel_i64 lo = f0 >= 0 ? 0 : (-f0 + stride - 1) / stride;                                   \
+    const accel_i64 room = limit[last] - span - f0; /* first + r * stride < room */                  \
+    accel_i64 hi = room <= 0 ? 0 : (room - 1) / stride + 1;                                          \
+    if (hi > (accel_i64)run) hi = (accel_i64)run;                                                     \
+    if (hi - lo >= 8) {                                                                               \
+      skip_from = (accel_u64)lo;                                                                      \
+      skip_to = (accel_u64)hi;                                                                        \
+      const int d0 = nspans > 0 ? spans[0] : 0, d1 = nspans > 1 ? spans[1] : 0;                      \
+      const accel_i64 n0 = nspans > 0 ? size[d0] : 1, n1 = nspans > 1 ? size[d1] : 1;                \
+      const accel_u64 s0 = nspans > 0 ? (accel_u64)(dil[d0] * step[d0]) : 0;                          \
+      const accel_u64 s1 = nspans > 1 ? (accel_u64)(dil[d1] * step[d1]) : 0;                          \
+      const accel_u64 by = (accel_u64)stride * (accel_u64)step[last];                                 \
+      const accel_u64 at = base + (accel_u64)(f0 + lo * stride) * (accel_u64)step[last];              \
+      T* const out = select ? nullptr : (T*)b1 + i * run + lo;                                        \
+      const accel_u64 m = (accel_u64)(hi - lo);                                                       \
+      accel_i64 picked[64];                                                                           \
+      const auto pick = [](T a, T x) {                                                                \
+        return ACCEL_PICK_##K(T, ACCEL_OP == ACCEL_WINDOW_MIN ? ACCEL_REDUCE_MIN : ACCEL_REDUCE_MAX, a, x); \
+      };                                                                                              \
+      for (accel_u64 b0_ = 0; b0_ < m; b0_ += (scatter ? 64 : m)) {                                   \
+        const accel_u64 mm = scatter ? (m - b0_ < 64 ? m - b0_ : 64) : m;                             \
+        accel_i64* const where = scatter ? picked : chosen_at + lo;                                   \
+        const accel_u64 from = at + b0_ * by;                                                         \
+        if (by == 1)                                                                                  \
+          accel_window_rows<ACCEL_OP, 1, T, W>(in, from, by, mm, n0, s0, n1, s1, init, out, where, pick); \
+        else if (by == 2)                                                                             \
+          accel_window_rows<ACCEL_OP, 2, T, W>(in, from, by, mm, n0, s0, n1, s1, init, out, where, pick); \
+        else                                                                                          \
+          accel_window_rows<ACCEL_OP, 0, T, W>(in, from, by, mm, n0, s0, n1, s1, init, out, where, pick); \
+        for (accel_u64 j = 0; scatter && j < mm; ++j)                                                 \
+          ((T*)b1)[picked[j]] = (T)(init + ((const T*)b3)[i * run + lo + b0_ + j]);                   \
+      }                                                                                               \
+    }                                                                                                 \
+  }
+#else
+#define ACCEL_WINDOW_HOST_ROWS(S, T, W, K)
+#endif
 #define ACCEL_INDEXED_KERNELS_OF(S, T, W, K)                                                          \
   /* Item i is a run of count[0] outputs along the last dimension (its whole length): the */       \
   /* coordinates are found once per run. A window wholly inside the input is walked by offsets */    \
@@ -377,7 +471,18 @@ ACCEL_KERNEL(accel_convert) {
       base += (accel_u64)first[d] * (accel_u64)step[d];                                               \
     }                                                                                                 \
     const int last = rank - 1;                                                                        \
+    /* Select operations with size[0] set write, instead of positions, out[position] = init + */       \
+    /* source (b1 out, filled with init, b3 source): the scatter of windows that do not overlap. */    \
+    const int scatter = select && p->size[0] != 0;                                                    \
+    ACCEL_GLOBAL accel_i64* chosen_at = select && !scatter ? (ACCEL_GLOBAL accel_i64*)b3 + i * run : 0; \
+    accel_u64 skip_from = run, skip_to = run; /* outputs the host's loop below has computed */         \
+    ACCEL_WINDOW_HOST_ROWS(S, T, W, K)                                                                \
     for (accel_u64 r = 0; r < run; ++r, first[last] += stride) {                                      \
+      if (r == skip_from) {                                                                           \
+        first[last] += (accel_i64)(skip_to - 1 - r) * stride;                                         \
+        r = skip_to - 1;                                                                              \
+        continue;                                                                                     \
+      }                                                                                               \
       W acc = op == ACCEL_WINDOW_PRODUCT ? (W)1 : (W)0;                                               \
       T pick = init;                                                                                  \
       accel_i64 chosen = -1;                                                                          \
@@ -450,7 +555,10 @@ ACCEL_KERNEL(accel_convert) {
           more = d >= 0;                                                                              \
         }                                                                                             \
       }                                                                                               \
-      if (select) ((ACCEL_GLOBAL accel_i64*)b3)[i * run + r] = chosen;                                \
+      if (scatter) {                                                                                  \
+        if (chosen >= 0)                                                                              \
+          ((ACCEL_GLOBAL T*)b1)[chosen] = (T)(init + ((ACCEL_GLOBAL const T*)b3)[i * run + r]);       \
+      } else if (select) chosen_at[r] = chosen;                                                       \
       else ((ACCEL_GLOBAL T*)b1)[i * run + r] = op <= ACCEL_WINDOW_PRODUCT ? (T)acc : pick;           \
     }                                                                                                 \
   }                                                                                                   \

@@ -258,6 +258,66 @@ if Code.ensure_loaded?(Nx) do
           Accel.Test.Fallbacks.none!()
         end
 
+        # Rows of 8 outputs and more: the CPU backend's vectorised loop over the windows inside the
+        # input (a step of 1, 2 or another between outputs), the rest by the kernel's own loop.
+        test "windows at pooling's sizes: steps of 1, 2 and 3, padding, dilations, ties and NaN" do
+          for type <- [{:f, 32}, {:f, 64}, {:s, 32}, {:u, 8}] do
+            x = values({2, 3, 34, 40}, type, true)
+            same(@device, [x], &Nx.window_max(&1, {1, 1, 2, 2}, strides: [1, 1, 2, 2]))
+            same(@device, [x], &Nx.window_min(&1, {1, 1, 3, 3}, strides: [1, 1, 2, 2], padding: :same))
+            same(@device, [x], &Nx.window_sum(&1, {1, 1, 3, 3}, padding: :same))
+
+            same(
+              @device,
+              [x],
+              &Nx.window_max(&1, {1, 2, 2, 2},
+                strides: [1, 1, 1, 3],
+                window_dilations: [1, 1, 2, 2],
+                padding: :same
+              )
+            )
+          end
+
+          x = values({2, 3, 34, 40}, {:f, 64})
+          same(@device, [Nx.divide(x, 40)], &Nx.window_product(&1, {1, 1, 2, 2}, strides: [1, 1, 1, 2]))
+
+          # many ties (the last greatest or least is chosen), windows apart (one pass), overlapping
+          # and with a nonzero init (the two-pass scatter), padding
+          ties = values({2, 3, 34, 40}, {:f, 32}) |> Nx.divide(10) |> Nx.round()
+
+          same(
+            @device,
+            [ties, floats({2, 3, 17, 20})],
+            &Nx.window_scatter_max(&1, &2, 0.0, {1, 1, 2, 2}, strides: [1, 1, 2, 2])
+          )
+
+          same(
+            @device,
+            [ties, floats({2, 3, 17, 20})],
+            &Nx.window_scatter_min(&1, &2, 0.0, {1, 1, 2, 2}, strides: [1, 1, 2, 2], padding: :same)
+          )
+
+          same(
+            @device,
+            [ties, floats({2, 3, 11, 13})],
+            &Nx.window_scatter_max(&1, &2, 0.0, {1, 1, 2, 2}, strides: [1, 1, 3, 3])
+          )
+
+          same(
+            @device,
+            [ties, floats({2, 3, 32, 38})],
+            &Nx.window_scatter_max(&1, &2, 0.5, {1, 1, 3, 3}, strides: [1, 1, 1, 1])
+          )
+
+          same(
+            @device,
+            [values({2, 3, 34, 40}, {:s, 32}), values({2, 3, 17, 20}, {:s, 32})],
+            &Nx.window_scatter_max(&1, &2, 0, {1, 1, 2, 2}, strides: [1, 1, 2, 2])
+          )
+
+          Accel.Test.Fallbacks.none!()
+        end
+
         test "window_scatter_max and window_scatter_min (pooling's gradient)" do
           x = values({2, 2, 8, 6}, {:f, 32})
 
