@@ -379,7 +379,12 @@ if Code.ensure_loaded?(Nx) do
                output_permutation: [0, 3, 1, 2]
              ]},
             {{1, 2, 9}, {3, 2, 4}, [strides: [3]]},
-            {{2, 2, 4, 4, 3}, {3, 2, 2, 2, 2}, [padding: :same]}
+            {{2, 2, 4, 4, 3}, {3, 2, 2, 2, 2}, [padding: :same]},
+            # kernels longer than the output (a kernel's gradient): the CPU backend's patches
+            # transposed
+            {{2, 4, 12, 12}, {3, 4, 10, 10}, []},
+            {{2, 4, 12, 12}, {4, 2, 9, 10}, [feature_group_size: 2, padding: [{1, 0}, {0, 1}]]},
+            {{4, 3, 12, 12}, {6, 3, 10, 11}, [batch_group_size: 2, strides: [1, 2]]}
           ]
 
           for {ts, ks, opts} <- cases do
@@ -387,6 +392,7 @@ if Code.ensure_loaded?(Nx) do
           end
 
           same(@device, [floats({1, 2, 5, 5}) |> Nx.as_type(:f64), floats({2, 2, 3, 3})], &Nx.conv/2, 1.0e-12)
+          same(@device, [floats({1, 2, 9, 9}) |> Nx.as_type(:f64), floats({2, 2, 7, 8})], &Nx.conv/2, 1.0e-12)
           Accel.Test.Fallbacks.none!()
         end
 

@@ -59,15 +59,47 @@ if Code.ensure_loaded?(Nx) do
       offset = Storage.offset(crop, s_strides)
       kernel_size = Enum.product(spatial)
       out_size = Enum.product(out_spatial)
-      patches = Storage.view(padded, List.to_tuple(shape), view_strides, offset)
 
       # one product per (feature group, batch group): filters of that group by its patches
       filters = div(o, groups * batch_groups)
       rows = per_group * kernel_size
       cols = per_batch_group * out_size
-      w = AT.reshape(w, {groups * batch_groups, filters, rows})
-      # the kernel's filters are grouped feature-group-major, the patches likewise
-      products = Reduce.batched_matmul(w, AT.reshape(patches, {groups * batch_groups, rows, cols}))
+      nb = groups * batch_groups
+      w = AT.reshape(w, {nb, filters, rows})
+
+      # the kernel's filters are grouped feature-group-major, the patches likewise. The view reads
+      # the input in runs along its last axis: along the output positions, or (where the kernel is
+      # the longer, as in a kernel's gradient, whose "kernel" is the output's gradient) along the
+      # kernel positions, the patches transposed, which the CPU backend's BLAS reads as they are.
+      products =
+        if transposed_patches?(
+             a,
+             type,
+             spatial,
+             out_spatial,
+             strides,
+             kernel_dilation,
+             nb * filters * rows * cols
+           ) do
+          {lead, [per_group | rest]} = Enum.split(shape, 2)
+          {kernel_dims, [per_batch_group | out_dims]} = Enum.split(rest, length(spatial))
+          {lead_s, [c_s | rest_s]} = Enum.split(view_strides, 2)
+          {kernel_s, [n_s | out_s]} = Enum.split(rest_s, length(spatial))
+          t_shape = lead ++ [per_batch_group | out_dims] ++ [per_group | kernel_dims]
+          t_strides = lead_s ++ [n_s | out_s] ++ [c_s | kernel_s]
+
+          patches =
+            Storage.view(padded, List.to_tuple(t_shape), t_strides, offset) |> AT.reshape({nb, cols, rows})
+
+          AT.new(
+            {nb, filters, cols},
+            w.type,
+            &Accel.NIF.tensor_matmul(w.ref, patches.ref, nb, filters, rows, cols, 2, &1)
+          )
+        else
+          patches = Storage.view(padded, List.to_tuple(shape), view_strides, offset)
+          Reduce.batched_matmul(w, AT.reshape(patches, {nb, rows, cols}))
+        end
 
       # {filters (group-major), batch per group, output...} -> Nx's {batch, filters, output...}
       result =
@@ -80,6 +112,17 @@ if Code.ensure_loaded?(Nx) do
 
       result = unpermute(result, opts[:output_permutation])
       Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([t, k]))
+    end
+
+    # Whether to form the patches transposed: on the CPU backend (its BLAS reads them so), where
+    # the kernel's last axis is a longer contiguous run of the input than the output's.
+    defp transposed_patches?(a, type, spatial, out_spatial, strides, kernel_dilation, work) do
+      run = fn size, step -> if step == 1, do: size, else: 1 end
+      cpu_float? = elem(a.device, 0) == :cpu and type in [{:f, 32}, {:f, 64}] and work > 0
+
+      cpu_float? and spatial != [] and
+        run.(List.last(spatial), List.last(kernel_dilation)) >
+          run.(List.last(out_spatial), List.last(strides))
     end
 
     # The padded, interior-dilated input (zeros), and where the crop of negative padding starts.
