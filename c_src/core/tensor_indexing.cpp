@@ -220,30 +220,31 @@ Tensor tensor_window_scatter(WindowOp op, const Tensor& t, const Tensor& source,
   const Tensor g = tensor_from_bytes(*t.backend, t.device, DType::S64, geometry.data(), geometry.size() * sizeof(int64_t));
   const uint64_t windows = out_count(dims);
   const uint64_t run = dims.back().out;
+  // One pass over the windows (the select operation's): each window's selection written as its
+  // position to `positions`, or with `into` set, as init + its source element at that position
+  // of `into`.
+  const auto select = [&](const DeviceBuffer* into, const DeviceBuffer* positions) {
+    accel_params p = params_for(windows / run, op == WindowOp::Max ? ACCEL_WINDOW_SELECT_MAX : ACCEL_WINDOW_SELECT_MIN);
+    p.count[0] = run;
+    p.bits[0] = init_bits;
+    p.size[0] = into != nullptr ? 1 : 0;
+    launch(t, typed_kernel(Kernel::accel_window_f32, t.type), p,
+           {t.buffer.get(), into, g.buffer.get(), into != nullptr ? source.buffer.get() : positions},
+           static_cast<size_t>(std::min<uint64_t>(product(window, run, "the work per item"), SIZE_MAX)));
+  };
   // Windows that do not overlap (pooling's): each element is selected by one window at most, so
-  // one pass over the windows writes init + source where each chose, into init everywhere.
+  // that one pass writes init + source where each chose, into init everywhere (zeros).
   const bool apart = std::all_of(dims.begin(), dims.end(), [](const WindowDim& d) { return d.stride >= d.window; });
   if (apart && init_bits == 0 && windows != 0) {
     t.backend->zero(*out.buffer);
-    accel_params p = params_for(windows / run, op == WindowOp::Max ? ACCEL_WINDOW_SELECT_MAX : ACCEL_WINDOW_SELECT_MIN);
-    p.count[0] = run;
-    p.bits[0] = init_bits;
-    p.size[0] = 1;
-    launch(t, typed_kernel(Kernel::accel_window_f32, t.type), p, {t.buffer.get(), out.buffer.get(), g.buffer.get(), source.buffer.get()},
-           static_cast<size_t>(std::min<uint64_t>(product(window, run, "the work per item"), SIZE_MAX)));
+    select(out.buffer.get(), nullptr);
     return out;
   }
-  // else first each window's selection (one pass over the windows), then each element's sum of
-  // the sources that selected it
-  // (no window: every element is init)
-  const std::shared_ptr<DeviceBuffer> selected = t.backend->allocate(t.device, checked_bytes(std::max<uint64_t>(windows, 1), DType::S64));
-  if (windows != 0) {
-    accel_params p = params_for(windows / run, op == WindowOp::Max ? ACCEL_WINDOW_SELECT_MAX : ACCEL_WINDOW_SELECT_MIN);
-    p.count[0] = run;
-    p.bits[0] = init_bits;
-    launch(t, typed_kernel(Kernel::accel_window_f32, t.type), p, {t.buffer.get(), nullptr, g.buffer.get(), selected.get()},
-           static_cast<size_t>(std::min<uint64_t>(product(window, run, "the work per item"), SIZE_MAX)));
-  }
+  // Else first each window's position, then each element's sum of the sources that selected it
+  // (no window: every element is init).
+  const std::shared_ptr<DeviceBuffer> selected =
+      t.backend->allocate(t.device, checked_bytes(std::max<uint64_t>(windows, 1), DType::S64));
+  if (windows != 0) select(nullptr, selected.get());
   // each work item: a run of the input's last dimension
   const uint64_t len = dims.back().in;
   accel_params p = params_for(out.count / len);
