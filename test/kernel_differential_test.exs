@@ -123,6 +123,9 @@ defmodule Accel.KernelDifferentialTest do
         end),
       down_loop: Accel.kernel(fn x -> Enum.reduce(10..1//-3, x, fn i, acc -> acc * 2 - i end) end),
       computed_loop: Accel.kernel(fn x -> Enum.reduce(0..band(x, 7), 0, fn i, acc -> acc + i end) end),
+      # an accumulator that leaves 64 bits on every row (PropEr's seed 416944): Elixir's bignum
+      always_overflows:
+        Accel.kernel(fn _x -> Enum.reduce(0..0, 4_294_967_295, fn _, acc -> (0 + acc) * acc end) end),
       half: Accel.kernel(fn x -> x / 2 end),
       scale: Accel.kernel(fn x -> x * 2.5 end),
       reciprocal: Accel.kernel(fn x -> 1 / x end),

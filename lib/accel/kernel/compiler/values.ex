@@ -51,7 +51,9 @@ defmodule Accel.Kernel.Compiler.Values do
   # In the doubles walks, whether integers `vs` are all exact in doubles and one already is one.
   def in_doubles?(st, vs), do: st.dint and Enum.any?(vs, &held_d?/1) and Enum.all?(vs, &fits53?(&1.r))
 
-  defp clip({lo, hi}), do: {max(lo, @min), min(hi, @max)}
+  # A range wholly past 64 bits (a product of constants that always overflows: the row goes to
+  # Elixir, and the value computed is never used) clips to the nearest end, never to an empty range.
+  defp clip({lo, hi}), do: {lo |> max(@min) |> min(@max), hi |> max(@min) |> min(@max)}
   def fits?({lo, hi}), do: lo >= @min and hi <= @max
 
   def bind_inputs(args, caps, st) do
