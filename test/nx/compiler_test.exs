@@ -20,6 +20,16 @@ if Code.ensure_loaded?(Nx) do
 
       x
     end
+
+    # (as many iterations as n says: a loop to run, not to unroll)
+    defn counted(x, n) do
+      {x, _, _} =
+        while {x, i = 0, n}, i < n do
+          {x * 1.5 - 0.25, i + 1, n}
+        end
+
+      x
+    end
   end
 
   defmodule Accel.Nx.CompilerTest do
@@ -421,7 +431,12 @@ if Code.ensure_loaded?(Nx) do
           assert [_, %{ops: [:exp, :add]}, %{ops: [:negate, :subtract]}] =
                    Compiler.report(&Defns.branchy/1, [Nx.template({3}, :f32)])
 
-          assert [%{ops: [:multiply, :subtract]}] = Compiler.report(&Defns.looped/1, [Nx.template({3}, :f32)])
+          assert [%{ops: [:multiply, :subtract]}] =
+                   Compiler.report(&Defns.counted/2, [Nx.template({3}, :f32), Nx.template({}, :s64)])
+
+          # five iterations of a constant count: unrolled, one region
+          assert [%{ops: ops}] = Compiler.report(&Defns.looped/1, [Nx.template({3}, :f32)])
+          assert ops == List.duplicate([:multiply, :subtract], 5) |> List.flatten()
 
           for x <- [Nx.iota({3, 3}, type: :f32), Nx.tensor([[-5.0]])] do
             assert_close(
@@ -433,6 +448,13 @@ if Code.ensure_loaded?(Nx) do
 
           x = Nx.iota({4}, type: :f32)
           assert_close(jit(&Defns.looped/1, [x], device: @device), reference(&Defns.looped/1, [x]), 1.0e-6)
+          n = Nx.tensor(3)
+
+          assert_close(
+            jit(&Defns.counted/2, [x, n], device: @device),
+            reference(&Defns.counted/2, [x, n]),
+            1.0e-6
+          )
         end
 
         test "Nx.Serving runs functions it compiles" do
@@ -701,7 +723,9 @@ if Code.ensure_loaded?(Nx) do
 
       test "while, cond, inner functions and :garbage_collect run on the evaluator" do
         x = Nx.tensor([1.0, -2.0, 3.0])
-        assert {:evaluator, _} = runs(&Defns.looped/1, [x])
+        assert {:evaluator, _} = runs(&Defns.counted/2, [x, Nx.tensor(4)])
+        # (a loop of a constant count is unrolled: straight-line code, planned)
+        assert {:plan, _} = runs(&Defns.looped/1, [x])
         assert {:evaluator, _} = runs(&Defns.branchy/1, [x])
         assert {:evaluator, _} = runs(fn x -> Nx.reduce(x, 0.0, fn a, b -> Nx.add(a, b) end) end, [x])
         assert {:evaluator, _} = runs(fn x -> Nx.exp(x) end, [x], garbage_collect: true)

@@ -20,7 +20,7 @@ if Code.ensure_loaded?(Nx) do
     # answer. The node keeps the id of the value it computes, so every other reference to that
     # value (a `cond` branch, a `while`'s initial state) reads the fused result.
 
-    alias Accel.Nx.Compiler.Codegen
+    alias Accel.Nx.Compiler.{Codegen, Unroll}
     alias Accel.Nx.Storage
     alias Accel.Tensor.Registry
     alias Nx.Defn.{Composite, Expr, Tree}
@@ -61,6 +61,7 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp do_rewrite(expr, math) do
+      expr = Unroll.expr(expr)
       uses = Composite.reduce(expr, %{}, &count/2)
       # outputs are used by the caller
       uses =
@@ -98,7 +99,7 @@ if Code.ensure_loaded?(Nx) do
           t = transposed_dot(t, st)
 
           {done, st} =
-            case row_region(t, st) || region(t, st) do
+            case concat_region(t, st) || row_region(t, st) || region(t, st) do
               nil -> rebuild(t, st)
               region -> fuse(t, region, st)
             end
@@ -150,7 +151,7 @@ if Code.ensure_loaded?(Nx) do
     # the backend's operation: it needs no kernel of its own).
     defp region(%T{data: %Expr{op: op, args: [operand, opts]}} = t, st) when op in @reductions do
       with true <- reducible?(t, operand, opts),
-           true <- absorbed?(operand, operand.shape, st),
+           true <- absorbed?(operand, [operand.shape], st) and Map.get(st.uses, operand.data.id) == 1,
            %{} = grown <- grow(operand, operand.shape, st) do
         axes = opts[:axes] || Enum.to_list(0..(tuple_size(operand.shape) - 1)//1)
         outputs = Nx.size(t.shape)
@@ -215,23 +216,58 @@ if Code.ensure_loaded?(Nx) do
     # The region of elementwise nodes computing `root` over `shape`, or nil when it would take too
     # many inputs.
     defp grow(root, shape, st) do
-      acc = %{nodes: [], inputs: [], input_ids: %{}, k: 0, shape: shape}
-      {result, acc} = add_node(root, acc, st)
+      case grow_roots([root], shape, [shape], st, MapSet.new()) do
+        {[result], acc} -> region_of(acc, elem(result, 1), shape, root.type)
+        nil -> nil
+      end
+    end
 
+    defp region_of(acc, result, shape, type) do
       # a region reads at least one tensor (one of constants alone is Nx's to fold)
       if acc.inputs != [] and length(acc.inputs) <= @max_inputs do
         %{
           nodes: Enum.reverse(acc.nodes),
-          result: elem(result, 1),
+          result: result,
           inputs: Enum.reverse(acc.inputs),
           dims: Tuple.to_list(shape),
-          out_type: Storage.compute_type(root.type),
+          out_type: Storage.compute_type(type),
           reduce: nil
         }
       end
     end
 
-    defp add_node(%T{} = t, acc, st) do
+    # The nodes computing `roots` (values of the `parts` shapes) over the region's `shape`: operands
+    # used only by this region's nodes are computed in it, each once (a value several of its nodes
+    # read is one named value of the kernel), except those in `shared`. Where a value used more
+    # than once turns out to be used outside the region too, the region is grown again with it
+    # as an input. nil past @max_grows tries.
+    @max_grows 8
+    defp grow_roots(roots, shape, parts, st, shared, tries \\ 1) do
+      acc = %{
+        nodes: [],
+        inputs: [],
+        input_ids: %{},
+        ids: %{},
+        refs: %{},
+        k: 0,
+        shape: shape,
+        parts: parts,
+        shared: shared
+      }
+
+      {results, acc} = Enum.map_reduce(roots, acc, &add_node(&1, &2, st))
+      outside = for {id, refs} <- acc.refs, refs < Map.get(st.uses, id, 0), do: id
+
+      cond do
+        outside == [] -> {results, acc}
+        tries == @max_grows -> nil
+        true -> grow_roots(roots, shape, parts, st, MapSet.union(shared, MapSet.new(outside)), tries + 1)
+      end
+    end
+
+    defp count_ref(acc, id), do: %{acc | refs: Map.update(acc.refs, id, 1, &(&1 + 1))}
+
+    defp add_node(%T{data: %Expr{id: id}} = t, acc, st) do
       {op, args} = op_and_args(t)
 
       {operands, acc} =
@@ -249,18 +285,23 @@ if Code.ensure_loaded?(Nx) do
         expr_args: args
       }
 
-      {{:node, acc.k}, %{acc | nodes: [node | acc.nodes], k: acc.k + 1}}
+      {{:node, acc.k}, %{acc | nodes: [node | acc.nodes], k: acc.k + 1, ids: Map.put(acc.ids, id, acc.k)}}
     end
 
     defp operand(%T{data: %Expr{op: :constant, args: [number]}} = c, acc, _st)
          when is_number(number) or is_atom(number),
          do: {{:const, number, Storage.compute_type(c.type)}, acc}
 
-    defp operand(%T{} = arg, acc, st) do
-      if absorbed?(arg, acc.shape, st) do
-        add_node(arg, acc, st)
-      else
-        input(arg, acc)
+    defp operand(%T{data: %Expr{id: id}} = arg, acc, st) do
+      cond do
+        Map.has_key?(acc.ids, id) ->
+          {{:node, acc.ids[id]}, count_ref(acc, id)}
+
+        absorbed?(arg, acc.parts, st, acc.shared) ->
+          add_node(arg, if(Map.get(st.uses, id, 0) > 1, do: count_ref(acc, id), else: acc), st)
+
+        true ->
+          input(arg, acc)
       end
     end
 
@@ -284,10 +325,61 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # An operand is computed inside the region when only this region uses it and it is an
-    # elementwise operation over the region's whole shape.
-    defp absorbed?(%T{data: %Expr{id: id}} = t, shape, st),
-      do: t.shape == shape and Map.get(st.uses, id, 0) == 1 and elementwise?(t)
+    # An operand is computed inside the region when it is an elementwise operation over the
+    # region's whole shape (or a part's, in a concatenation's region: `shapes`) that only this
+    # region uses (`shared`: the values used more than once found used outside it).
+    defp absorbed?(%T{data: %Expr{id: id}} = t, shapes, st, shared \\ MapSet.new()),
+      do:
+        t.shape in shapes and Map.get(st.uses, id, 0) >= 1 and elementwise?(t) and
+          (Map.get(st.uses, id, 0) == 1 or not MapSet.member?(shared, id))
+
+    ## Concatenations
+
+    # A concatenation of elementwise values of one shape, each a block of the output (joined along
+    # their first axis, or one after axes of size 1), used by it alone, as one region over
+    # {parts, part...}: each element computes the parts' values at its position in its part (the
+    # nodes they share once) and keeps its own part's, picked by a {parts, 1, ...} input holding
+    # each block's number. Work the parts share (Nx.Random's two threefry halves, both of which
+    # read every round) is then one kernel, not a region for each value it holds; each element
+    # computes every part's nodes, so at most @max_parts parts.
+    @max_parts 4
+    defp concat_region(%T{data: %Expr{op: :concatenate, args: [[first | _] = parts, axis]}} = t, st) do
+      part = first.shape
+      count = length(parts)
+
+      if count in 2..@max_parts and Nx.size(part) > 0 and
+           Enum.all?(Enum.take(Tuple.to_list(part), axis), &(&1 == 1)) and
+           Enum.all?(parts, &(&1.shape == part and &1.type == t.type and Map.get(st.uses, &1.data.id) == 1)) and
+           Enum.all?(parts, &elementwise?/1) do
+        shape = List.to_tuple([count | Tuple.to_list(part)])
+        ones = List.duplicate(1, tuple_size(part))
+        which = Expr.tensor(Nx.iota(List.to_tuple([count | ones]), type: :u8, backend: Nx.BinaryBackend))
+        [last | others] = Enum.reverse(parts)
+        # (the pick's select takes its test at the test's own shape, which a kernel reads broadcast;
+        # Nx.select would want it at the result's: replay_node/2 broadcasts it there)
+        out = %{t | shape: shape, names: [nil | t.names], data: nil}
+
+        # the new nodes (each used once) join the uses, the parts read by the pick
+        {pick, new} =
+          others
+          |> Enum.with_index(1)
+          |> Enum.reduce({last, []}, fn {value, i}, {rest, new} ->
+            test = Nx.equal(which, count - 1 - i)
+            pick = Expr.select(out, test, value, rest)
+            {pick, [test, pick | new]}
+          end)
+
+        st = %{st | uses: Enum.reduce(new, st.uses, &Map.put(&2, &1.data.id, 1))}
+
+        with {[{:node, result}], acc} <-
+               grow_roots([pick], shape, [shape, part, which.shape], st, MapSet.new()),
+             %{} = region <- region_of(acc, result, shape, t.type) do
+          region
+        end
+      end
+    end
+
+    defp concat_region(_t, _st), do: nil
 
     # The operand's strides over the region's dimensions: Nx broadcasts operands aligned at the
     # last dimension, a dimension of 1 (or a missing one) repeating (stride 0).
@@ -558,8 +650,9 @@ if Code.ensure_loaded?(Nx) do
         %Expr{op: op, args: [_, opts]} when op in @reductions ->
           apply(Expr, op, [%{t | data: nil}, value, opts])
 
+        # a concatenation's region computes {parts, part...}
         _ ->
-          value
+          if value.shape == t.shape, do: value, else: Nx.reshape(value, t.shape)
       end
     end
 
@@ -575,6 +668,7 @@ if Code.ensure_loaded?(Nx) do
 
       case op do
         :logical_not -> Nx.logical_not(hd(args))
+        :select -> apply(Expr, :select, [%{e | data: nil}, Nx.broadcast(hd(args), e.shape) | tl(args)])
         op -> apply(Expr, op, [%{e | data: nil} | args])
       end
     end
