@@ -39,6 +39,18 @@ if Code.ensure_loaded?(Nx) do
       x
     end
 
+    # indices past the tensor's end, which Nx's dynamic slices clamp
+    defn clamped(x) do
+      {_, _, acc} = while({x, i = 0, acc = 0.0}, i < 5, do: {x, i + 1, acc + x[i]})
+      acc
+    end
+
+    # a counter that wraps at its type's end (not counted by the unroller)
+    defn wrapping(x) do
+      {x, _} = while({x, i = Nx.tensor(250, type: :u8)}, i != 4, do: {x * 0.5 + 1.0, i + 1})
+      x
+    end
+
     # a value read twice within one region
     defn diamond(x) do
       y = x * 2.0 + 1.0
@@ -181,6 +193,8 @@ if Code.ensure_loaded?(Nx) do
                 {&Defns.zero_trips/1, [f]},
                 {&Defns.long_loop/1, [f]},
                 {&Defns.hooked/1, [f]},
+                {&Defns.clamped/1, [Nx.tensor([1.5, -2.0, 4.0])]},
+                {&Defns.wrapping/1, [f]},
                 {&Defns.diamond/1, [f]},
                 {&Defns.escaping/1, [f]},
                 {&Defns.joined_rows/1, [row]},

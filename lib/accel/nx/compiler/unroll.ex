@@ -90,6 +90,7 @@ if Code.ensure_loaded?(Nx) do
            c0 when is_integer(c0) <- constant(Enum.at(initial, k)),
            step when is_integer(step) and step != 0 <- counter_step(Enum.at(body, k), Enum.at(arg, k)),
            trips when is_integer(trips) <- trips(c0, step, test),
+           true <- within_type?(c0, step, trips, Enum.at(arg, k).type),
            size = body_size(body),
            true <- size != :effects and size * trips <= @max_nodes do
         params = Enum.map(arg, & &1.data.id)
@@ -147,6 +148,18 @@ if Code.ensure_loaded?(Nx) do
         true -> trips(value + step, step, test, count + 1)
       end
     end
+
+    # Every value the counter takes, the one that ends the loop too, within its type: a counter
+    # that would wrap is not counted here (its loop may not end).
+    defp within_type?(c0, step, trips, {kind, _} = type) when kind in [:s, :u] do
+      {low, high} =
+        {Nx.Constants.min_finite(type, backend: Nx.BinaryBackend),
+         Nx.Constants.max_finite(type, backend: Nx.BinaryBackend)}
+
+      Enum.all?([c0, c0 + step * trips], &(&1 >= Nx.to_number(low) and &1 <= Nx.to_number(high)))
+    end
+
+    defp within_type?(_c0, _step, _trips, _type), do: false
 
     defp constant(%T{data: %Expr{op: :constant, args: [n]}}) when is_integer(n), do: n
     defp constant(_), do: nil
@@ -233,7 +246,12 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp fold(%T{data: %Expr{op: :slice, args: [source, start, lengths, strides]} = data} = t) do
-      start = Enum.map(start, fn s -> if is_integer(s), do: s, else: constant(s) || s end)
+      # (a constant start within its axis, where a tensor start's clamping leaves it as it is)
+      start =
+        Enum.zip_with([start, Tuple.to_list(source.shape), lengths], fn [s, size, length] ->
+          c = if is_integer(s), do: s, else: constant(s)
+          if is_integer(c) and c >= 0 and c + length <= size, do: c, else: s
+        end)
 
       value = literal(source)
 
