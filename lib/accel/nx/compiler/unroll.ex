@@ -20,7 +20,7 @@ if Code.ensure_loaded?(Nx) do
     alias Nx.Tensor, as: T
 
     @max_trips 32
-    @max_nodes 20_000
+    @max_nodes 5_000
     @comparisons [:less, :less_equal, :greater, :greater_equal, :not_equal]
     @foldable [:add, :subtract, :multiply, :bitwise_and, :bitwise_or, :bitwise_xor, :left_shift, :right_shift]
     @effects [:token, :attach_token, :runtime_call]
@@ -256,13 +256,13 @@ if Code.ensure_loaded?(Nx) do
       value = literal(source)
 
       if value != nil and Enum.all?(start, &is_integer/1),
-        do: Expr.tensor(Nx.slice(value, start, lengths, strides: strides)),
+        do: literal(t, Nx.slice(value, start, lengths, strides: strides)),
         else: %{t | data: %{data | args: [source, start, lengths, strides]}}
     end
 
     defp fold(%T{data: %Expr{op: :squeeze, args: [source, axes]}} = t) do
       case literal(source) do
-        %T{} = value -> Expr.tensor(Nx.squeeze(value, axes: axes))
+        %T{} = value -> literal(t, Nx.squeeze(value, axes: axes))
         nil -> t
       end
     end
@@ -273,5 +273,8 @@ if Code.ensure_loaded?(Nx) do
 
     defp literal(%T{data: %Expr{op: :tensor, args: [%T{} = value]}}), do: value
     defp literal(_), do: nil
+
+    # the folded value as a constant or literal, with the node's axis names
+    defp literal(t, value), do: %{Expr.tensor(value) | names: t.names}
   end
 end
