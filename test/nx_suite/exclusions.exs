@@ -207,6 +207,15 @@ own_device =
           "in CI's run of 76803a9 on Nx 0.7.2, and OpenCL on Nx 0.13.1 in the run of 141518a)"
     },
     %{
+      test: "test eigh properties for matrices with different eigenvalues",
+      reason:
+        "draws from Nx.Random.key(System.unique_integer()) and checks A = V diag(w) V^* within atol " <>
+          "1.0e-7 on f32 and c64 entries up to ~110: on Nx.BinaryBackend 2 of 40 seeds miss it (the " <>
+          "same 2 of 40 on Accel's CPU backend); it failed once on the CPU backend, Nx 0.13.1, in " <>
+          "CI's run of a5269a0",
+      nx: "0.13"
+    },
+    %{
       test: "test batched_run 2=>shutdown=>1 (stacked)",
       reason:
         "races a serving's shutdown against the batch in flight: whether the second caller is still " <>
