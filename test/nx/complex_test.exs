@@ -13,7 +13,8 @@ if Code.ensure_loaded?(Nx) do
     setup :count
 
     @unary [:negate, :conjugate, :real, :imag, :abs, :phase, :exp, :expm1, :log, :log1p, :sqrt, :rsqrt] ++
-             [:sigmoid, :sin, :cos, :tan, :sinh, :cosh, :tanh, :is_nan, :is_infinity]
+             [:sigmoid, :sin, :cos, :tan, :sinh, :cosh, :tanh, :is_nan, :is_infinity] ++
+             [:asin, :acos, :atan, :asinh, :acosh, :atanh, :cbrt]
     @binary [:add, :subtract, :multiply, :divide, :pow, :equal, :not_equal]
 
     defp on(device, t), do: Nx.backend_copy(t, {Accel.Nx.Backend, device: device})
@@ -123,7 +124,10 @@ if Code.ensure_loaded?(Nx) do
             z = specials(type)
             n = Nx.size(z)
             tolerance = tolerance(@device, type)
-            for op <- @unary, do: same(@device, [z], &apply(Nx, op, [&1]), tolerance)
+            for op <- @unary -- [:cbrt], do: same(@device, [z], &apply(Nx, op, [&1]), tolerance)
+            # (the library's cbrt raises on a NaN part, dividing its phase, the atom :nan, by 3)
+            no_nan = for r <- @specials -- [:nan], i <- @specials -- [:nan], do: Complex.new(r, i)
+            same(@device, [Nx.tensor(no_nan, type: type)], &Nx.cbrt/1, tolerance)
 
             # every pair
             a = z |> Nx.reshape({n, 1}) |> Nx.broadcast({n, n})
@@ -161,6 +165,29 @@ if Code.ensure_loaded?(Nx) do
 
             for opts <- [[], [axes: [1]], [axes: [0, 2], keep_axes: true]],
                 do: same(@device, [z], &Nx.sum(&1, opts), 1.0e-6)
+
+            # products left to right, as the binary backend's (bit for bit on the CPU backend)
+            for opts <- [[], [axes: [1]], [axes: [0, 2], keep_axes: true], [axes: [2, 0]]],
+                do: same(@device, [z], &Nx.product(&1, opts), tolerance(@device, type))
+
+            # special values in turn, and a long product (pairs in a tree: within a few roundings)
+            same(@device, [specials(type)], &Nx.product/1)
+            long = Nx.divide(random({2, 1500}, type, 9), 2) |> Nx.exp()
+
+            same(
+              @device,
+              [long],
+              &Nx.product(&1, axes: [1]),
+              1.0e-12 + if(type == {:c, 64}, do: 1.0e-5, else: 0)
+            )
+
+            # a complex determinant and inverse: on Nx 0.8 and later Nx's composition, whose
+            # product of the LU diagonal is this product (Nx 0.7's needs complex lu, which falls back)
+            if Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0") do
+              m = Nx.add(random({2, 4, 4}, type, 10), Nx.multiply(Nx.eye(4), 6))
+              same(@device, [m], &Nx.LinAlg.determinant/1, tolerance(@device, type))
+              same(@device, [m], &Nx.LinAlg.invert/1, tolerance(@device, type))
+            end
 
             same(@device, [z, w], &Nx.dot/2, 1.0e-5)
             same(@device, [z, Nx.real(w)], &Nx.dot/2, 1.0e-5)
@@ -245,6 +272,29 @@ if Code.ensure_loaded?(Nx) do
                    1.0e-5
 
           assert Nx.to_number(Nx.reduce_max(Nx.abs(Nx.subtract(Nx.divide(z, z), 1)))) < 1.0e-6
+          Accel.Test.Fallbacks.none!()
+        end
+
+        # each inverse function a right inverse of its function, over 10^6 points of a disc and
+        # of a ring past it (principal branches: f(g(z)) = z everywhere)
+        test "inverse functions and cube roots undo theirs at 10^6 elements" do
+          n = 1_000_000
+          backend = {Accel.Nx.Backend, device: @device, fallback: :raise}
+          t = Nx.iota({n}, type: :f64, backend: backend) |> Nx.divide(n)
+          # radius from 0.05 to 3, angle turning 37 times
+          z = Nx.complex(Nx.multiply(t, 2.95) |> Nx.add(0.05), Nx.multiply(t, 37 * 2 * :math.pi()))
+          i = Nx.tensor(Complex.new(0.0, 1.0), type: :c128)
+          z = Nx.multiply(Nx.real(z), Nx.exp(Nx.multiply(Nx.imag(z), i)))
+          assert z.type == {:c, 128}
+
+          for {f, g} <- [sin: :asin, cos: :acos, tan: :atan, sinh: :asinh, cosh: :acosh, tanh: :atanh] do
+            back = apply(Nx, f, [apply(Nx, g, [z])])
+            worst = Nx.to_number(Nx.reduce_max(Nx.divide(Nx.abs(Nx.subtract(back, z)), Nx.abs(z))))
+            assert worst < 1.0e-12, "#{f}(#{g}(z)) is #{worst} off z"
+          end
+
+          cube = Nx.cbrt(z) |> then(&Nx.multiply(&1, Nx.multiply(&1, &1)))
+          assert Nx.to_number(Nx.reduce_max(Nx.divide(Nx.abs(Nx.subtract(cube, z)), Nx.abs(z)))) < 1.0e-13
           Accel.Test.Fallbacks.none!()
         end
 

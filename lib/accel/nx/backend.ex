@@ -68,7 +68,7 @@ if Code.ensure_loaded?(Nx) do
 
     Everything else falls back to `Nx.BinaryBackend` (the operands are read to the host and the
     result uploaded to their device): `reduce`, `window_reduce` and `map` (an Elixir function per
-    element), complex `determinant` (and so `invert`; and on Nx 0.7 `eigh` and `lu`), and the
+    element), on Nx 0.7 complex `eigh`, `lu` and `determinant` (and so `invert`), and the
     complex functions guides/nx.md lists. Each fallback emits the
     telemetry event `[:accel, :nx, :fallback]` with `%{count: 1}` and `%{operation: name,
     device: {backend, index}}` and logs at debug level: attach a handler to count them, or make

@@ -44,7 +44,14 @@ if Code.ensure_loaded?(Nx) do
       :tan,
       :sinh,
       :cosh,
-      :tanh
+      :tanh,
+      :asin,
+      :acos,
+      :atan,
+      :asinh,
+      :acosh,
+      :atanh,
+      :cbrt
     ]
     @binary [:add, :subtract, :multiply, :divide, :pow]
     @compare [:equal, :not_equal, :logical_and, :logical_or, :logical_xor]
@@ -223,6 +230,71 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
+    # A product of at most this many factors is taken left to right, as the binary backend takes
+    # it (bit for bit); a longer one pairs its factors in a tree (log2 of them passes, not one per
+    # factor), whose roundings differ from the binary backend's in the last bits.
+    @in_order 512
+
+    @doc """
+    product of a complex tensor over axes: the Complex library's product (each element times the
+    product so far, from 1 + 0i, in f64), of the reduced elements in row-major order, each step
+    the parts' formula over every kept position at once.
+    """
+    def product(%T{type: ctype} = out, %T{shape: shape} = t, opts) do
+      run(:product, [out, t, opts], [t], ctype, fn [z], w ->
+        axes = opts[:axes] || Enum.to_list(0..(tuple_size(shape) - 1)//1)
+
+        {reduced, kept} =
+          shape |> Tuple.to_list() |> Enum.with_index() |> Enum.split_with(&(elem(&1, 1) in axes))
+
+        count = reduced |> Enum.map(&elem(&1, 0)) |> Enum.product()
+        rest = kept |> Enum.map(&elem(&1, 0)) |> Enum.product()
+        pairs = pairs(z, ctype)
+        pairs = if pairs.type == w, do: pairs, else: AT.as_type(pairs, w)
+        strides = Storage.strides(shape)
+        order = Enum.map(reduced ++ kept, &elem(&1, 1))
+        dims = order |> Enum.map(&elem(shape, &1)) |> List.to_tuple()
+        # each part as {count, rest}: the reduced elements in row-major order, then the kept ones
+        factors =
+          for part <- [0, 1] do
+            pairs
+            |> Storage.view(dims, Enum.map(order, &(2 * Enum.at(strides, &1))), part)
+            |> AT.reshape({count, rest})
+          end
+
+        {re, im} = product_of(List.to_tuple(factors), count, rest)
+        join({AT.reshape(re, out.shape), AT.reshape(im, out.shape)}, out)
+      end)
+    end
+
+    defp product_of({re, _im} = z, count, rest) when count <= @in_order do
+      row = fn part, k -> Storage.view(part, {rest}, [1], k * rest) end
+      ones = {Storage.fill(scalar(re, 1.0), {rest}), nil}
+
+      Enum.reduce(0..(count - 1)//1, ones, fn k, acc ->
+        c_mul({row.(re, k), row.(elem(z, 1), k)}, acc)
+      end)
+      |> then(fn {r, i} -> {r, i || Storage.fill(zero(re), {rest})} end)
+    end
+
+    # halves multiplied element by element (an odd count keeps its last row for the next pass)
+    defp product_of({re, im}, count, rest) do
+      half = div(count, 2)
+      rows = fn part, from, n -> Storage.view(part, {n, rest}, [rest, 1], from * rest) end
+
+      {pr, pi} =
+        c_mul({rows.(re, 0, half), rows.(im, 0, half)}, {rows.(re, half, half), rows.(im, half, half)})
+
+      next =
+        if rem(count, 2) == 1,
+          do:
+            {AT.concatenate([pr, rows.(re, 2 * half, 1)], axis: 0),
+             AT.concatenate([pi, rows.(im, 2 * half, 1)], axis: 0)},
+          else: {pr, pi}
+
+      product_of(next, half + rem(count, 2), rest)
+    end
+
     @doc """
     dot with a complex operand: (ar + ai i)(br + bi i) as the real products ar br - ai bi and
     ar bi + ai br, each through `real_dot` (BLAS), in the result's component type.
@@ -389,13 +461,15 @@ if Code.ensure_loaded?(Nx) do
       Storage.view(x, shape, strides, 0)
     end
 
-    # A scalar tensor (shape {}) of x's type on x's device: 0.0, 1.0 or :infinity, which broadcasts
+    # A scalar tensor (shape {}) of x's type on x's device: a number or an infinity, which broadcasts
     # against x in every operation (0 * x would be NaN where x is not finite).
     defp scalar(%AT{type: type, device: {backend, index}}, value) do
       bits =
         case {type, value} do
           {:f64, :infinity} -> <<0x7FF0000000000000::64-native>>
           {:f32, :infinity} -> <<0x7F800000::32-native>>
+          {:f64, :neg_infinity} -> <<0xFFF0000000000000::64-native>>
+          {:f32, :neg_infinity} -> <<0xFF800000::32-native>>
           {:f64, v} -> <<v::float-64-native>>
           {:f32, v} -> <<v::float-32-native>>
         end
@@ -426,6 +500,53 @@ if Code.ensure_loaded?(Nx) do
     defp apply_unary(:cosh, z, w), do: c_half(c_add(c_exp(z), c_exp(apply_unary(:negate, z, w))))
     defp apply_unary(:tanh, z, w), do: c_div(apply_unary(:sinh, z, w), apply_unary(:cosh, z, w))
 
+    # The inverse functions as the Complex library writes them, formula for formula (its multiply,
+    # add, sqrt and log), so that each rounding is the binary backend's: asin(z) = -i log(iz +
+    # sqrt(1 - z^2)) and acos(z) = -i log(z + sqrt(z^2 - 1)), NaN + NaNi where a part is not
+    # finite (the library's case); atan(z) = (0.5 i)(log(1 - iz) - log(1 + iz)); asinh(z) =
+    # log(z + sqrt(z^2 + 1)); acosh(z) = log(z + sqrt(z^2 - 1)); atanh(z) = 0.5 log((1 + z) / (1 - z))
+    defp apply_unary(:asin, z, _w) do
+      z
+      |> then(&c_add(c_mul(i_unit(z), &1), c_sqrt(c_sub(one(z), c_mul(&1, &1)))))
+      |> c_log()
+      |> then(&c_mul(minus_i(z), &1))
+      |> where(not_finite(z), nan_pair(z))
+    end
+
+    defp apply_unary(:acos, z, _w) do
+      z
+      |> c_add(c_sqrt(c_sub(c_mul(z, z), one(z))))
+      |> c_log()
+      |> then(&c_mul(minus_i(z), &1))
+      |> where(not_finite(z), nan_pair(z))
+    end
+
+    defp apply_unary(:atan, {re, _} = z, _w) do
+      iz = c_mul(i_unit(z), z)
+      half_i = c_mul({scalar(re, 0.5), zero(re)}, i_unit(z))
+      c_mul(half_i, c_sub(c_log(c_sub(one(z), iz)), c_log(c_add(one(z), iz))))
+    end
+
+    defp apply_unary(:asinh, z, _w), do: c_log(c_add(z, c_sqrt(c_add(c_mul(z, z), one(z)))))
+    defp apply_unary(:acosh, z, _w), do: c_log(c_add(z, c_sqrt(c_sub(c_mul(z, z), one(z)))))
+
+    defp apply_unary(:atanh, {re, _} = z, _w),
+      do: c_mul({scalar(re, 0.5), zero(re)}, c_log(c_div(c_add(one(z), z), c_sub(one(z), z))))
+
+    # Complex.cbrt/1: from_polar(abs(z)^(1/3), phase(z) / 3), which is r + 0i where the angle is
+    # 0 (-0.0 too) and else the complex product (r + 0i)(cos + sin i); Complex.phase/1 is atan2's
+    # but for -inf - inf i, whose angle it gives as 5 pi / 4
+    defp apply_unary(:cbrt, {re, _} = z, _w) do
+      im = im_of(z)
+      r = AT.pow(c_abs(z), 1.0 / 3)
+      both_neg_inf = AT.logical_and(AT.equal(re, scalar(re, :neg_infinity)), AT.equal(im, re))
+      theta = AT.select(both_neg_inf, scalar(re, 5 * :math.pi() / 4), c_phase(z))
+      phi = AT.divide(theta, 3.0)
+
+      c_mul({r, nil}, {AT.cos(phi), AT.sin(phi)})
+      |> where(AT.equal(phi, 0), {r, zero(re)})
+    end
+
     defp apply_binary(:add, x, y, _w), do: c_add(x, y)
     defp apply_binary(:subtract, x, y, _w), do: c_sub(x, y)
     defp apply_binary(:multiply, x, y, _w), do: c_mul(x, y)
@@ -434,6 +555,17 @@ if Code.ensure_loaded?(Nx) do
 
     # 1 + 0i in z's type (the Complex library's as_complex(1))
     defp one({re, _im}), do: {scalar(re, 1.0), nil}
+    # 0 + 1i and its negation, -0 - 1i
+    defp i_unit({re, _im}), do: {zero(re), scalar(re, 1.0)}
+    defp minus_i(z), do: z |> i_unit() |> then(fn {r, i} -> {AT.negate(r), AT.negate(i)} end)
+
+    defp not_finite({re, _} = z), do: AT.logical_not(AT.logical_and(finite?(re), finite?(im_of(z))))
+
+    defp nan_pair({re, _im}) do
+      inf = scalar(re, :infinity)
+      nan = AT.subtract(inf, inf)
+      {nan, nan}
+    end
 
     defp im_of({re, nil}), do: zero(re)
     defp im_of({_re, im}), do: im

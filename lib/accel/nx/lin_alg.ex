@@ -5,7 +5,8 @@ if Code.ensure_loaded?(Nx) do
     # determinant, solve (so invert) and triangular_solve, for real float results (integers and
     # f16/bf16 compute in f32 or f64, as Nx's output type says), and solve and triangular_solve of
     # complex matrices (c64 computes in c128, each result rounded once; a complex determinant is
-    # Nx's composition: LAPACK's factors give other signed zeros than the doctests Nx writes). Tensors of a device are read to
+    # Nx's composition: LAPACK's factors give other signed zeros than the doctests Nx writes;
+    # on Nx 0.7 that composition's complex lu falls back). Tensors of a device are read to
     # the host, factored there and their factors written back (core/tensor_linalg.cpp). Leading
     # axes are batches. Anything else runs `otherwise`: Nx's own composition (a block's default, on
     # Nx 0.13) or Nx.BinaryBackend (Accel.Nx.Fallback).

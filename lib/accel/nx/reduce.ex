@@ -16,6 +16,7 @@ if Code.ensure_loaded?(Nx) do
       do: Accel.Nx.Complex.sum(out, t, opts, &reduce_axes(&1, :sum, &2))
 
     def sum(out, t, opts), do: reduce(:sum, out, t, opts)
+    def product(%T{type: {:c, _}} = out, t, opts), do: Accel.Nx.Complex.product(out, t, opts)
     def product(out, t, opts), do: reduce(:product, out, t, opts)
     def reduce_max(out, t, opts), do: reduce(:reduce_max, out, t, opts)
     def reduce_min(out, t, opts), do: reduce(:reduce_min, out, t, opts)
