@@ -221,6 +221,19 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [z], &Nx.window_sum(&1, {2, 1, 3}, strides: [1, 2, 1], padding: :same), 1.0e-6)
             same(@device, [z], &Nx.cumulative_sum(&1, axis: 1, reverse: true), 1.0e-6)
 
+            # a complex cumulative product: on Nx 0.8 and later Nx's composition (a pairwise scan of
+            # products) on the device; Nx 0.7 calls the backend, which computes that composition
+            # on the host (Nx.BinaryBackend has no scan of its own to call)
+            if Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0") do
+              same(@device, [z], &Nx.cumulative_product(&1, axis: 1, reverse: true), tolerance(@device, type))
+            else
+              expected = Nx.cumulative_product(host(z), axis: 1, reverse: true)
+              actual = Nx.cumulative_product(on(@device, z), axis: 1, reverse: true)
+              assert %Accel.Nx.Backend{} = actual.data
+              assert values(host(actual)) == values(expected)
+              assert [%{operation: :cumulative_product}] = Accel.Test.Fallbacks.received()
+            end
+
             # (the binary backend's all/any compare a Complex struct with 0, never equal, so they
             # take 0 + 0i for true; its logical_* and Accel take it for false)
             nonzero = Nx.logical_or(Nx.not_equal(Nx.real(zero_in), 0), Nx.not_equal(Nx.imag(zero_in), 0))

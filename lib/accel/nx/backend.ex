@@ -542,7 +542,11 @@ if Code.ensure_loaded?(Nx) do
     def block(%{__struct__: Nx.Block.TakeAlongAxis, axis: axis}, out, [t, indices], _fun),
       do: Accel.Nx.Indexing.take_along_axis(out, t, indices, axis)
 
-    # the cumulative operations: a scan kernel
+    # the cumulative operations: a scan kernel; a complex product Nx's composition (a pairwise
+    # scan of complex products), whose operations run here
+    def block(%{__struct__: Nx.Block.CumulativeProduct} = s, _out, [%T{type: {:c, _}} = t], fun),
+      do: fun.(s, t)
+
     for {block, op} <- [
           CumulativeSum: :cumulative_sum,
           CumulativeProduct: :cumulative_product,

@@ -135,7 +135,10 @@ if Code.ensure_loaded?(Nx) do
 
         Storage.wrap(result, out, Storage.auto?([t]))
       else
-        Fallback.run(name, [out, t, opts])
+        # (Nx.BinaryBackend has no scans: Nx composes them, there, of its other operations)
+        Fallback.run(name, [out, t, opts], fn [host, opts] ->
+          apply(Nx, name, [host, Keyword.take(opts, [:axis, :reverse])])
+        end)
       end
     end
 
