@@ -288,8 +288,9 @@ if Code.ensure_loaded?(Nx) do
           Accel.Test.Fallbacks.none!()
         end
 
-        # each inverse function a right inverse of its function, over 10^6 points of a disc and
-        # of a ring past it (principal branches: f(g(z)) = z everywhere)
+        # each inverse function a right inverse of its function (principal branches: f(g(z)) = z
+        # everywhere), over 10^6 points of a spiral from radius 0.05 to 3 (inside, across and
+        # outside the unit circle, where the formulas' branch points lie)
         test "inverse functions and cube roots undo theirs at 10^6 elements" do
           n = 1_000_000
           backend = {Accel.Nx.Backend, device: @device, fallback: :raise}
