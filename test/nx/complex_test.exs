@@ -194,6 +194,31 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [Nx.real(w), z], &Nx.dot(&1, [0], &2, [2]), 1.0e-5)
             same(@device, [z, z], &Nx.dot(&1, [2], [0], &2, [2], [0]), 1.0e-5)
 
+            # convolutions: the real convolutions of the parts (Nx conjugates nothing), with
+            # feature and batch groups, strides, dilations, negative padding, real operands
+            x = random({2, 4, 6, 5}, type, 11)
+            conv_tolerance = if type == {:c, 64}, do: 1.0e-5, else: 1.0e-11
+            conv = fn opts -> &Nx.conv(&1, &2, opts) end
+
+            same(
+              @device,
+              [x, random({6, 2, 3, 2}, type, 12)],
+              conv.(padding: :same, feature_group_size: 2),
+              conv_tolerance
+            )
+
+            k = random({3, 4, 2, 2}, type, 13)
+            same(@device, [x, Nx.real(k)], conv.(strides: [2, 1], kernel_dilation: [1, 2]), conv_tolerance)
+
+            same(
+              @device,
+              [Nx.real(x), k],
+              conv.(input_dilation: [2, 1], padding: [{1, 0}, {-1, 2}]),
+              conv_tolerance
+            )
+
+            same(@device, [x, random({4, 4, 2, 2}, type, 14)], conv.(batch_group_size: 2), conv_tolerance)
+
             target = random({6, 4}, type, 6)
             indices = Nx.tensor([[1, 2], [5, 0], [3, 3]])
             updates = random({3}, type, 7)
@@ -221,6 +246,23 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [z], &Nx.window_sum(&1, {2, 1, 3}, strides: [1, 2, 1], padding: :same), 1.0e-6)
             same(@device, [z], &Nx.cumulative_sum(&1, axis: 1, reverse: true), 1.0e-6)
 
+            # window products as the binary backend's: padding with 1 + 0i, each window's
+            # elements in order (bit for bit on the CPU backend), with strides, dilations,
+            # negative padding, special values and a window of 1200
+            for {window, opts} <- [
+                  {{2, 1, 3}, [strides: [1, 2, 1], padding: :same]},
+                  {{2, 3, 2}, [padding: [{-1, 1}, {0, 2}, {1, 1}], window_dilations: [1, 2, 3]]},
+                  {{4, 6, 5}, []},
+                  {{1, 6, 1}, [strides: [1, 1, 2]]}
+                ],
+                do: same(@device, [z], &Nx.window_product(&1, window, opts), tolerance(@device, type))
+
+            same(@device, [specials(type)], &Nx.window_product(&1, {3}, padding: [{1, 1}]))
+            # (on a GPU or PoCL the f64 steps are the device's: c64's last bit may turn)
+            long_tolerance = if(type == {:c, 64}, do: 1.0e-6, else: 1.0e-12)
+            long_tolerance = if @device == :cpu, do: 0, else: long_tolerance
+            same(@device, [long], &Nx.window_product(&1, {1, 1200}, strides: [1, 300]), long_tolerance)
+
             # a complex cumulative product: on Nx 0.8 and later Nx's composition (a pairwise scan of
             # products) on the device; Nx 0.7 calls the backend, which computes that composition
             # on the host (Nx.BinaryBackend has no scan of its own to call)
@@ -245,6 +287,13 @@ if Code.ensure_loaded?(Nx) do
 
             for op <- [:logical_and, :logical_or, :logical_xor],
                 do: same(@device, [zero_in, Nx.reverse(zero_in)], &apply(Nx, op, [&1, &2]))
+
+            # logical_not: both parts zero (on Nx 0.7 the binary backend compares a Complex struct
+            # with 0, never equal, as its all/any do; and has no callback: a fallback raised)
+            for t <- [zero_in, specials(type)] do
+              {_, actual} = both(@device, [t], &Nx.logical_not/1)
+              assert actual == Nx.logical_and(Nx.equal(Nx.real(t), 0), Nx.equal(Nx.imag(t), 0))
+            end
 
             # an index outside: Nx's message, naming the complex tensor's shape
             assert_raise ArgumentError, "index 6 is out of bounds for axis 0 in shape {6, 4}", fn ->

@@ -25,5 +25,41 @@ if Code.ensure_loaded?(Nx) do
 
       assert Nx.to_number(Nx.reduce(t, 0.0, fn x, acc -> Nx.max(x, acc) end)) == 2.0
     end
+
+    # Nx 0.7's binary backend lacks the optional callbacks (phase, logical_not, cumulative_*,
+    # top_k, the linear algebra, ...): the fallback computes Nx's composition of them on the host
+    # (Nx 0.13's has them all, and the fallback calls them).
+    test "a fallback Nx.BinaryBackend has no callback for computes Nx's composition on the host" do
+      z = Nx.tensor([Complex.new(1, 2), Complex.new(-3, 0), Complex.new(0, -1)])
+      m = Nx.tensor([[4.0, 2.0], [2.0, 3.0]])
+      on = &Nx.backend_copy(&1, {Accel.Nx.Backend, device: :cpu})
+
+      for {name, module, args} <- [
+            {:phase, Nx, [z]},
+            {:logical_not, Nx, [z]},
+            {:top_k, Nx, [Nx.tensor([3, 1, 4, 1, 5]), [k: 2]]},
+            {:cholesky, Nx.LinAlg, [m]},
+            {:determinant, Nx.LinAlg, [m]}
+          ] do
+        expected = apply(module, name, args)
+        outs = if is_tuple(expected), do: expected, else: Nx.template(expected.shape, expected.type)
+
+        operands =
+          Enum.map(args, fn
+            %Nx.Tensor{} = t -> on.(t)
+            opts -> opts
+          end)
+
+        result = Accel.Nx.Fallback.run(name, [outs | operands])
+
+        for {r, e} <- Enum.zip(List.wrap(tuple_list(result)), List.wrap(tuple_list(expected))) do
+          assert %Accel.Nx.Backend{} = r.data
+          assert Nx.backend_copy(r, Nx.BinaryBackend) == e, "#{name}"
+        end
+      end
+    end
+
+    defp tuple_list(t) when is_tuple(t), do: Tuple.to_list(t)
+    defp tuple_list(t), do: t
   end
 end

@@ -435,7 +435,7 @@ if Code.ensure_loaded?(Nx) do
           [a] = Storage.operands!(name, [t])
           Storage.wrap(fun.(Storage.cast(a, t.type)), out, Storage.auto?([t]))
 
-        match?({:c, _}, t.type) and name in [:is_nan, :is_infinity] ->
+        match?({:c, _}, t.type) ->
           Accel.Nx.Complex.predicate(name, out, t)
 
         true ->

@@ -180,7 +180,13 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    @doc "is_nan / is_infinity of a complex tensor: of either part."
+    @doc "is_nan / is_infinity of a complex tensor: of either part; logical_not: both parts zero."
+    def predicate(:logical_not, %T{} = out, %T{type: ctype} = t) do
+      run(:logical_not, [out, t], [t], ctype, fn [z], w ->
+        AT.logical_not(nonzero_parts(parts(z, ctype, w)))
+      end)
+    end
+
     def predicate(name, %T{} = out, %T{type: ctype} = t) do
       run(name, [out, t], [t], ctype, fn [z], w ->
         {re, im} = parts(z, ctype, w)
@@ -249,8 +255,7 @@ if Code.ensure_loaded?(Nx) do
 
         count = reduced |> Enum.map(&elem(&1, 0)) |> Enum.product()
         rest = kept |> Enum.map(&elem(&1, 0)) |> Enum.product()
-        pairs = pairs(z, ctype)
-        pairs = if pairs.type == w, do: pairs, else: AT.as_type(pairs, w)
+        pairs = wide_pairs(z, ctype, w)
         strides = Storage.strides(shape)
         order = Enum.map(reduced ++ kept, &elem(&1, 1))
         dims = order |> Enum.map(&elem(shape, &1)) |> List.to_tuple()
@@ -267,14 +272,9 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    defp product_of({re, _im} = z, count, rest) when count <= @in_order do
+    defp product_of({re, im}, count, rest) when count <= @in_order do
       row = fn part, k -> Storage.view(part, {rest}, [1], k * rest) end
-      ones = {Storage.fill(scalar(re, 1.0), {rest}), nil}
-
-      Enum.reduce(0..(count - 1)//1, ones, fn k, acc ->
-        c_mul({row.(re, k), row.(elem(z, 1), k)}, acc)
-      end)
-      |> then(fn {r, i} -> {r, i || Storage.fill(zero(re), {rest})} end)
+      in_order(&{row.(re, &1), row.(im, &1)}, count, rest, re)
     end
 
     # halves multiplied element by element (an odd count keeps its last row for the next pass)
@@ -295,26 +295,90 @@ if Code.ensure_loaded?(Nx) do
       product_of(next, half + rem(count, 2), rest)
     end
 
+    # The Complex library's product of `count` factors of `rest` elements each, row k of them
+    # `row.(k)`: each times the product so far, from 1 + 0i, as the binary backend takes it.
+    defp in_order(row, count, rest, like) do
+      ones = {Storage.fill(scalar(like, 1.0), {rest}), nil}
+
+      Enum.reduce(0..(count - 1)//1, ones, fn k, acc -> c_mul(row.(k), acc) end)
+      |> then(fn {r, i} -> {r, i || Storage.fill(zero(like), {rest})} end)
+    end
+
+    defp wide_pairs(z, ctype, w) do
+      pairs = pairs(z, ctype)
+      if pairs.type == w, do: pairs, else: AT.as_type(pairs, w)
+    end
+
     @doc """
-    dot with a complex operand: (ar + ai i)(br + bi i) as the real products ar br - ai bi and
-    ar bi + ai br, each through `real_dot` (BLAS), in the result's component type.
+    window_product of a complex tensor: the binary backend's, of the tensor padded with 1 + 0i,
+    each window's elements (row-major over the window, dilated) times the product so far; one
+    pass per position in the window, over every window at once (a strided view of the padded
+    tensor).
     """
-    def dot(%T{type: ctype} = out, a, b, fallback_args, real_dot) do
-      run(:dot, fallback_args, [a, b], ctype, fn [x, y], _w ->
+    def window_product(%T{type: ctype, shape: out_shape} = out, %T{shape: shape} = t, window, opts) do
+      rank = tuple_size(shape)
+      padding = opts[:padding] || List.duplicate({0, 0}, rank)
+      strides = opts[:strides] || List.duplicate(1, rank)
+      dilations = opts[:window_dilations] || List.duplicate(1, rank)
+
+      padded =
+        if Enum.all?(padding, &(&1 == {0, 0})),
+          do: t,
+          else:
+            Nx.pad(
+              t,
+              Nx.tensor(Complex.new(1.0, 0.0), type: ctype, backend: Nx.BinaryBackend),
+              Enum.map(padding, fn {lo, hi} -> {lo, hi, 0} end)
+            )
+
+      run(:window_product, [out, t, window, opts], [padded], ctype, fn [z], w ->
+        pairs = wide_pairs(z, ctype, w)
+        element = Storage.strides(padded.shape)
+        rest = out_shape |> Tuple.to_list() |> Enum.product()
+        view_strides = Enum.zip_with(strides, element, &(2 * &1 * &2))
+        # the window's positions in row-major order, each as its offset into the padded tensor
+        offsets =
+          window
+          |> Tuple.to_list()
+          |> Enum.zip(Enum.zip(dilations, element))
+          |> Enum.reduce([0], fn {size, {dilation, stride}}, acc ->
+            for o <- acc, k <- 0..(size - 1)//1, do: o + k * dilation * stride
+          end)
+          |> List.to_tuple()
+
+        row = fn k, part ->
+          pairs
+          |> Storage.view(out_shape, view_strides, 2 * elem(offsets, k) + part)
+          |> AT.reshape({rest})
+        end
+
+        {re, im} = in_order(&{row.(&1, 0), row.(&1, 1)}, tuple_size(offsets), rest, pairs)
+        join({AT.reshape(re, out_shape), AT.reshape(im, out_shape)}, out)
+      end)
+    end
+
+    @doc """
+    A bilinear operation (`dot`, `conv`) with a complex operand: (ar + ai i)(br + bi i) as the
+    real operations ar br - ai bi and ar bi + ai br, each through `real_op` (BLAS: it gets two Nx
+    tensors of the component type and returns the Accel tensor of their real result), in the
+    result's component type. Nothing is conjugated, as Nx's dot and conv conjugate nothing.
+    """
+    def bilinear(name, %T{type: ctype} = out, a, b, fallback_args, real_op) do
+      run(name, fallback_args, [a, b], ctype, fn [x, y], _w ->
         comp = component(ctype)
         real = Nx.Type.to_real(ctype)
         {xr, xi} = parts(x, a.type, comp)
         {yr, yi} = parts(y, b.type, comp)
         # a product of two parts, as Nx tensors of the component type in the operands' shapes
-        rdot = fn p, q ->
-          real_dot.(Storage.wrap(p, %{a | type: real}), Storage.wrap(q, %{b | type: real}))
+        rop = fn p, q ->
+          real_op.(Storage.wrap(p, %{a | type: real}), Storage.wrap(q, %{b | type: real}))
         end
 
-        re = rdot.(xr, yr)
-        re = if xi && yi, do: AT.subtract(re, rdot.(xi, yi)), else: re
+        re = rop.(xr, yr)
+        re = if xi && yi, do: AT.subtract(re, rop.(xi, yi)), else: re
 
         im =
-          case Enum.reject([xi && rdot.(xi, yr), yi && rdot.(xr, yi)], &is_nil/1) do
+          case Enum.reject([xi && rop.(xi, yr), yi && rop.(xr, yi)], &is_nil/1) do
             [] -> scalar(re, 0.0)
             [one] -> one
             [p, q] -> AT.add(p, q)
@@ -615,10 +679,9 @@ if Code.ensure_loaded?(Nx) do
       rho = AT.exp(re)
       general = {AT.multiply(rho, AT.cos(im)), AT.multiply(rho, AT.sin(im))}
       inf = scalar(re, :infinity)
-      nan = AT.subtract(inf, inf)
 
       general
-      |> where(AT.logical_or(nan?(re), AT.logical_not(finite?(im))), {nan, nan})
+      |> where(AT.logical_or(nan?(re), AT.logical_not(finite?(im))), nan_pair(z))
       |> where(AT.logical_and(AT.equal(re, inf), AT.logical_not(infinite(im))), exp_at_infinity(im, inf))
       |> where(AT.equal(re, AT.negate(inf)), {zero(re), zero(re)})
     end
@@ -726,7 +789,6 @@ if Code.ensure_loaded?(Nx) do
       out_im = AT.select(right, AT.divide(im, AT.multiply(w, 2)), v)
       origin = AT.logical_and(AT.equal(re, 0), AT.equal(im, 0))
       inf = scalar(re, :infinity)
-      nan = AT.subtract(inf, inf)
 
       # the library's cases, the first of them taking precedence (applied last)
       {AT.select(origin, re, out_re), AT.select(origin, im, out_im)}
@@ -734,7 +796,7 @@ if Code.ensure_loaded?(Nx) do
       |> where(AT.equal(re, inf), {inf, zero(re)})
       |> where(AT.equal(im, AT.negate(inf)), {inf, AT.negate(inf)})
       |> where(AT.equal(im, inf), {inf, inf})
-      |> where(AT.logical_or(nan?(re), nan?(im)), {nan, nan})
+      |> where(AT.logical_or(nan?(re), nan?(im)), nan_pair(z))
     end
 
     # Complex.pow/2: 0^0 = 1 and 0^y = 0; x^1 = x; x^-1 = 1/x; else with rho = abs(x), theta =
@@ -763,12 +825,11 @@ if Code.ensure_loaded?(Nx) do
       end
 
       inf = scalar(xr, :infinity)
-      nan = AT.subtract(inf, inf)
       finite = Enum.reduce([xi, yr, yi], finite?(xr), &AT.logical_and(finite?(&1), &2))
 
       # the library's cases: a part not finite gives NaN + NaNi, but 0 to the power +inf + 0i is 0
       {pick.(gr, ir, xr, at_zero), pick.(gi, ii, xi, zero(xr))}
-      |> where(AT.logical_not(finite), {nan, nan})
+      |> where(AT.logical_not(finite), nan_pair({xr, nil}))
       |> where(
         AT.logical_and(x_zero, AT.logical_and(AT.equal(yr, inf), AT.equal(yi, 0))),
         {zero(xr), zero(xr)}

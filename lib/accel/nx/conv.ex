@@ -16,6 +16,13 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Tensor, as: AT
     alias Nx.Tensor, as: T
 
+    # complex: the real convolutions of the parts (four, in the component type)
+    def conv(%T{type: {:c, _} = type} = out, %T{} = t, %T{} = k, opts) do
+      Accel.Nx.Complex.bilinear(:conv, out, t, k, [out, t, k, opts], fn rt, rk ->
+        conv(%{out | type: Nx.Type.to_real(type)}, rt, rk, opts).data.tensor
+      end)
+    end
+
     def conv(%T{type: type} = out, %T{} = t, %T{} = k, opts) do
       if elem(type, 0) in [:f, :bf] and Storage.compute?([type, t.type, k.type]) do
         run(out, t, k, opts)

@@ -15,9 +15,36 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Nx.Storage
     alias Nx.Tensor, as: T
 
-    @doc "Runs `name` on Nx.BinaryBackend with `[out | args]` and returns its result on the operands' device."
-    def run(name, [out | _] = args),
-      do: run(name, args, &apply(Nx.BinaryBackend, name, [template(out) | &1]))
+    @doc """
+    Runs `name` on Nx.BinaryBackend with `[out | args]` and returns its result on the operands'
+    device. Where the binary backend does not export the callback (Nx 0.7's lacks the optional
+    ones: logical_not, phase, cumulative_*, top_k, fft2, all_close, the linear algebra), Nx's own
+    composition of it runs on the host, as it would for a binary backend tensor.
+    """
+    def run(name, [out | _] = args) do
+      if exports?(Nx.BinaryBackend, name, length(args)) do
+        run(name, args, &apply(Nx.BinaryBackend, name, [template(out) | &1]))
+      else
+        run(name, args, &compose(name, &1))
+      end
+    end
+
+    @linalg [:cholesky, :qr, :solve, :svd, :determinant, :eigh, :lu, :triangular_solve]
+
+    # Nx's front-end function takes the callback's operands (and its options, as one keyword list).
+    defp compose(name, operands) do
+      module = if name in @linalg, do: Nx.LinAlg, else: Nx
+
+      unless exports?(module, name, length(operands)) do
+        raise ArgumentError,
+              "Accel.Nx.Backend cannot compute #{name}: neither Nx.BinaryBackend.#{name} nor #{inspect(module)}.#{name}/#{length(operands)} exists in this Nx"
+      end
+
+      apply(module, name, operands)
+    end
+
+    defp exports?(module, name, arity),
+      do: Code.ensure_loaded?(module) and function_exported?(module, name, arity)
 
     @doc """
     As run/2, with `fun` computing the result from the operands read to the host (`args` without

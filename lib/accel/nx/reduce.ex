@@ -138,7 +138,7 @@ if Code.ensure_loaded?(Nx) do
     def dot(%T{type: {:c, _} = type} = out, a, contract_a, batch_a, b, contract_b, batch_b) do
       args = [out, a, contract_a, batch_a, b, contract_b, batch_b]
 
-      Accel.Nx.Complex.dot(out, a, b, args, fn ra, rb ->
+      Accel.Nx.Complex.bilinear(:dot, out, a, b, args, fn ra, rb ->
         real = %{out | type: Nx.Type.to_real(type)}
         dot(real, ra, contract_a, batch_a, rb, contract_b, batch_b).data.tensor
       end)

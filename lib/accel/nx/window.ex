@@ -27,6 +27,10 @@ if Code.ensure_loaded?(Nx) do
     end
 
     def window_sum(out, t, window, opts), do: window(:sum, :window_sum, out, t, window, opts)
+
+    def window_product(%T{type: {:c, _} = c} = out, %T{type: c} = t, window, opts),
+      do: Accel.Nx.Complex.window_product(out, t, window, opts)
+
     def window_product(out, t, window, opts), do: window(:product, :window_product, out, t, window, opts)
     def window_max(out, t, window, opts), do: window(:max, :window_max, out, t, window, opts)
     def window_min(out, t, window, opts), do: window(:min, :window_min, out, t, window, opts)
