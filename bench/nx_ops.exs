@@ -14,7 +14,9 @@
 #     not unique beyond two columns);
 #   * fft of 64 signals of 16,384 f32 points;
 #   * complex arithmetic on 2^20 c64 (Accel.Nx.Complex: the parts computed in f64 with the real
-#     kernels): a product z w, and abs(z).
+#     kernels): a product z w, abs(z), exp(z) and asin(z) (compositions of the Complex library's
+#     formulas, several passes each); and a complex conv of 8 x 16 x 32 x 32 by 16 x 16 x 3 x 3,
+#     padding :same (four real convolutions of the parts).
 # Each round times every row on each device (Accel eagerly, with `fallback: :raise`: nothing here
 # leaves the device) and runs the XLA process once: the fastest of 3 calls per operation on each
 # side, after a first call (XLA's compiles, Accel's builds its kernels); medians over rounds. Results are checked against XLA's (the sum of each
@@ -77,7 +79,9 @@ defmodule NxOpsBench do
       rhs: iota({512, 16}, backend) |> Nx.multiply(1.0e-2) |> Nx.cos() |> f32.(),
       signal: iota({64, 16384}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.(),
       z: complex(iota({1_048_576}, backend), [1.0e-3, 2.0e-3], [&Nx.sin/1, &Nx.cos/1]),
-      w: complex(iota({1_048_576}, backend), [1.0e-3, 3.0e-3], [&Nx.cos/1, &Nx.sin/1])
+      w: complex(iota({1_048_576}, backend), [1.0e-3, 3.0e-3], [&Nx.cos/1, &Nx.sin/1]),
+      xc: complex(iota({8, 16, 32, 32}, backend), [1.0e-3, 2.0e-3], [&Nx.sin/1, &Nx.cos/1]),
+      kc: complex(iota({16, 16, 3, 3}, backend), [1.0e-2, 2.0e-2], [&Nx.cos/1, &Nx.sin/1])
     }
   end
 
@@ -102,7 +106,10 @@ defmodule NxOpsBench do
     :qr,
     :fft,
     :complex_multiply,
-    :complex_abs
+    :complex_abs,
+    :complex_exp,
+    :complex_asin,
+    :complex_conv
   ]
 
   defp op(:conv, i), do: Nx.conv(i.x, i.k, padding: :same)
@@ -121,6 +128,9 @@ defmodule NxOpsBench do
   defp op(:fft, i), do: Nx.fft(i.signal)
   defp op(:complex_multiply, i), do: Nx.multiply(i.z, i.w)
   defp op(:complex_abs, i), do: Nx.abs(i.z)
+  defp op(:complex_exp, i), do: Nx.exp(i.z)
+  defp op(:complex_asin, i), do: Nx.asin(i.z)
+  defp op(:complex_conv, i), do: Nx.conv(i.xc, i.kc, padding: :same)
   # both factors, as a user of qr takes them (a jit of R alone lets XLA skip computing Q)
   defp op(:qr, i), do: i.s |> Nx.LinAlg.qr() |> then(fn {q, r} -> Nx.concatenate([q, r]) end)
 

@@ -45,6 +45,9 @@ def main():
     j = iota((1 << 20,))
     z = jnp.asarray((np.sin(j * 1.0e-3) + 1j * np.cos(j * 2.0e-3)).astype(np.complex64))
     w = jnp.asarray((np.cos(j * 1.0e-3) + 1j * np.sin(j * 3.0e-3)).astype(np.complex64))
+    jx, jk = iota((8, 16, 32, 32)), iota((16, 16, 3, 3))
+    xc = jnp.asarray((np.sin(jx * 1.0e-3) + 1j * np.cos(jx * 2.0e-3)).astype(np.complex64))
+    kc = jnp.asarray((np.cos(jk * 1.0e-2) + 1j * np.sin(jk * 2.0e-2)).astype(np.complex64))
 
     def pool(x):
         return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
@@ -72,6 +75,9 @@ def main():
         "fft": (jnp.fft.fft, (signal,)),
         "complex_multiply": (lambda z, w: z * w, (z, w)),
         "complex_abs": (jnp.abs, (z,)),
+        "complex_exp": (jnp.exp, (z,)),
+        "complex_asin": (jnp.arcsin, (z,)),
+        "complex_conv": (lambda x, k: jax.lax.conv_general_dilated(x, k, (1, 1), "SAME"), (xc, kc)),
     }
 
     times, check = {}, {}

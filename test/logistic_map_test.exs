@@ -80,7 +80,35 @@ defmodule Accel.LogisticMapTest do
   describe "backends" do
     test "the CPU backend is compiled in and available" do
       assert %{name: :cpu, compiled: true, available: true, detail: detail} = hd(Accel.backends())
-      assert detail =~ ~r/^\d+ threads$/
+      assert detail =~ ~r/^\d+ threads(; OpenBLAS \w+)?$/
+    end
+
+    # (OpenBLAS 0.3.21, Debian 12's, took this development machine's Sapphire Rapids Xeon for
+    # Prescott: SSE3 kernels, a third of the products' speed; Accel.NIF names them where it sees this)
+    test "OpenBLAS runs kernels of the CPU's own instruction set" do
+      %{detail: detail} = hd(Accel.backends())
+
+      with [_, core] <- Regex.run(~r/OpenBLAS (\w+)/, detail),
+           {:ok, cpuinfo} <- File.read("/proc/cpuinfo") do
+        assert Accel.NIF.blas_core(core, cpuinfo) == nil,
+               "OpenBLAS runs #{core}'s kernels on a CPU with AVX2 and FMA (#{detail})"
+      end
+    end
+
+    test "the OpenBLAS kernels named for a CPU that OpenBLAS does not know" do
+      intel = "vendor_id\t: GenuineIntel\nflags\t\t: sse3 avx avx2 fma avx512f avx512bw avx512dq avx512vl\n"
+      amd = "vendor_id\t: AuthenticAMD\nflags\t\t: sse3 avx avx2 fma avx512f avx512bw avx512dq avx512vl\n"
+      old = "vendor_id\t: GenuineIntel\nflags\t\t: sse3 avx\n"
+
+      assert Accel.NIF.blas_core("Prescott", intel) == "SkylakeX"
+      assert Accel.NIF.blas_core("Prescott", amd) == "SkylakeX"
+      assert Accel.NIF.blas_core("Sandybridge", String.replace(amd, ~r/ avx512\w+/, "")) == "Haswell"
+      assert Accel.NIF.blas_core("Core2", String.replace(intel, " avx512bw", "")) == "Haswell"
+      # its own pick where that uses AVX2, or where the CPU has none
+      assert Accel.NIF.blas_core("Cooperlake", intel) == nil
+      assert Accel.NIF.blas_core("Haswell", amd) == nil
+      assert Accel.NIF.blas_core("Prescott", old) == nil
+      assert Accel.NIF.blas_core("Prescott", "") == nil
     end
 
     test "every backend is reported, with a reason when unavailable" do

@@ -13,16 +13,28 @@ defmodule Accel.Bench.Results do
   end
 
   @doc """
-  The CPU's kernels a table's figures came from: OpenBLAS's (OPENBLAS_CORETYPE overrides its
-  detection of the CPU: the development VM's environment set Haswell, AVX2, on an EPYC with
-  AVX-512 that OpenBLAS detects as Cooperlake, half the products' speed) and Accel's own (the
-  instruction set its CPU backend chose, Accel.devices/0's capability).
+  The CPU's kernels a table's figures came from: OpenBLAS's (the CPU backend's report: what
+  OpenBLAS picked for this CPU, what OPENBLAS_CORETYPE named, or what Accel named where OpenBLAS
+  took the CPU for an older one: lib/accel/nif.ex) and Accel's own (the instruction set its CPU
+  backend chose, Accel.devices/0's capability). (On the AVX-512 EPYC of earlier tables that VM's
+  environment named Haswell, AVX2: half the products' speed of OpenBLAS's own pick, Cooperlake.)
   """
   def cpu_kernels do
+    detail = Enum.find_value(Accel.backends(), "", &(&1.name == :cpu && &1.detail))
+
     blas =
-      case System.get_env("OPENBLAS_CORETYPE") do
-        nil -> "OpenBLAS's own choice for this CPU"
-        core -> "OpenBLAS's #{core}, as OPENBLAS_CORETYPE says"
+      case {Regex.run(~r/OpenBLAS (\w+)/, detail), :persistent_term.get({Accel.NIF, :blas_core}, nil)} do
+        {nil, _} ->
+          "no OpenBLAS"
+
+        {[_, core], {picked, core}} ->
+          "OpenBLAS's #{core}, named by Accel (OpenBLAS took this CPU for #{picked})"
+
+        {[_, core], _} ->
+          if(System.get_env("OPENBLAS_CORETYPE"),
+            do: "OpenBLAS's #{core}, as OPENBLAS_CORETYPE says",
+            else: "OpenBLAS's #{core}, its own choice for this CPU"
+          )
       end
 
     isa = Enum.find_value(Accel.devices(), "unknown", &(&1.backend == :cpu && &1.capability))

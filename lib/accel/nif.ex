@@ -6,11 +6,13 @@ defmodule Accel.NIF do
   @on_load :load
   # The compiler loads each module as soon as it is compiled, which runs load/0: these must be
   # compiled first, or a fresh build logs an UndefinedFunctionError from it.
+  require Accel.BlasEnv
   require Accel.Config
   require Accel.Options
 
   def load do
     priv = :code.priv_dir(:accel)
+    choose_blas_core(priv)
 
     with {:ok, threads} <- Accel.Config.fetch(:cpu_threads),
          {:ok, queue_limit} <- Accel.Config.fetch(:device_queue_limit),
@@ -26,6 +28,56 @@ defmodule Accel.NIF do
         other ->
           other
       end
+    end
+  end
+
+  # OpenBLAS picks its kernels for the CPU once, as it loads (with the NIF), unless
+  # OPENBLAS_CORETYPE names them. A release older than the CPU takes a CPU it does not know for a
+  # generic x86-64 one: Debian 12's OpenBLAS 0.3.21 runs a Sapphire Rapids Xeon's products with
+  # Prescott's SSE3 kernels, a third of their speed. So, where the user has not set
+  # OPENBLAS_CORETYPE, priv/accel_blas_probe (linked to the same OpenBLAS) says which kernels it
+  # would pick, and where those are older than the CPU's AVX2 and FMA, Accel sets
+  # OPENBLAS_CORETYPE in the process's environment (Accel.BlasEnv) before the NIF loads (see
+  # blas_core/2). A probe that cannot run changes nothing. What it named, and what OpenBLAS had picked, stay in the persistent term
+  # {Accel.NIF, :blas_core}.
+  defp choose_blas_core(priv) do
+    probe = :filename.join(priv, ~c"accel_blas_probe") |> List.to_string()
+
+    with nil <- System.get_env("OPENBLAS_CORETYPE"),
+         true <- File.exists?(probe),
+         {:ok, cpuinfo} <- File.read("/proc/cpuinfo"),
+         {picked, 0} <- System.cmd(probe, [], stderr_to_stdout: true),
+         core when is_binary(core) <- blas_core(String.trim(picked), cpuinfo),
+         :ok <- Accel.BlasEnv.put(core) do
+      :persistent_term.put({__MODULE__, :blas_core}, {String.trim(picked), core})
+    end
+  rescue
+    _ -> :ok
+  end
+
+  # OpenBLAS's x86-64 kernels that use AVX2 and FMA
+  @avx2_cores ~w(haswell zen skylakex cooperlake sapphirerapids excavator)
+
+  @doc false
+  # The kernels to name in OPENBLAS_CORETYPE, given those OpenBLAS picked and /proc/cpuinfo's
+  # text, or nil to keep its pick: on a CPU with AVX2 and FMA where it picked older ones,
+  # SkylakeX's where the CPU has AVX-512 (F, BW, DQ, VL), else Haswell's. (On an AVX-512 EPYC,
+  # where OpenBLAS's own pick was Cooperlake, Haswell's kernels ran the products at half speed.)
+  def blas_core(picked, cpuinfo) do
+    flags = cpu_field(cpuinfo, "flags") |> String.split()
+    has = &(&1 in flags)
+
+    cond do
+      String.downcase(picked) in @avx2_cores or not (has.("avx2") and has.("fma")) -> nil
+      Enum.all?(~w(avx512f avx512bw avx512dq avx512vl), has) -> "SkylakeX"
+      true -> "Haswell"
+    end
+  end
+
+  defp cpu_field(cpuinfo, name) do
+    case Regex.run(~r/^#{name}\s*:\s*(.*)$/m, cpuinfo) do
+      [_, value] -> String.trim(value)
+      nil -> ""
     end
   end
 

@@ -47,7 +47,14 @@ CpuBackend::CpuBackend(unsigned threads) : pool_(threads) {
   device_.capability = host_kernels().isa;  // the instruction set its kernels were built for
 }
 
-BackendStatus CpuBackend::status() { return {"cpu", true, true, std::to_string(threads()) + " threads"}; }
+BackendStatus CpuBackend::status() {
+  std::string detail = std::to_string(threads()) + " threads";
+#ifdef ACCEL_WITH_OPENBLAS
+  // the kernels OpenBLAS picked for this CPU (or OPENBLAS_CORETYPE named)
+  detail += "; OpenBLAS " + std::string(openblas_get_corename());
+#endif
+  return {"cpu", true, true, detail};
+}
 
 void CpuBackend::logistic_map(const Int64Source& in, unsigned char* out, const LogisticMapPlan& plan,
                               const CallOptions& options) {
