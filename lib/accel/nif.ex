@@ -38,8 +38,8 @@ defmodule Accel.NIF do
   # OPENBLAS_CORETYPE, priv/accel_blas_probe (linked to the same OpenBLAS) says which kernels it
   # would pick, and where those are older than the CPU's AVX2 and FMA, Accel sets
   # OPENBLAS_CORETYPE in the process's environment (Accel.BlasEnv) before the NIF loads (see
-  # blas_core/2). A probe that cannot run changes nothing. What it named, and what OpenBLAS had picked, stay in the persistent term
-  # {Accel.NIF, :blas_core}.
+  # blas_core/2). A probe that cannot run changes nothing. What Accel named, and what OpenBLAS
+  # had picked, stay in the persistent term {Accel.NIF, :blas_core}.
   defp choose_blas_core(priv) do
     probe = :filename.join(priv, ~c"accel_blas_probe") |> List.to_string()
 
