@@ -93,6 +93,16 @@ defmodule Accel.LogisticMapTest do
         assert Accel.NIF.blas_core(core, cpuinfo) == nil,
                "OpenBLAS runs #{core}'s kernels on a CPU with AVX2 and FMA (#{detail})"
       end
+
+      # where Accel named them, the process's environment (not only the VM's copy) says so
+      case :persistent_term.get({Accel.NIF, :blas_core}, nil) do
+        {_picked, named} ->
+          assert Accel.BlasEnv.core() == String.to_charlist(named)
+          assert detail =~ "OpenBLAS #{named}"
+
+        nil ->
+          :ok
+      end
     end
 
     test "the OpenBLAS kernels named for a CPU that OpenBLAS does not know" do
