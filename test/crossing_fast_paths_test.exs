@@ -119,7 +119,9 @@ defmodule Accel.CrossingFastPathsTest do
 
       :erlang.garbage_collect()
       Process.sleep(10)
-      assert Accel.memory(:cpu) == baseline
+      # (at most the baseline: a tensor of an earlier test, dropped by a process that has since
+      # collected, may be freed meanwhile; the 8 MB held here must be)
+      assert Accel.memory(:cpu) <= baseline
     end
   end
 end
