@@ -46,10 +46,11 @@ defmodule Accel.NIF do
     with nil <- System.get_env("OPENBLAS_CORETYPE"),
          true <- File.exists?(probe),
          {:ok, cpuinfo} <- File.read("/proc/cpuinfo"),
-         {picked, 0} <- System.cmd(probe, [], stderr_to_stdout: true),
-         core when is_binary(core) <- blas_core(String.trim(picked), cpuinfo),
+         {output, 0} <- System.cmd(probe, [], stderr_to_stdout: true),
+         picked = String.trim(output),
+         core when is_binary(core) <- blas_core(picked, cpuinfo),
          :ok <- Accel.BlasEnv.put(core) do
-      :persistent_term.put({__MODULE__, :blas_core}, {String.trim(picked), core})
+      :persistent_term.put({__MODULE__, :blas_core}, {picked, core})
     end
   rescue
     _ -> :ok

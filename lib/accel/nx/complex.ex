@@ -316,10 +316,7 @@ if Code.ensure_loaded?(Nx) do
     tensor).
     """
     def window_product(%T{type: ctype, shape: out_shape} = out, %T{shape: shape} = t, window, opts) do
-      rank = tuple_size(shape)
-      padding = opts[:padding] || List.duplicate({0, 0}, rank)
-      strides = opts[:strides] || List.duplicate(1, rank)
-      dilations = opts[:window_dilations] || List.duplicate(1, rank)
+      {padding, strides, dilations} = Accel.Nx.Window.geometry_options(opts, tuple_size(shape))
 
       padded =
         if Enum.all?(padding, &(&1 == {0, 0})),

@@ -35,11 +35,15 @@ if Code.ensure_loaded?(Nx) do
     def window_max(out, t, window, opts), do: window(:max, :window_max, out, t, window, opts)
     def window_min(out, t, window, opts), do: window(:min, :window_min, out, t, window, opts)
 
+    @doc "A window operation's padding, strides and window dilations per axis, Nx's defaults filled in."
+    def geometry_options(opts, rank) do
+      {opts[:padding] || List.duplicate({0, 0}, rank), opts[:strides] || List.duplicate(1, rank),
+       opts[:window_dilations] || List.duplicate(1, rank)}
+    end
+
     defp window(op, name, %T{shape: out_shape} = out, %T{shape: shape} = t, window, opts) do
       rank = tuple_size(shape)
-      padding = opts[:padding] || List.duplicate({0, 0}, rank)
-      strides = opts[:strides] || List.duplicate(1, rank)
-      dilations = opts[:window_dilations] || List.duplicate(1, rank)
+      {padding, strides, dilations} = geometry_options(opts, rank)
 
       if rank <= 8 and Enum.all?(padding, fn {lo, _hi} -> lo >= 0 end) do
         geometry =
@@ -72,8 +76,7 @@ if Code.ensure_loaded?(Nx) do
     # dimensions, as the kernel's records hold; more fall back).
     defp scatter(op, name, %T{type: type} = out, %T{shape: shape} = t, source, init, window, opts) do
       rank = tuple_size(shape)
-      padding = opts[:padding] || List.duplicate({0, 0}, rank)
-      strides = opts[:strides] || List.duplicate(1, rank)
+      {padding, strides, _dilations} = geometry_options(opts, rank)
 
       if Storage.compute?([type, t.type, source.type, init.type]) and rank in 1..8 and
            Enum.all?(padding, fn {lo, _} -> lo >= 0 end) do
