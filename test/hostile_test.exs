@@ -290,6 +290,25 @@ defmodule Accel.HostileTest do
       {"complex NIF: the magnitude of a real tensor",
        fn -> Accel.Job.call(&nif.tensor_complex_abs(t.ref, &1)) end, ArgumentError,
        ~r/a complex magnitude takes :c64 or :c128 tensors/},
+      {"complex NIF: a function of a real tensor",
+       fn -> Accel.Job.call(&nif.tensor_complex_fn(:exp, t.ref, 0, &1)) end, ArgumentError,
+       ~r/a complex function takes :c64 or :c128 tensors, got :s64/},
+      {"complex NIF: an operation that is no complex function",
+       fn ->
+         z = T.from_binary(<<0::size(6 * 64)>>, :c64, {6}, backend: :cpu)
+         Accel.Job.call(&nif.tensor_complex_fn(:floor, z.ref, 0, &1))
+       end, ArgumentError, ~r/no complex function floor/},
+      {"complex NIF: an unknown function",
+       fn -> Accel.Job.call(&nif.tensor_complex_fn(:cube, t.ref, 0, &1)) end, ArgumentError,
+       ~r/unknown operation: :cube/},
+      {"complex NIF: a library variant out of range",
+       fn ->
+         z = T.from_binary(<<0::size(6 * 64)>>, :c64, {6}, backend: :cpu)
+         Accel.Job.call(&nif.tensor_complex_fn(:exp, z.ref, 4, &1))
+       end, ArgumentError, ~r/variant is 0..3, got 4/},
+      {"complex NIF: a variant that is no integer",
+       fn -> Accel.Job.call(&nif.tensor_complex_fn(:exp, t.ref, :signs, &1)) end, ArgumentError,
+       ~r/variant is an integer 0..3, got :signs/},
       {"tensor NIF: unknown op", fn -> Accel.Job.call(fn ref -> nif.tensor_unary(:cube, t.ref, ref) end) end,
        ArgumentError, ~r/unknown operation: :cube/},
       {"tensor NIF: bignum scalar",

@@ -140,6 +140,12 @@ Tensor tensor_unary(UnaryOp op, const Tensor& t);
 enum class ComplexOp : int { multiply, divide };
 Tensor tensor_complex(ComplexOp op, const Operand& a, const Operand& b);
 Tensor tensor_complex_abs(const Tensor& t);
+// A complex function of one complex tensor (exp, log, sqrt, the trigonometric and hyperbolic
+// functions and their inverses, rsqrt, expm1, log1p, sigmoid, cbrt), one pass with the Complex
+// library's formulas and cases; `variant` names the library's (bits: ACCEL_CZ_EXP_SIGNS,
+// ACCEL_CZ_HALVES, kernels/tensor_kernels.h).
+Tensor tensor_complex_fn(UnaryOp op, const Tensor& t, int variant);
+bool complex_fn(UnaryOp op);
 // Reduces axis `len` of a tensor laid out as [outer][len][inner]: outer * inner results. Sums and
 // products of integers are s64 or u64 (sum_type), as Nx's; products of an empty axis are refused
 // (the caller knows they are 1).

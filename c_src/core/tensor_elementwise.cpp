@@ -260,6 +260,35 @@ Tensor tensor_complex_abs(const Tensor& t) {
   return out;
 }
 
+bool complex_fn(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::exp: case UnaryOp::log: case UnaryOp::sqrt: case UnaryOp::rsqrt: case UnaryOp::expm1:
+    case UnaryOp::log1p: case UnaryOp::sigmoid: case UnaryOp::sin: case UnaryOp::cos: case UnaryOp::tan:
+    case UnaryOp::sinh: case UnaryOp::cosh: case UnaryOp::tanh: case UnaryOp::asin: case UnaryOp::acos:
+    case UnaryOp::atan: case UnaryOp::asinh: case UnaryOp::acosh: case UnaryOp::atanh: case UnaryOp::cbrt:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Tensor tensor_complex_fn(UnaryOp op, const Tensor& t, int variant) {
+  check_complex(t.type, "a complex function");
+  if (!complex_fn(op))
+    throw ArgumentError(std::string("no complex function ") + op_info(OpFamily::Unary, static_cast<int>(op)).name);
+  if (variant < 0 || variant > 3)  // (two bits)
+    throw ArgumentError("a complex function's library variant is 0..3, got " + std::to_string(variant));
+  check_complex_place(t, t.type);
+  Tensor out = allocate_like(*t.backend, t.device, t.type, t.count);
+  if (t.count == 0) return out;
+  accel_params p = params_for(t.count, static_cast<int>(op));
+  p.size[0] = static_cast<accel_u64>(variant);
+  // (a few calls of the C library's functions per element)
+  launch(t, t.type == DType::C64 ? Kernel::accel_complex_fn_c64 : Kernel::accel_complex_fn_c128, p,
+         {t.buffer.get(), out.buffer.get()}, 64);
+  return out;
+}
+
 Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b) {
   accel_params p = params_for(0, static_cast<int>(op));
   std::vector<uint64_t> shape;

@@ -974,11 +974,258 @@ ACCEL_KERNEL(accel_logistic_map) {
     ((ACCEL_GLOBAL T*)b1)[i] = (T)r;                                                                  \
   }
 
+/* Complex functions (Accel.Nx.Complex), one pass: accel_complex_fn: b0 -> b1, both of the complex
+ * type (pairs of T), the function the unary operation code ACCEL_OP names (ops.h), computed in
+ * accel_cw (double where the device has one, as Nx.BinaryBackend computes Elixir floats) with the
+ * Complex library's formulas, operation for operation (each rounding the binary backend's), and its
+ * special cases. p->size[0] names which of the two Complex 0.6.0 libraries to follow (Nx 0.7's and
+ * Nx 0.13's dependencies): bit 0, exp(inf + yi) with the signs of cos(y) and sin(y); bit 1, sinh's
+ * and cosh's halving part by part (else the quotient by 2 + 0i). The composition in Elixir that
+ * these replace took one device pass per operation of the formula. */
+#if ACCEL_HAS_F64
+typedef double accel_cw;
+#else
+typedef float accel_cw;
+#endif
+typedef struct {
+  accel_cw re, im;
+} accel_cz;
+#define ACCEL_CZ_EXP_SIGNS 1
+#define ACCEL_CZ_HALVES 2
+ACCEL_FN accel_cz accel_cz_of(accel_cw re, accel_cw im) {
+  accel_cz z;
+  z.re = re;
+  z.im = im;
+  return z;
+}
+ACCEL_FN int accel_cz_finite(accel_cw x) { return x - x == 0; }
+ACCEL_FN int accel_cz_infinite(accel_cw x) { return x == x && !(x - x == 0); }
+ACCEL_FN accel_cz accel_cz_nan(void) {
+  const accel_cw inf = (accel_cw)INFINITY;
+  return accel_cz_of(inf - inf, inf - inf);
+}
+ACCEL_FN accel_cz accel_cz_one(void) { return accel_cz_of((accel_cw)1, (accel_cw)0); }
+ACCEL_FN accel_cz accel_cz_add(accel_cz a, accel_cz b) { return accel_cz_of(a.re + b.re, a.im + b.im); }
+ACCEL_FN accel_cz accel_cz_sub(accel_cz a, accel_cz b) { return accel_cz_of(a.re - b.re, a.im - b.im); }
+ACCEL_FN accel_cz accel_cz_mul(accel_cz a, accel_cz b) {
+  return accel_cz_of(ACCEL_ROUNDED(a.re * b.re) - ACCEL_ROUNDED(a.im * b.im),
+                     ACCEL_ROUNDED(a.im * b.re) + ACCEL_ROUNDED(a.re * b.im));
+}
+/* a finite dividend over an infinite real divisor is 0 */
+ACCEL_FN accel_cz accel_cz_div(accel_cz a, accel_cz b) {
+  if (accel_cz_infinite(b.re) && b.im == 0 && accel_cz_finite(a.re) && accel_cz_finite(a.im))
+    return accel_cz_of((accel_cw)0, (accel_cw)0);
+  const accel_cw den = ACCEL_ROUNDED(b.re * b.re) + ACCEL_ROUNDED(b.im * b.im);
+  return accel_cz_of((ACCEL_ROUNDED(a.re * b.re) + ACCEL_ROUNDED(a.im * b.im)) / den,
+                     (ACCEL_ROUNDED(a.im * b.re) - ACCEL_ROUNDED(a.re * b.im)) / den);
+}
+ACCEL_FN accel_cz accel_cz_half(accel_cz z, int variant) {
+  if (variant & ACCEL_CZ_HALVES) return accel_cz_of(z.re / 2, z.im / 2);
+  return accel_cz_div(z, accel_cz_of((accel_cw)2, (accel_cw)0));
+}
+ACCEL_FN accel_cw accel_cz_sign(accel_cw x) { return x > 0 ? (accel_cw)1 : x < 0 ? (accel_cw)-1 : x; }
+/* exp(re) (cos(im) + i sin(im)); by precedence: re = -inf gives 0; re = +inf with im not infinite
+ * gives the infinities of the library's variant; a NaN part or an infinite im gives NaN + NaNi */
+ACCEL_FN accel_cz accel_cz_exp(accel_cz z, int variant) {
+  const accel_cw inf = (accel_cw)INFINITY;
+  if (z.re == -inf) return accel_cz_of((accel_cw)0, (accel_cw)0);
+  if (z.re == inf && !accel_cz_infinite(z.im)) {
+    if (variant & ACCEL_CZ_EXP_SIGNS)
+      return accel_cz_of(z.im != z.im ? inf : inf * accel_cz_sign(cos(z.im)), inf * accel_cz_sign(sin(z.im)));
+    return accel_cz_of(inf, inf * z.im);
+  }
+  if (z.re != z.re || !accel_cz_finite(z.im)) return accel_cz_nan();
+  const accel_cw rho = exp(z.re);
+  return accel_cz_of(rho * cos(z.im), rho * sin(z.im));
+}
+/* IEEE's atan2, but a finite y over an infinite x is 0 (x = +inf) or pi (x = -inf) */
+ACCEL_FN accel_cw accel_cz_atan2(accel_cw y, accel_cw x) {
+  if (accel_cz_infinite(x) && accel_cz_finite(y)) return x > 0 ? (accel_cw)0 : (accel_cw)3.141592653589793;
+  return atan2(y, x);
+}
+/* Complex.abs/1 (as accel_complex_abs) */
+ACCEL_FN accel_cw accel_cz_abs(accel_cz z) {
+  const accel_cw x = fabs(z.re), y = fabs(z.im);
+  if (x != x && y != y) return x;
+  if (!(accel_cz_finite(x) && accel_cz_finite(y))) return (accel_cw)INFINITY;
+  if (x == 0) return y;
+  if (y == 0) return x;
+  const accel_cw hi = x > y ? x : y, lo = x > y ? y : x, q = lo / hi;
+  return hi * sqrt(q * q + (accel_cw)1);
+}
+ACCEL_FN accel_cz accel_cz_log(accel_cz z) { return accel_cz_of(log(accel_cz_abs(z)), accel_cz_atan2(z.im, z.re)); }
+/* sin(re) cosh(im) + cos(re) sinh(im) i; a finite re with an infinite im gives re im + im i */
+ACCEL_FN accel_cz accel_cz_sin(accel_cz z) {
+  if (accel_cz_finite(z.re) && accel_cz_infinite(z.im)) return accel_cz_of(z.re * z.im, z.im);
+  return accel_cz_of(sin(z.re) * cosh(z.im), cos(z.re) * sinh(z.im));
+}
+/* cos(re) cosh(im) - sin(re) sinh(im) i; a finite re with an infinite im gives inf - (im re) i */
+ACCEL_FN accel_cz accel_cz_cos(accel_cz z) {
+  if (accel_cz_finite(z.re) && accel_cz_infinite(z.im)) return accel_cz_of((accel_cw)INFINITY, -z.im * z.re);
+  return accel_cz_of(cos(z.re) * cosh(z.im), -sin(z.re) * sinh(z.im));
+}
+/* Complex.sqrt/1: x = |re|, y = |im|, w from the larger; the library's cases by precedence */
+ACCEL_FN accel_cz accel_cz_sqrt(accel_cz z) {
+  const accel_cw inf = (accel_cw)INFINITY, re = z.re, im = z.im;
+  if (re != re || im != im) return accel_cz_nan();
+  if (im == inf) return accel_cz_of(inf, inf);
+  if (im == -inf) return accel_cz_of(inf, -inf);
+  if (re == inf) return accel_cz_of(inf, (accel_cw)0);
+  if (re == -inf) return accel_cz_of((accel_cw)0, inf);
+  if (re == 0 && im == 0) return z;
+  const accel_cw x = fabs(re), y = fabs(im), yx = y / x, xy = x / y;
+  const accel_cw w = x >= y ? sqrt(x) * sqrt((sqrt(yx * yx + (accel_cw)1) + (accel_cw)1) * (accel_cw)0.5)
+                            : sqrt(y) * sqrt((sqrt(xy * xy + (accel_cw)1) + xy) * (accel_cw)0.5);
+  const accel_cw v = im >= 0 ? w : -w;
+  if (re >= 0) return accel_cz_of(w, im / (w * 2));
+  return accel_cz_of(im / (v * 2), v);
+}
+ACCEL_FN accel_cz accel_cz_negate(accel_cz z) { return accel_cz_of(-z.re, -z.im); }
+ACCEL_FN int accel_cz_not_finite(accel_cz z) { return !(accel_cz_finite(z.re) && accel_cz_finite(z.im)); }
+/* 0 + 1i, and its negation -0 - 1i */
+ACCEL_FN accel_cz accel_cz_i(void) { return accel_cz_of((accel_cw)0, (accel_cw)1); }
+ACCEL_FN accel_cz accel_cz_minus_i(void) { return accel_cz_of(-(accel_cw)0, (accel_cw)-1); }
+ACCEL_FN accel_cz accel_cz_sinh(accel_cz z, int v) {
+  return accel_cz_half(accel_cz_sub(accel_cz_exp(z, v), accel_cz_exp(accel_cz_negate(z), v)), v);
+}
+ACCEL_FN accel_cz accel_cz_cosh(accel_cz z, int v) {
+  return accel_cz_half(accel_cz_add(accel_cz_exp(z, v), accel_cz_exp(accel_cz_negate(z), v)), v);
+}
+/* Complex.cbrt/1: from_polar(abs(z)^(1/3), phase(z) / 3), r + 0i where the angle is 0; the phase of
+ * -inf - inf i is 5 pi / 4 */
+ACCEL_FN accel_cz accel_cz_cbrt(accel_cz z) {
+  const accel_cw r = pow(accel_cz_abs(z), (accel_cw)(1.0 / 3));
+  const accel_cw theta = z.re == -(accel_cw)INFINITY && z.im == z.re ? (accel_cw)(5 * 3.141592653589793 / 4)
+                                                                    : accel_cz_atan2(z.im, z.re);
+  const accel_cw phi = theta / 3;
+  if (phi == 0) return accel_cz_of(r, (accel_cw)0);
+  return accel_cz_mul(accel_cz_of(r, (accel_cw)0), accel_cz_of(cos(phi), sin(phi)));
+}
+ACCEL_FN accel_cz accel_cz_apply(int op, accel_cz z, int v) {
+  const accel_cz one = accel_cz_one();
+  switch (op) {
+    case ACCEL_UNARY_exp: return accel_cz_exp(z, v);
+    case ACCEL_UNARY_log: return accel_cz_log(z);
+    case ACCEL_UNARY_sqrt: return accel_cz_sqrt(z);
+    case ACCEL_UNARY_rsqrt: return accel_cz_div(one, accel_cz_sqrt(z));
+    case ACCEL_UNARY_expm1: return accel_cz_sub(accel_cz_exp(z, v), one);
+    case ACCEL_UNARY_log1p: return accel_cz_log(accel_cz_add(z, one));
+    case ACCEL_UNARY_sigmoid: return accel_cz_div(one, accel_cz_add(accel_cz_exp(accel_cz_negate(z), v), one));
+    case ACCEL_UNARY_sin: return accel_cz_sin(z);
+    case ACCEL_UNARY_cos: return accel_cz_cos(z);
+    case ACCEL_UNARY_tan: return accel_cz_div(accel_cz_sin(z), accel_cz_cos(z));
+    case ACCEL_UNARY_sinh: return accel_cz_sinh(z, v);
+    case ACCEL_UNARY_cosh: return accel_cz_cosh(z, v);
+    case ACCEL_UNARY_tanh: return accel_cz_div(accel_cz_sinh(z, v), accel_cz_cosh(z, v));
+    /* asin(z) = -i log(iz + sqrt(1 - z^2)), acos(z) = -i log(z + sqrt(z^2 - 1)): NaN + NaNi
+     * where a part is not finite; atan(z) = (0.5 i)(log(1 - iz) - log(1 + iz)) */
+    case ACCEL_UNARY_asin:
+      if (accel_cz_not_finite(z)) return accel_cz_nan();
+      return accel_cz_mul(accel_cz_minus_i(),
+                          accel_cz_log(accel_cz_add(accel_cz_mul(accel_cz_i(), z),
+                                                    accel_cz_sqrt(accel_cz_sub(one, accel_cz_mul(z, z))))));
+    case ACCEL_UNARY_acos:
+      if (accel_cz_not_finite(z)) return accel_cz_nan();
+      return accel_cz_mul(accel_cz_minus_i(),
+                          accel_cz_log(accel_cz_add(z, accel_cz_sqrt(accel_cz_sub(accel_cz_mul(z, z), one)))));
+    case ACCEL_UNARY_atan: {
+      const accel_cz iz = accel_cz_mul(accel_cz_i(), z);
+      const accel_cz half_i = accel_cz_mul(accel_cz_of((accel_cw)0.5, (accel_cw)0), accel_cz_i());
+      return accel_cz_mul(half_i, accel_cz_sub(accel_cz_log(accel_cz_sub(one, iz)), accel_cz_log(accel_cz_add(one, iz))));
+    }
+    /* asinh(z) = log(z + sqrt(z^2 + 1)), acosh(z) = log(z + sqrt(z^2 - 1)),
+     * atanh(z) = 0.5 log((1 + z) / (1 - z)) */
+    case ACCEL_UNARY_asinh: return accel_cz_log(accel_cz_add(z, accel_cz_sqrt(accel_cz_add(accel_cz_mul(z, z), one))));
+    case ACCEL_UNARY_acosh: return accel_cz_log(accel_cz_add(z, accel_cz_sqrt(accel_cz_sub(accel_cz_mul(z, z), one))));
+    case ACCEL_UNARY_atanh:
+      return accel_cz_mul(accel_cz_of((accel_cw)0.5, (accel_cw)0),
+                          accel_cz_log(accel_cz_div(accel_cz_add(one, z), accel_cz_sub(one, z))));
+    case ACCEL_UNARY_cbrt: return accel_cz_cbrt(z);
+    default: return accel_cz_nan(); /* (the host checks the operation) */
+  }
+}
+#define ACCEL_COMPLEX_FN_KERNEL_OF(S, T)                                                              \
+  ACCEL_KERNEL(accel_complex_fn_##S) {                                                                \
+    const ACCEL_GLOBAL T* in = (ACCEL_GLOBAL const T*)b0 + 2 * i;                                    \
+    const accel_cz r = accel_cz_apply(ACCEL_OP, accel_cz_of((accel_cw)in[0], (accel_cw)in[1]), (int)p->size[0]); \
+    ACCEL_GLOBAL T* out = (ACCEL_GLOBAL T*)b1 + 2 * i;                                                \
+    out[0] = (T)r.re;                                                                                 \
+    out[1] = (T)r.im;                                                                                 \
+  }
+
 #if ACCEL_HAS_F64
 ACCEL_COMPLEX_KERNELS_OF(c64, float, double)
 ACCEL_COMPLEX_KERNELS_OF(c128, double, double)
+ACCEL_COMPLEX_FN_KERNEL_OF(c128, double)
+#if ACCEL_VECTOR_LIBM
+/* On the host, c64's exp, log, sin and cos through glibc's vector math (libmvec, tensor.h), whose
+ * f64 results are within 4 ulps of the scalar functions' rather than equal to them, and still the
+ * scalar functions' bits: an element whose parts, moved by 2^-40 of themselves either way (far
+ * more than the few ulps between the two computations), round to the same f32 has the scalar
+ * computation's f32 (rounding is monotonic); where one does not, or a part of the operand is not
+ * finite (the library's special cases) or, for log, zero, its block of 64 is computed again by the
+ * scalar functions above (about one block in 250 at random). The other functions, and c64 off the
+ * host, take the scalar functions. */
+template <int Op>
+static inline void accel_cz_vector_c64(const float* in, float* out, accel_u64 begin, accel_u64 end, int variant) {
+  const double lo = 1.0 - 0x1p-40, hi = 1.0 + 0x1p-40;
+  int unsure = 0;
+  for (accel_u64 i = begin; i < end; ++i) {
+    const double re = in[2 * i], im = in[2 * i + 1];
+    double r0, r1;
+    int finite = accel_cz_finite(re) & accel_cz_finite(im);
+    if constexpr (Op == ACCEL_UNARY_exp) {
+      const double rho = accel_libm_exp(re);
+      r0 = rho * accel_libm_cos(im);
+      r1 = rho * accel_libm_sin(im);
+    } else if constexpr (Op == ACCEL_UNARY_sin) {
+      r0 = accel_libm_sin(re) * accel_libm_cosh(im);
+      r1 = accel_libm_cos(re) * accel_libm_sinh(im);
+    } else if constexpr (Op == ACCEL_UNARY_cos) {
+      r0 = accel_libm_cos(re) * accel_libm_cosh(im);
+      r1 = -accel_libm_sin(re) * accel_libm_sinh(im);
+    } else {
+      /* log: Complex.abs/1's formula (both parts finite and not zero), atan2 */
+      const double x = re < 0 ? -re : re, y = im < 0 ? -im : im;
+      const double big = x > y ? x : y, small = x > y ? y : x, q = small / big;
+      finite &= (x != 0) & (y != 0);
+      r0 = accel_libm_log(big * sqrt(q * q + 1.0));
+      r1 = accel_libm_atan2(im, re);
+    }
+    const float f0 = (float)r0, f1 = (float)r1;
+    unsure |= !finite | ((float)(r0 * lo) != (float)(r0 * hi)) | ((float)(r1 * lo) != (float)(r1 * hi));
+    out[2 * i] = f0;
+    out[2 * i + 1] = f1;
+  }
+  if (unsure)
+    for (accel_u64 i = begin; i < end; ++i) {
+      const accel_cz r = accel_cz_apply(Op, accel_cz_of(in[2 * i], in[2 * i + 1]), variant);
+      out[2 * i] = (float)r.re;
+      out[2 * i + 1] = (float)r.im;
+    }
+}
+template <int Op, int Full>
+static void accel_complex_fn_c64(ACCEL_KERNEL_ARGS, const accel_params* params, accel_u64 begin, accel_u64 end) {
+  const float* in = (const float*)b0;
+  float* out = (float*)b1;
+  const int variant = (int)params->size[0];
+  if constexpr (Op == ACCEL_UNARY_exp || Op == ACCEL_UNARY_log || Op == ACCEL_UNARY_sin || Op == ACCEL_UNARY_cos) {
+    for (accel_u64 start = begin; start < end; start += 64)
+      accel_cz_vector_c64<Op>(in, out, start, end - start < 64 ? end : start + 64, variant);
+  } else {
+    for (accel_u64 i = begin; i < end; ++i) {
+      const accel_cz r = accel_cz_apply(Op, accel_cz_of(in[2 * i], in[2 * i + 1]), variant);
+      out[2 * i] = (float)r.re;
+      out[2 * i + 1] = (float)r.im;
+    }
+  }
+}
+#else
+ACCEL_COMPLEX_FN_KERNEL_OF(c64, float)
+#endif
 #else
 ACCEL_COMPLEX_KERNELS_OF(c64, float, float)
+ACCEL_COMPLEX_FN_KERNEL_OF(c64, float)
 #endif
 
 #endif /* ACCEL_KERNELS_TENSOR_KERNELS_H */

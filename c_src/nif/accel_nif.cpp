@@ -425,6 +425,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_unary", 3, guarded<tensor_unary>, 0},
     {"tensor_complex", 6, guarded<tensor_complex>, 0},
     {"tensor_complex_abs", 2, guarded<tensor_complex_abs>, 0},
+    {"tensor_complex_fn", 4, guarded<tensor_complex_fn>, 0},
     {"tensor_slice", 6, guarded<tensor_slice>, 0},
     {"tensor_view", 5, guarded<tensor_view>, 0},
     {"tensor_put_view", 8, guarded<tensor_put_view>, 0},

@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/host_kernels.hpp"
 #include "core/tensor.hpp"
+#include "kernels/tensor_kernels.h"
 
 namespace {
 
@@ -218,6 +219,60 @@ TEST_F(HostKernels, EveryBuildComputesTheBaselinesComplexBits) {
     }
     EXPECT_EQ(first_difference([&] { return accel::tensor_complex_abs(a); }), -1)
         << "abs of :" << accel::dtype_name(type) << " in " << wider;
+    for (const Op& op : kUnary) {
+      if (!accel::complex_fn(static_cast<accel::UnaryOp>(op.code))) continue;
+      EXPECT_EQ(first_difference([&] {
+                  return accel::tensor_reinterpret(accel::tensor_complex_fn(static_cast<accel::UnaryOp>(op.code), a, 1),
+                                                   type == DType::C64 ? DType::F32 : DType::F64);
+                }),
+                -1)
+          << op.name << " of :" << accel::dtype_name(type) << " in " << wider;
+    }
+  }
+}
+
+// c64's exp, log, sin and cos run glibc's vector math on the host, whose f64 results are not the
+// scalar functions', and must still give the scalar formulas' bits (tensor_kernels.h's rounding
+// test): every complex function of c64, in every build, against accel_cz_apply element by element
+// (the Complex library's formulas in the scalar functions, rounded once), over a million pairs of
+// every exponent and the special values, in both of the library's variants.
+TEST(HostComplexFunctions, GiveTheScalarFormulasBitsInEveryBuild) {
+  accel::cpu::CpuBackend cpu{2};
+  const size_t n = size_t{1} << 20;
+  // both parts in [-4, 4] for half the pairs; one or both any bit pattern for the rest
+  const std::vector<float> pool = inputs<float>(4 * n, 5);
+  std::vector<float> parts(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    parts[2 * i] = pool[4 * i + (i % 4 == 3 ? 3 : 0)];
+    parts[2 * i + 1] = pool[4 * i + (i % 2 == 1 ? 1 : 2)];
+  }
+  const Tensor z = accel::tensor_from_bytes(cpu, 0, DType::C64, parts.data(), parts.size() * sizeof(float));
+  std::vector<std::pair<std::string, const accel::cpu::HostEntry*>> builds = {{"x86-64", accel::cpu::host_entries_baseline()}};
+  if (accel::cpu::host_entries_v3() != nullptr && accel::cpu::cpu_supports("x86-64-v3"))
+    builds.emplace_back("x86-64-v3", accel::cpu::host_entries_v3());
+  if (accel::cpu::host_entries_v4() != nullptr && accel::cpu::cpu_supports("x86-64-v4"))
+    builds.emplace_back("x86-64-v4", accel::cpu::host_entries_v4());
+  const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); };
+  for (const Op& op : kUnary) {
+    if (!accel::complex_fn(static_cast<accel::UnaryOp>(op.code))) continue;
+    for (const int variant : {0, 3}) {
+      std::vector<float> expected(2 * n);
+      for (size_t i = 0; i < n; ++i) {
+        const accel_cz r = accel_cz_apply(op.code, accel_cz_of(parts[2 * i], parts[2 * i + 1]), variant);
+        expected[2 * i] = static_cast<float>(r.re);
+        expected[2 * i + 1] = static_cast<float>(r.im);
+      }
+      for (const auto& [name, entries] : builds) {
+        ScopedHostEntries use(entries);
+        std::vector<float> got(2 * n);
+        accel::tensor_to_bytes(accel::tensor_reinterpret(accel::tensor_complex_fn(static_cast<accel::UnaryOp>(op.code), z, variant), DType::F32),
+                               got.data(), 2 * n);
+        size_t i = 0;
+        while (i < 2 * n && same(got[i], expected[i])) ++i;
+        EXPECT_EQ(i, 2 * n) << op.name << " (variant " << variant << ") in " << name << ": part " << i << " of "
+                            << parts[i & ~size_t{1}] << " + " << parts[i | 1] << "i";
+      }
+    }
   }
 }
 

@@ -123,6 +123,7 @@ defmodule Accel.NIF do
   def tensor_unary(_op, _tensor, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_complex(_op, _a, _b, _a_shape, _b_shape, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_complex_abs(_tensor, _ref), do: :erlang.nif_error(:not_loaded)
+  def tensor_complex_fn(_op, _tensor, _variant, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_reduce(_op, _tensor, _outer, _len, _inner, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_transpose(_tensor, _rows, _cols, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_matmul(_a, _b, _batch, _m, _k, _n, _transposes, _ref), do: :erlang.nif_error(:not_loaded)

@@ -4,31 +4,35 @@ if Code.ensure_loaded?(Nx) do
     # Accel.Nx.Backend's complex arithmetic (c64, c128), on the device. A complex tensor's buffer
     # read as {..., 2} reals (no copy) is what sums, differences, negations, conjugates,
     # selections, scatters and window and cumulative sums of one type work on, in one pass;
-    # products, quotients and abs of one type are kernels of Accel's (accel_complex,
-    # accel_complex_abs in kernels/tensor_kernels.h). Everything else is a composition of the
-    # registry's real kernels: the real and imaginary parts (a strided copy each), the formulas of
-    # the Complex library that Nx.BinaryBackend calls, element by element, and the parts
-    # interleaved back (one concatenate). The arithmetic is in f64, c64's too, as the binary
-    # backend computes Elixir floats, each result rounded once to its type; on a device without
-    # doubles c64 computes in f32 (and c128, which needs them, falls back).
+    # products, quotients, abs and the functions of one complex tensor (exp, log, sqrt, the
+    # trigonometric and hyperbolic functions and their inverses, ...) of one type are kernels of
+    # Accel's (accel_complex, accel_complex_abs, accel_complex_fn in kernels/tensor_kernels.h: the
+    # formulas of the Complex library that Nx.BinaryBackend calls, operation for operation, in one
+    # pass). The rest (pow, mixed types, comparisons) is a composition of the registry's real
+    # kernels: the real and imaginary parts (a strided copy each), the library's formulas, element
+    # by element, and the parts interleaved back (one concatenate). The arithmetic is in f64, c64's
+    # too, as the binary backend computes Elixir floats, each result rounded once to its type; on
+    # a device without doubles c64 computes in f32 (and c128, which needs them, falls back).
     #
     # Where the Complex library has special cases for non-finite parts (abs/1's infinity when a
     # part is not finite, exp/1, sqrt/1, sin/1 and cos/1 at infinities, the quotient by a real
-    # infinity, atan2/2's angles at infinities, pow/2's NaN), they are applied after the formula,
-    # each a select, so that every combination of special values gives the binary backend's
-    # result. One exception: equal/2 and not_equal/2 compare the parts as IEEE does, a NaN part
-    # never equal (the binary backend compares Complex structs, whose NaN atoms are equal), as
-    # XLA compares.
+    # infinity, atan2/2's angles at infinities, pow/2's NaN), they are applied after the formula
+    # (in the compositions each a select), so that every combination of special values gives the
+    # binary backend's result. One exception: equal/2 and not_equal/2 compare the parts as IEEE
+    # does, a NaN part never equal (the binary backend compares Complex structs, whose NaN atoms
+    # are equal), as XLA compares.
 
     alias Accel.Nx.{Fallback, Storage}
     alias Accel.Tensor, as: AT
     alias Nx.Tensor, as: T
 
     # Two Complex libraries ship as 0.6.0 (Nx 0.7's and Nx 0.13's dependencies): the later one
-    # gives exp(inf + yi) the signs of cos(y) and sin(y), and halves sinh's and cosh's parts as
-    # reals. Read from the installed library when this module compiles.
+    # gives exp(inf + yi) the signs of cos(y) and sin(y) (bit 0 of the kernel's variant), and halves
+    # sinh's and cosh's parts as reals (bit 1). Read from the installed library when this module
+    # compiles.
     @exp_inf_signs match?(%Complex{re: :neg_infinity}, Complex.exp(Complex.new(:infinity, 3)))
     @halves_parts match?(%Complex{re: :infinity}, Complex.cosh(Complex.new(:infinity, 0.0)))
+    @variant if(@exp_inf_signs, do: 1, else: 0) + if(@halves_parts, do: 2, else: 0)
 
     @unary [
       :negate,
@@ -71,9 +75,11 @@ if Code.ensure_loaded?(Nx) do
       as_pairs(:negate, out, [t], fn [x], pairs_out -> Storage.wrap(AT.negate(x.data.tensor), pairs_out) end)
     end
 
-    def unary(op, %T{type: type} = out, %T{} = t) when op in @unary do
-      run(op, [out, t], [t], type, fn [z], w ->
-        join(apply_unary(op, parts(z, t.type, w), w), out)
+    # every other function: one kernel of Accel's (accel_complex_fn: the Complex library's
+    # formulas, operation for operation, and its special cases, in f64 where the device has doubles)
+    def unary(op, %T{type: type} = out, %T{type: type} = t) when op in @unary do
+      run(op, [out, t], [t], type, fn [z], _w ->
+        AT.new(z.shape, Storage.storage_type(type), &Accel.NIF.tensor_complex_fn(op, z.ref, @variant, &1))
       end)
     end
 
@@ -545,69 +551,6 @@ if Code.ensure_loaded?(Nx) do
 
     ## The Complex library's formulas, on parts
 
-    defp apply_unary(:negate, {re, _} = z, _w), do: {AT.negate(re), AT.negate(im_of(z))}
-    defp apply_unary(:exp, z, _w), do: c_exp(z)
-    defp apply_unary(:log, z, _w), do: c_log(z)
-    defp apply_unary(:sqrt, z, _w), do: c_sqrt(z)
-    defp apply_unary(:rsqrt, z, _w), do: c_div(one(z), c_sqrt(z))
-    defp apply_unary(:expm1, z, _w), do: c_sub(c_exp(z), one(z))
-    defp apply_unary(:log1p, z, _w), do: c_log(c_add(z, one(z)))
-    # 1 / (1 + exp(-z))
-    defp apply_unary(:sigmoid, z, w), do: c_div(one(z), c_add(c_exp(apply_unary(:negate, z, w)), one(z)))
-    defp apply_unary(:sin, z, _w), do: c_sin(z)
-    defp apply_unary(:cos, z, _w), do: c_cos(z)
-    defp apply_unary(:tan, z, _w), do: c_div(c_sin(z), c_cos(z))
-    defp apply_unary(:sinh, z, w), do: c_half(c_sub(c_exp(z), c_exp(apply_unary(:negate, z, w))))
-    defp apply_unary(:cosh, z, w), do: c_half(c_add(c_exp(z), c_exp(apply_unary(:negate, z, w))))
-    defp apply_unary(:tanh, z, w), do: c_div(apply_unary(:sinh, z, w), apply_unary(:cosh, z, w))
-
-    # The inverse functions as the Complex library writes them, formula for formula (its multiply,
-    # add, sqrt and log), so that each rounding is the binary backend's: asin(z) = -i log(iz +
-    # sqrt(1 - z^2)) and acos(z) = -i log(z + sqrt(z^2 - 1)), NaN + NaNi where a part is not
-    # finite (the library's case); atan(z) = (0.5 i)(log(1 - iz) - log(1 + iz)); asinh(z) =
-    # log(z + sqrt(z^2 + 1)); acosh(z) = log(z + sqrt(z^2 - 1)); atanh(z) = 0.5 log((1 + z) / (1 - z))
-    defp apply_unary(:asin, z, _w) do
-      z
-      |> then(&c_add(c_mul(i_unit(z), &1), c_sqrt(c_sub(one(z), c_mul(&1, &1)))))
-      |> c_log()
-      |> then(&c_mul(minus_i(z), &1))
-      |> where(not_finite(z), nan_pair(z))
-    end
-
-    defp apply_unary(:acos, z, _w) do
-      z
-      |> c_add(c_sqrt(c_sub(c_mul(z, z), one(z))))
-      |> c_log()
-      |> then(&c_mul(minus_i(z), &1))
-      |> where(not_finite(z), nan_pair(z))
-    end
-
-    defp apply_unary(:atan, {re, _} = z, _w) do
-      iz = c_mul(i_unit(z), z)
-      half_i = c_mul({scalar(re, 0.5), zero(re)}, i_unit(z))
-      c_mul(half_i, c_sub(c_log(c_sub(one(z), iz)), c_log(c_add(one(z), iz))))
-    end
-
-    defp apply_unary(:asinh, z, _w), do: c_log(c_add(z, c_sqrt(c_add(c_mul(z, z), one(z)))))
-    defp apply_unary(:acosh, z, _w), do: c_log(c_add(z, c_sqrt(c_sub(c_mul(z, z), one(z)))))
-
-    defp apply_unary(:atanh, {re, _} = z, _w),
-      do: c_mul({scalar(re, 0.5), zero(re)}, c_log(c_div(c_add(one(z), z), c_sub(one(z), z))))
-
-    # Complex.cbrt/1: from_polar(abs(z)^(1/3), phase(z) / 3), which is r + 0i where the angle is
-    # 0 (-0.0 too) and else the complex product (r + 0i)(cos + sin i); Complex.phase/1 is atan2's
-    # but for -inf - inf i, whose angle it gives as 5 pi / 4
-    defp apply_unary(:cbrt, {re, _} = z, _w) do
-      im = im_of(z)
-      r = AT.pow(c_abs(z), 1.0 / 3)
-      both_neg_inf = AT.logical_and(AT.equal(re, scalar(re, :neg_infinity)), AT.equal(im, re))
-      theta = AT.select(both_neg_inf, scalar(re, 5 * :math.pi() / 4), c_phase(z))
-      phi = AT.divide(theta, 3.0)
-
-      c_mul({r, nil}, {AT.cos(phi), AT.sin(phi)})
-      |> where(AT.equal(phi, 0), {r, zero(re)})
-    end
-
     defp apply_binary(:add, x, y, _w), do: c_add(x, y)
     defp apply_binary(:subtract, x, y, _w), do: c_sub(x, y)
     defp apply_binary(:multiply, x, y, _w), do: c_mul(x, y)
@@ -616,11 +559,6 @@ if Code.ensure_loaded?(Nx) do
 
     # 1 + 0i in z's type (the Complex library's as_complex(1))
     defp one({re, _im}), do: {scalar(re, 1.0), nil}
-    # 0 + 1i and its negation, -0 - 1i
-    defp i_unit({re, _im}), do: {zero(re), scalar(re, 1.0)}
-    defp minus_i(z), do: z |> i_unit() |> then(fn {r, i} -> {AT.negate(r), AT.negate(i)} end)
-
-    defp not_finite({re, _} = z), do: AT.logical_not(AT.logical_and(finite?(re), finite?(im_of(z))))
 
     defp nan_pair({re, _im}) do
       inf = scalar(re, :infinity)
@@ -659,46 +597,10 @@ if Code.ensure_loaded?(Nx) do
       )
     end
 
-    # sinh's and cosh's halving: each part halved (the later library), or the quotient by 2 + 0i,
-    # whose cross terms make an infinite part's other NaN
-    if @halves_parts do
-      defp c_half({re, _} = z), do: {AT.divide(re, 2), AT.divide(im_of(z), 2)}
-    else
-      defp c_half({re, _} = z), do: c_div(z, {scalar(re, 2.0), nil})
-    end
-
-    # exp(re) (cos(im) + i sin(im)); the Complex library's cases, by precedence: re = -inf gives
-    # 0; re = +inf with im not infinite gives inf + (inf * im)i (the later library: infinities of
-    # the signs of cos(im) and sin(im), NaN where one is 0; inf + NaNi for a NaN im); a NaN part
-    # or an infinite im gives NaN + NaNi
-    defp c_exp({re, _} = z) do
-      im = im_of(z)
-      rho = AT.exp(re)
-      general = {AT.multiply(rho, AT.cos(im)), AT.multiply(rho, AT.sin(im))}
-      inf = scalar(re, :infinity)
-
-      general
-      |> where(AT.logical_or(nan?(re), AT.logical_not(finite?(im))), nan_pair(z))
-      |> where(AT.logical_and(AT.equal(re, inf), AT.logical_not(infinite(im))), exp_at_infinity(im, inf))
-      |> where(AT.equal(re, AT.negate(inf)), {zero(re), zero(re)})
-    end
-
-    if @exp_inf_signs do
-      defp exp_at_infinity(im, inf) do
-        {AT.select(nan?(im), inf, AT.multiply(inf, AT.sign(AT.cos(im)))),
-         AT.multiply(inf, AT.sign(AT.sin(im)))}
-      end
-    else
-      defp exp_at_infinity(im, inf), do: {inf, AT.multiply(inf, im)}
-    end
-
     # z where `pred` is false, `value` where it is true (the later a case, the higher its precedence)
     defp where({re, im}, pred, {vr, vi}), do: {AT.select(pred, vr, re), AT.select(pred, vi, im)}
 
     defp nan?(%AT{} = x), do: AT.not_equal(x, x)
-
-    # log(abs(z)) + atan2(im, re) i
-    defp c_log({re, _} = z), do: {AT.log(c_abs(z)), c_atan2(im_of(z), re)}
 
     # Complex.atan2/2 of reals: IEEE's, but a finite y over an infinite x is 0 (x = +inf) or pi
     # (x = -inf) whatever y's sign
@@ -709,26 +611,6 @@ if Code.ensure_loaded?(Nx) do
 
     # the phase: Nx's atan2(imag, real) (Nx.phase/1 without this callback), of these atan2 rules
     defp c_phase({re, _} = z), do: c_atan2(im_of(z), re)
-
-    # sin(re) cosh(im) + cos(re) sinh(im) i; the library's case: a finite re with an infinite im
-    # gives re im + im i
-    defp c_sin({re, _} = z) do
-      im = im_of(z)
-
-      {AT.multiply(AT.sin(re), AT.cosh(im)), AT.multiply(AT.cos(re), AT.sinh(im))}
-      |> where(AT.logical_and(finite?(re), infinite(im)), {AT.multiply(re, im), im})
-    end
-
-    # cos(re) cosh(im) - sin(re) sinh(im) i; a finite re with an infinite im gives inf - (im re) i
-    defp c_cos({re, _} = z) do
-      im = im_of(z)
-
-      {AT.multiply(AT.cos(re), AT.cosh(im)), AT.multiply(AT.negate(AT.sin(re)), AT.sinh(im))}
-      |> where(
-        AT.logical_and(finite?(re), infinite(im)),
-        {scalar(re, :infinity), AT.multiply(AT.negate(im), re)}
-      )
-    end
 
     # Complex.abs/1: x = |re|, y = |im|; x when y is 0, y when x is 0, else the larger times
     # sqrt(1 + (smaller / larger)^2); NaN when both parts are, infinity when either is not finite.
@@ -754,47 +636,6 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp finite?(%AT{} = x), do: AT.equal(AT.subtract(x, x), 0)
-
-    # Complex.sqrt/1 (x = |re|, y = |im|):
-    #   w = sqrt(x) sqrt((1 + sqrt(1 + (y/x)^2)) / 2)      when x >= y
-    #       sqrt(y) sqrt((x/y + sqrt(1 + (x/y)^2)) / 2)    otherwise
-    #   re >= 0: w + im / (2w) i;  else: im / (2v) + v i with v = w (im >= 0) or -w; 0 stays itself
-    defp c_sqrt({re, _} = z) do
-      im = im_of(z)
-      x = AT.abs(re)
-      y = AT.abs(im)
-      wide = AT.greater_equal(x, y)
-      yx = AT.divide(y, x)
-      xy = AT.divide(x, y)
-
-      w_x =
-        AT.multiply(
-          AT.sqrt(x),
-          AT.sqrt(AT.multiply(AT.add(AT.sqrt(AT.add(AT.multiply(yx, yx), 1.0)), 1.0), 0.5))
-        )
-
-      w_y =
-        AT.multiply(
-          AT.sqrt(y),
-          AT.sqrt(AT.multiply(AT.add(AT.sqrt(AT.add(AT.multiply(xy, xy), 1.0)), xy), 0.5))
-        )
-
-      w = AT.select(wide, w_x, w_y)
-      v = AT.select(AT.greater_equal(im, 0), w, AT.negate(w))
-      right = AT.greater_equal(re, 0)
-      out_re = AT.select(right, w, AT.divide(im, AT.multiply(v, 2)))
-      out_im = AT.select(right, AT.divide(im, AT.multiply(w, 2)), v)
-      origin = AT.logical_and(AT.equal(re, 0), AT.equal(im, 0))
-      inf = scalar(re, :infinity)
-
-      # the library's cases, the first of them taking precedence (applied last)
-      {AT.select(origin, re, out_re), AT.select(origin, im, out_im)}
-      |> where(AT.equal(re, AT.negate(inf)), {zero(re), inf})
-      |> where(AT.equal(re, inf), {inf, zero(re)})
-      |> where(AT.equal(im, AT.negate(inf)), {inf, AT.negate(inf)})
-      |> where(AT.equal(im, inf), {inf, inf})
-      |> where(AT.logical_or(nan?(re), nan?(im)), nan_pair(z))
-    end
 
     # Complex.pow/2: 0^0 = 1 and 0^y = 0; x^1 = x; x^-1 = 1/x; else with rho = abs(x), theta =
     # phase(x): s = rho^yr exp(-yi theta), r = yr theta + yi log(rho), s cos(r) + s sin(r) i
