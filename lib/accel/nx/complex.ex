@@ -392,6 +392,25 @@ if Code.ensure_loaded?(Nx) do
     end
 
     @doc """
+    A complex operation of two operands computed from their parts by `fun`, which gets {re, im} of
+    each (Nx tensors of the component type in the operands' shapes; im nil for a real operand)
+    and returns the result's {re, im} (Accel tensors of its shape, in the component type).
+    """
+    def of_parts(name, %T{type: ctype} = out, a, b, fallback_args, fun) do
+      run(name, fallback_args, [a, b], ctype, fn [x, y], _w ->
+        comp = component(ctype)
+        real = Nx.Type.to_real(ctype)
+
+        nx_parts = fn z, t ->
+          {re, im} = parts(z, t.type, comp)
+          {Storage.wrap(re, %{t | type: real}), im && Storage.wrap(im, %{t | type: real})}
+        end
+
+        join(fun.(nx_parts.(x, a), nx_parts.(y, b)), out)
+      end)
+    end
+
+    @doc """
     A complex operation that treats both parts alike (moves, adds, negates, selects them), run on
     the buffer read as {..., 2} reals of the component type: `fun` gets the operands so read (Nx
     tensors of shape ++ {2}; real operands as they are) and `out`'s template so read, and returns

@@ -16,12 +16,36 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Tensor, as: AT
     alias Nx.Tensor, as: T
 
-    # complex: the real convolutions of the parts (four, in the component type)
-    def conv(%T{type: {:c, _} = type} = out, %T{} = t, %T{} = k, opts) do
-      Accel.Nx.Complex.bilinear(:conv, out, t, k, [out, t, k, opts], fn rt, rk ->
-        conv(%{out | type: Nx.Type.to_real(type)}, rt, rk, opts).data.tensor
-      end)
+    # complex: real convolutions of the parts, in the component type. Where both operands are
+    # complex and no group or permutation splits their channels, one: the input's parts stacked
+    # along the channels, [re, im], by the kernel [[kr, -ki], [ki, kr]] (filters by channels)
+    # gives the real parts' filters then the imaginary parts' (one im2col and one product of twice
+    # the filters and twice the depth, rather than four); else four (two with a real operand).
+    def conv(%T{type: {:c, _} = type} = out, %T{type: type} = t, %T{type: type} = k, opts) do
+      if stackable?(opts) do
+        o = elem(k.shape, 0)
+        real_out = %{out | type: Nx.Type.to_real(type), shape: put_elem(out.shape, 1, 2 * o)}
+
+        Accel.Nx.Complex.of_parts(:conv, out, t, k, [out, t, k, opts], fn {xr, xi}, {kr, ki} ->
+          x2 = Nx.concatenate([xr, xi], axis: 1)
+
+          k2 =
+            Nx.concatenate([Nx.concatenate([kr, Nx.negate(ki)], axis: 1), Nx.concatenate([ki, kr], axis: 1)])
+
+          products = conv(real_out, x2, k2, opts).data.tensor
+          rest = real_out.shape |> Tuple.to_list() |> Enum.drop(2)
+
+          filters =
+            &AT.slice(products, [0, &1 | Enum.map(rest, fn _ -> 0 end)], [elem(out.shape, 0), o | rest])
+
+          {filters.(0), filters.(o)}
+        end)
+      else
+        conv_parts(out, t, k, opts)
+      end
     end
+
+    def conv(%T{type: {:c, _}} = out, %T{} = t, %T{} = k, opts), do: conv_parts(out, t, k, opts)
 
     def conv(%T{type: type} = out, %T{} = t, %T{} = k, opts) do
       if elem(type, 0) in [:f, :bf] and Storage.compute?([type, t.type, k.type]) do
@@ -29,6 +53,19 @@ if Code.ensure_loaded?(Nx) do
       else
         Fallback.run(:conv, [out, t, k, opts])
       end
+    end
+
+    defp conv_parts(%T{type: type} = out, t, k, opts) do
+      Accel.Nx.Complex.bilinear(:conv, out, t, k, [out, t, k, opts], fn rt, rk ->
+        conv(%{out | type: Nx.Type.to_real(type)}, rt, rk, opts).data.tensor
+      end)
+    end
+
+    defp stackable?(opts) do
+      identity? = fn perm -> perm == nil or perm == Enum.to_list(0..(length(perm) - 1)) end
+
+      (opts[:feature_group_size] || 1) == 1 and (opts[:batch_group_size] || 1) == 1 and
+        Enum.all?([:input_permutation, :kernel_permutation, :output_permutation], &identity?.(opts[&1]))
     end
 
     defp run(%T{type: type} = out, t, k, opts) do
