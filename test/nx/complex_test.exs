@@ -119,6 +119,37 @@ if Code.ensure_loaded?(Nx) do
           Accel.Test.Fallbacks.none!()
         end
 
+        test "reals of every type beside complex operands, and made complex" do
+          # made complex first where the parts hold their values exactly (c64: floats of up to 32
+          # bits, integers of up to 16), through the composition elsewhere; as_type through f64
+          # from 64-bit integers: the binary backend's bits either way
+          big = [1, -3, 2 ** 24 + 1, 2 ** 53 + 1, 2 ** 60 + 12_345, -(2 ** 62) - 7, 0]
+
+          reals =
+            [Nx.tensor(big, type: :s64), Nx.tensor(Enum.map(big, &rem(&1, 2 ** 31)), type: :s32)] ++
+              [
+                Nx.tensor([1, -3, 32_767, -32_768, 5, 0, 9], type: :s16),
+                Nx.tensor([0, 1, 255, 7, 3, 2, 9], type: :u8)
+              ] ++
+              [Nx.tensor([1.5, -0.0, 65_504.0, 1.0e-3, 3.0, :infinity, :nan], type: :f16)] ++
+              [Nx.tensor([1.5, -0.0, 3.0e38, 1.0e-3, 3.0, :neg_infinity, 2.5], type: :bf16)] ++
+              [Nx.tensor([0.1, -0.0, 1.0e100, 1.0e-40, 16_777_217.0, :infinity, -2.5], type: :f64)]
+
+          for type <- [{:c, 64}, {:c, 128}], real <- reals do
+            z = random({7}, type, 4)
+            tolerance = tolerance(@device, type)
+            same(@device, [real], &Nx.as_type(&1, type))
+
+            for op <- [:add, :subtract, :multiply, :divide],
+                do: same(@device, [z, real], &apply(Nx, op, [&1, &2]), tolerance)
+
+            same(@device, [real, z], &Nx.multiply/2, tolerance)
+          end
+
+          same(@device, [Nx.tensor([0.5, -2.0, 1.0e-3]), Nx.tensor([3.0, -0.0, 7.0])], &Nx.complex/2)
+          Accel.Test.Fallbacks.none!()
+        end
+
         test "special values give the Complex library's results, but NaN parts never compare equal" do
           for type <- [{:c, 64}, {:c, 128}] do
             z = specials(type)

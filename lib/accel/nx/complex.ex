@@ -117,11 +117,35 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    def binary(op, %T{type: type} = out, %T{} = a, %T{} = b) when op in @binary do
+    # operands of other types (Nx.complex/2 is imag * i + real): where each one's values are exact
+    # in the result's type (a float no wider than its parts, an integer of fewer bits than their
+    # mantissa), each made that type first (x + 0i for a real one), then as two of that type: the
+    # composition's arithmetic (it computes a real operand as x + 0i too) in a few passes
+    def binary(op, %T{type: {:c, _} = type} = out, %T{type: ta} = a, %T{type: tb} = b)
+        when op in [:add, :subtract, :multiply, :divide] and (ta != type or tb != type) do
+      if exact_in?(ta, type) and exact_in?(tb, type) do
+        binary(op, out, to_type(a, type), to_type(b, type))
+      else
+        composed(op, out, a, b)
+      end
+    end
+
+    def binary(op, %T{} = out, %T{} = a, %T{} = b) when op in @binary, do: composed(op, out, a, b)
+
+    defp composed(op, %T{type: type} = out, a, b) do
       run(op, [out, a, b], [a, b], type, fn [x, y], w ->
         join(apply_binary(op, parts(x, a.type, w), parts(y, b.type, w), w), out)
       end)
     end
+
+    defp exact_in?({:c, bits}, {:c, to}), do: bits <= to
+    defp exact_in?({kind, bits}, {:c, to}) when kind in [:f, :bf], do: bits <= div(to, 2)
+    # (f32 holds integers of up to 24 bits exactly, f64 up to 53)
+    defp exact_in?({_int, bits}, {:c, 64}), do: bits <= 16
+    defp exact_in?({_int, bits}, {:c, 128}), do: bits <= 32
+
+    defp to_type(%T{type: type} = t, type), do: t
+    defp to_type(%T{} = t, type), do: as_type(%{t | type: type}, t)
 
     # Equal when both parts are (IEEE: a NaN part is never equal); a number is true when a part
     # is not zero.
@@ -202,6 +226,25 @@ if Code.ensure_loaded?(Nx) do
     end
 
     @doc "as_type to or from a complex type: a real value x is x + 0i; a complex one keeps its real part."
+    def as_type(out, t)
+
+    # a real tensor as complex, x + 0i: x in the parts' type (through f64 from a 64-bit integer,
+    # rounded once as the binary backend's Elixir float is) written at every other place of a
+    # buffer of zeros, one pass
+    def as_type(%T{type: {:c, _} = type} = out, %T{type: {kind, bits} = from} = t) when kind != :c do
+      run(:as_type, [out, t], [t], type, fn [x], _w ->
+        x = if kind in [:s, :u] and bits == 64, do: Storage.cast(x, {:f, 64}), else: Storage.cast(x, from)
+        x = Storage.cast(x, Nx.Type.to_real(type))
+
+        rank = tuple_size(x.shape)
+        strides = Enum.map(Storage.strides(x.shape), &(&1 * 2))
+        zeros = List.duplicate(0, rank + 1)
+        pairs = Storage.put_view(scalar(x, 0.0), Tuple.insert_at(x.shape, rank, 2), zeros, x, strides, 0)
+
+        from_pairs(pairs, type, x.shape)
+      end)
+    end
+
     def as_type(%T{type: type} = out, %T{type: from} = t) do
       run(:as_type, [out, t], [t], if(complex?(type), do: type, else: from), fn [z], w ->
         {re, _} = z = parts(z, from, w)
