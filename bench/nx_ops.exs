@@ -13,10 +13,10 @@
 #     G = sin(0.37 iota); triangular_solve of S's lower triangle; qr of S (Q and R: G has rank 2, so its Q is
 #     not unique beyond two columns);
 #   * fft of 64 signals of 16,384 f32 points;
-#   * complex arithmetic on 2^20 c64 (Accel.Nx.Complex: the parts computed in f64 with the real
-#     kernels): a product z w, abs(z), exp(z) and asin(z) (compositions of the Complex library's
-#     formulas, several passes each); and a complex conv of 8 x 16 x 32 x 32 by 16 x 16 x 3 x 3,
-#     padding :same (four real convolutions of the parts).
+#   * complex arithmetic on 2^20 c64 (Accel.Nx.Complex: kernels computing the Complex library's
+#     formulas in f64): a product z w, abs(z), exp(z) and asin(z); a complex conv of 8 x 16 x 32 x
+#     32 by 16 x 16 x 3 x 3, padding :same (one real convolution of the parts stacked); and
+#     Nx.complex(re, im) of two 2^20 f32 tensors (Nx's imag * i + real).
 # Each round times every row on each device (Accel eagerly, with `fallback: :raise`: nothing here
 # leaves the device) and runs the XLA process once: the fastest of 3 calls per operation on each
 # side, after a first call (XLA's compiles, Accel's builds its kernels); medians over rounds. Results are checked against XLA's (the sum of each
@@ -78,6 +78,8 @@ defmodule NxOpsBench do
       lower: s |> Nx.tril() |> f32.(),
       rhs: iota({512, 16}, backend) |> Nx.multiply(1.0e-2) |> Nx.cos() |> f32.(),
       signal: iota({64, 16384}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.(),
+      re: iota({1_048_576}, backend) |> Nx.multiply(1.0e-3) |> Nx.sin() |> f32.(),
+      im: iota({1_048_576}, backend) |> Nx.multiply(2.0e-3) |> Nx.cos() |> f32.(),
       z: complex(iota({1_048_576}, backend), [1.0e-3, 2.0e-3], [&Nx.sin/1, &Nx.cos/1]),
       w: complex(iota({1_048_576}, backend), [1.0e-3, 3.0e-3], [&Nx.cos/1, &Nx.sin/1]),
       xc: complex(iota({8, 16, 32, 32}, backend), [1.0e-3, 2.0e-3], [&Nx.sin/1, &Nx.cos/1]),
@@ -109,7 +111,8 @@ defmodule NxOpsBench do
     :complex_abs,
     :complex_exp,
     :complex_asin,
-    :complex_conv
+    :complex_conv,
+    :complex_make
   ]
 
   defp op(:conv, i), do: Nx.conv(i.x, i.k, padding: :same)
@@ -131,6 +134,7 @@ defmodule NxOpsBench do
   defp op(:complex_exp, i), do: Nx.exp(i.z)
   defp op(:complex_asin, i), do: Nx.asin(i.z)
   defp op(:complex_conv, i), do: Nx.conv(i.xc, i.kc, padding: :same)
+  defp op(:complex_make, i), do: Nx.complex(i.re, i.im)
   # both factors, as a user of qr takes them (a jit of R alone lets XLA skip computing Q)
   defp op(:qr, i), do: i.s |> Nx.LinAlg.qr() |> then(fn {q, r} -> Nx.concatenate([q, r]) end)
 

@@ -43,6 +43,8 @@ def main():
     rhs = jnp.asarray(np.cos(iota((512, 16)) * 1.0e-2).astype(np.float32))
     signal = jnp.asarray(np.sin(iota((64, 16384)) * 1.0e-3).astype(np.float32))
     j = iota((1 << 20,))
+    re = jnp.asarray(np.sin(j * 1.0e-3).astype(np.float32))
+    im = jnp.asarray(np.cos(j * 2.0e-3).astype(np.float32))
     z = jnp.asarray((np.sin(j * 1.0e-3) + 1j * np.cos(j * 2.0e-3)).astype(np.complex64))
     w = jnp.asarray((np.cos(j * 1.0e-3) + 1j * np.sin(j * 3.0e-3)).astype(np.complex64))
     jx, jk = iota((8, 16, 32, 32)), iota((16, 16, 3, 3))
@@ -78,6 +80,7 @@ def main():
         "complex_exp": (jnp.exp, (z,)),
         "complex_asin": (jnp.arcsin, (z,)),
         "complex_conv": (lambda x, k: jax.lax.conv_general_dilated(x, k, (1, 1), "SAME"), (xc, kc)),
+        "complex_make": (jax.lax.complex, (re, im)),
     }
 
     times, check = {}, {}
