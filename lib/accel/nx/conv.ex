@@ -62,7 +62,7 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp stackable?(opts) do
-      identity? = fn perm -> perm == nil or perm == Enum.to_list(0..(length(perm) - 1)) end
+      identity? = fn perm -> perm == nil or perm == Enum.to_list(0..(length(perm) - 1)//1) end
 
       (opts[:feature_group_size] || 1) == 1 and (opts[:batch_group_size] || 1) == 1 and
         Enum.all?([:input_permutation, :kernel_permutation, :output_permutation], &identity?.(opts[&1]))
