@@ -922,12 +922,11 @@ ACCEL_KERNEL(accel_logistic_map) {
   x[i] = accel_lm_iterate(x0, iterations, c);
 }
 
-/* Complex products, quotients and magnitudes (Accel.Nx.Complex), each element a pair of parts (T),
- * computed in W (double where the device has one: what Nx.BinaryBackend computes, rounded once),
+/* Complex arithmetic (Accel.Nx.Complex), each element a pair of parts (T), computed in accel_cw
+ * (double where the device has one: what Nx.BinaryBackend computes, rounded once) as accel_cz,
  * with the Complex library's formulas and its special case: a finite number over an infinite real
  * one is 0. accel_complex: b0 (operand 0) op b1 (operand 1) -> b2, operands placed by launch.h's
  * layouts in elements (pairs); op 0 multiplies, 1 divides. accel_complex_abs: b0 -> b1 (T). */
-#define ACCEL_COMPLEX_FINITE(x) ((x) - (x) == 0)
 /* Each product rounded on its own: on the host, GCC 12's SLP vectoriser recognises a complex
  * product and emits fmaddsub (fused, one rounding fewer) even under -ffp-contract=off; a product
  * held in a register of its own (an empty asm) is out of its reach. */
@@ -938,54 +937,12 @@ ACCEL_KERNEL(accel_logistic_map) {
 #else
 #define ACCEL_ROUNDED(x) (x)
 #endif
-#define ACCEL_COMPLEX_KERNELS_OF(S, T, W)                                                             \
-  ACCEL_KERNEL(accel_complex_##S) {                                                                   \
-    const accel_u64 x = accel_operand_index(p, 0, i), y = accel_operand_index(p, 1, i);              \
-    const W r1 = (W)((ACCEL_GLOBAL const T*)b0)[2 * x], i1 = (W)((ACCEL_GLOBAL const T*)b0)[2 * x + 1]; \
-    const W r2 = (W)((ACCEL_GLOBAL const T*)b1)[2 * y], i2 = (W)((ACCEL_GLOBAL const T*)b1)[2 * y + 1]; \
-    ACCEL_GLOBAL T* out = (ACCEL_GLOBAL T*)b2 + 2 * i;                                                \
-    if (ACCEL_OP == 0) {                                                                              \
-      out[0] = (T)(ACCEL_ROUNDED(r1 * r2) - ACCEL_ROUNDED(i1 * i2));                                  \
-      out[1] = (T)(ACCEL_ROUNDED(i1 * r2) + ACCEL_ROUNDED(r1 * i2));                                  \
-      return;                                                                                         \
-    }                                                                                                 \
-    if (!ACCEL_COMPLEX_FINITE(r2) && r2 == r2 && i2 == 0 && ACCEL_COMPLEX_FINITE(r1) && ACCEL_COMPLEX_FINITE(i1)) { \
-      out[0] = (T)0;                                                                                  \
-      out[1] = (T)0;                                                                                  \
-      return;                                                                                         \
-    }                                                                                                 \
-    const W den = ACCEL_ROUNDED(r2 * r2) + ACCEL_ROUNDED(i2 * i2);                                    \
-    out[0] = (T)((ACCEL_ROUNDED(r1 * r2) + ACCEL_ROUNDED(i1 * i2)) / den);                            \
-    out[1] = (T)((ACCEL_ROUNDED(i1 * r2) - ACCEL_ROUNDED(r1 * i2)) / den);                            \
-  }                                                                                                   \
-  /* Complex.abs/1: NaN when both parts are, infinity when either is not finite; else the */       \
-  /* larger magnitude times sqrt(1 + (smaller / larger)^2), or the other when one is 0 (which */     \
-  /* the formula gives, bit for bit, unless both are). Every case computed and selected, without */ \
-  /* branches, so that the host's loop vectorises; the precedence is the library's. */              \
-  ACCEL_KERNEL(accel_complex_abs_##S) {                                                               \
-    const W re = (W)((ACCEL_GLOBAL const T*)b0)[2 * i], im = (W)((ACCEL_GLOBAL const T*)b0)[2 * i + 1]; \
-    const W x = re < 0 ? -re : re, y = im < 0 ? -im : im;                                            \
-    const W big = x > y ? x : y, small = x > y ? y : x;                                               \
-    const W q = small / big;                                                                          \
-    W r = big * sqrt((W)1 + q * q);                                                                   \
-    r = x == 0 ? y : r;                                                                               \
-    r = (ACCEL_COMPLEX_FINITE(x) && ACCEL_COMPLEX_FINITE(y)) ? r : (W)INFINITY;                       \
-    r = (x != x && y != y) ? x : r;                                                                   \
-    ((ACCEL_GLOBAL T*)b1)[i] = (T)r;                                                                  \
-  }
-
-/* Complex functions (Accel.Nx.Complex), one pass: accel_complex_fn: b0 -> b1, both of the complex
- * type (pairs of T), the function the unary operation code ACCEL_OP names (ops.h), computed in
- * accel_cw (double where the device has one, as Nx.BinaryBackend computes Elixir floats) with the
- * Complex library's formulas, operation for operation (each rounding the binary backend's), and its
- * special cases. p->size[0] names which of the two Complex 0.6.0 libraries to follow (Nx 0.7's and
- * Nx 0.13's dependencies): bit 0, exp(inf + yi) with the signs of cos(y) and sin(y); bit 1, sinh's
- * and cosh's halving part by part (else the quotient by 2 + 0i). The composition in Elixir that
- * these replace took one device pass per operation of the formula. */
 #if ACCEL_HAS_F64
 typedef double accel_cw;
+#define accel_cz_sign accel_f64_sign
 #else
 typedef float accel_cw;
+#define accel_cz_sign accel_f32_sign
 #endif
 typedef struct {
   accel_cw re, im;
@@ -1019,11 +976,46 @@ ACCEL_FN accel_cz accel_cz_div(accel_cz a, accel_cz b) {
   return accel_cz_of((ACCEL_ROUNDED(a.re * b.re) + ACCEL_ROUNDED(a.im * b.im)) / den,
                      (ACCEL_ROUNDED(a.im * b.re) - ACCEL_ROUNDED(a.re * b.im)) / den);
 }
+/* Complex.abs/1: NaN when both parts are, infinity when either is not finite; else the larger
+ * magnitude times sqrt(1 + (smaller / larger)^2), or the other when one is 0 (which the formula
+ * gives, bit for bit, unless both are). Every case computed and selected, without branches, so
+ * that the host's loops vectorise; the precedence is the library's. */
+ACCEL_FN accel_cw accel_cz_abs(accel_cz z) {
+  const accel_cw x = z.re < 0 ? -z.re : z.re, y = z.im < 0 ? -z.im : z.im;
+  const accel_cw big = x > y ? x : y, small = x > y ? y : x;
+  const accel_cw q = small / big;
+  accel_cw r = big * sqrt((accel_cw)1 + q * q);
+  r = x == 0 ? y : r;
+  r = (accel_cz_finite(x) && accel_cz_finite(y)) ? r : (accel_cw)INFINITY;
+  return (x != x && y != y) ? x : r;
+}
+#define ACCEL_COMPLEX_KERNELS_OF(S, T)                                                                \
+  ACCEL_KERNEL(accel_complex_##S) {                                                                   \
+    const accel_u64 x = accel_operand_index(p, 0, i), y = accel_operand_index(p, 1, i);              \
+    ACCEL_GLOBAL const T* a = (ACCEL_GLOBAL const T*)b0 + 2 * x;                                      \
+    ACCEL_GLOBAL const T* b = (ACCEL_GLOBAL const T*)b1 + 2 * y;                                      \
+    const accel_cz u = accel_cz_of((accel_cw)a[0], (accel_cw)a[1]), v = accel_cz_of((accel_cw)b[0], (accel_cw)b[1]); \
+    const accel_cz r = ACCEL_OP == 0 ? accel_cz_mul(u, v) : accel_cz_div(u, v);                       \
+    ACCEL_GLOBAL T* out = (ACCEL_GLOBAL T*)b2 + 2 * i;                                                \
+    out[0] = (T)r.re;                                                                                 \
+    out[1] = (T)r.im;                                                                                 \
+  }                                                                                                   \
+  ACCEL_KERNEL(accel_complex_abs_##S) {                                                               \
+    ACCEL_GLOBAL const T* z = (ACCEL_GLOBAL const T*)b0 + 2 * i;                                      \
+    ((ACCEL_GLOBAL T*)b1)[i] = (T)accel_cz_abs(accel_cz_of((accel_cw)z[0], (accel_cw)z[1]));           \
+  }
+
+/* Complex functions, one pass: accel_complex_fn: b0 -> b1, both of the complex type (pairs of T),
+ * the function the unary operation code ACCEL_OP names (ops.h), with the Complex library's
+ * formulas, operation for operation (each rounding the binary backend's), and its special cases.
+ * p->size[0] names which of the two Complex 0.6.0 libraries to follow (Nx 0.7's and
+ * Nx 0.13's dependencies): bit 0, exp(inf + yi) with the signs of cos(y) and sin(y); bit 1, sinh's
+ * and cosh's halving part by part (else the quotient by 2 + 0i). The composition in Elixir that
+ * these replace took one device pass per operation of the formula. */
 ACCEL_FN accel_cz accel_cz_half(accel_cz z, int variant) {
   if (variant & ACCEL_CZ_HALVES) return accel_cz_of(z.re / 2, z.im / 2);
   return accel_cz_div(z, accel_cz_of((accel_cw)2, (accel_cw)0));
 }
-ACCEL_FN accel_cw accel_cz_sign(accel_cw x) { return x > 0 ? (accel_cw)1 : x < 0 ? (accel_cw)-1 : x; }
 /* exp(re) (cos(im) + i sin(im)); by precedence: re = -inf gives 0; re = +inf with im not infinite
  * gives the infinities of the library's variant; a NaN part or an infinite im gives NaN + NaNi */
 ACCEL_FN accel_cz accel_cz_exp(accel_cz z, int variant) {
@@ -1042,16 +1034,6 @@ ACCEL_FN accel_cz accel_cz_exp(accel_cz z, int variant) {
 ACCEL_FN accel_cw accel_cz_atan2(accel_cw y, accel_cw x) {
   if (accel_cz_infinite(x) && accel_cz_finite(y)) return x > 0 ? (accel_cw)0 : (accel_cw)3.141592653589793;
   return atan2(y, x);
-}
-/* Complex.abs/1 (as accel_complex_abs) */
-ACCEL_FN accel_cw accel_cz_abs(accel_cz z) {
-  const accel_cw x = fabs(z.re), y = fabs(z.im);
-  if (x != x && y != y) return x;
-  if (!(accel_cz_finite(x) && accel_cz_finite(y))) return (accel_cw)INFINITY;
-  if (x == 0) return y;
-  if (y == 0) return x;
-  const accel_cw hi = x > y ? x : y, lo = x > y ? y : x, q = lo / hi;
-  return hi * sqrt(q * q + (accel_cw)1);
 }
 ACCEL_FN accel_cz accel_cz_log(accel_cz z) { return accel_cz_of(log(accel_cz_abs(z)), accel_cz_atan2(z.im, z.re)); }
 /* sin(re) cosh(im) + cos(re) sinh(im) i; a finite re with an infinite im gives re im + im i */
@@ -1154,8 +1136,8 @@ ACCEL_FN accel_cz accel_cz_apply(int op, accel_cz z, int v) {
   }
 
 #if ACCEL_HAS_F64
-ACCEL_COMPLEX_KERNELS_OF(c64, float, double)
-ACCEL_COMPLEX_KERNELS_OF(c128, double, double)
+ACCEL_COMPLEX_KERNELS_OF(c64, float)
+ACCEL_COMPLEX_KERNELS_OF(c128, double)
 ACCEL_COMPLEX_FN_KERNEL_OF(c128, double)
 #if ACCEL_VECTOR_LIBM
 /* On the host, c64's exp, log, sin and cos through glibc's vector math (libmvec, tensor.h), whose
@@ -1185,11 +1167,9 @@ static inline void accel_cz_vector_c64(const float* in, float* out, accel_u64 be
       r0 = accel_libm_cos(re) * accel_libm_cosh(im);
       r1 = -accel_libm_sin(re) * accel_libm_sinh(im);
     } else {
-      /* log: Complex.abs/1's formula (both parts finite and not zero), atan2 */
-      const double x = re < 0 ? -re : re, y = im < 0 ? -im : im;
-      const double big = x > y ? x : y, small = x > y ? y : x, q = small / big;
-      finite &= (x != 0) & (y != 0);
-      r0 = accel_libm_log(big * sqrt(q * q + 1.0));
+      /* log (both parts finite and not zero) */
+      finite &= (re != 0) & (im != 0);
+      r0 = accel_libm_log(accel_cz_abs(accel_cz_of(re, im)));
       r1 = accel_libm_atan2(im, re);
     }
     const float f0 = (float)r0, f1 = (float)r1;
@@ -1224,7 +1204,7 @@ static void accel_complex_fn_c64(ACCEL_KERNEL_ARGS, const accel_params* params, 
 ACCEL_COMPLEX_FN_KERNEL_OF(c64, float)
 #endif
 #else
-ACCEL_COMPLEX_KERNELS_OF(c64, float, float)
+ACCEL_COMPLEX_KERNELS_OF(c64, float)
 ACCEL_COMPLEX_FN_KERNEL_OF(c64, float)
 #endif
 
