@@ -409,35 +409,27 @@ if Code.ensure_loaded?(Nx) do
     tensors of the component type and returns the Accel tensor of their real result), in the
     result's component type. Nothing is conjugated, as Nx's dot and conv conjugate nothing.
     """
-    def bilinear(name, %T{type: ctype} = out, a, b, fallback_args, real_op) do
-      run(name, fallback_args, [a, b], ctype, fn [x, y], _w ->
-        comp = component(ctype)
-        real = Nx.Type.to_real(ctype)
-        {xr, xi} = parts(x, a.type, comp)
-        {yr, yi} = parts(y, b.type, comp)
-        # a product of two parts, as Nx tensors of the component type in the operands' shapes
-        rop = fn p, q ->
-          real_op.(Storage.wrap(p, %{a | type: real}), Storage.wrap(q, %{b | type: real}))
-        end
-
-        re = rop.(xr, yr)
-        re = if xi && yi, do: AT.subtract(re, rop.(xi, yi)), else: re
+    def bilinear(name, %T{} = out, a, b, fallback_args, real_op) do
+      of_parts(name, out, a, b, fallback_args, fn {xr, xi}, {yr, yi} ->
+        re = real_op.(xr, yr)
+        re = if xi && yi, do: AT.subtract(re, real_op.(xi, yi)), else: re
 
         im =
-          case Enum.reject([xi && rop.(xi, yr), yi && rop.(xr, yi)], &is_nil/1) do
-            [] -> scalar(re, 0.0)
+          case Enum.reject([xi && real_op.(xi, yr), yi && real_op.(xr, yi)], &is_nil/1) do
+            [] -> nil
             [one] -> one
             [p, q] -> AT.add(p, q)
           end
 
-        join({re, im}, out)
+        {re, im}
       end)
     end
 
     @doc """
     A complex operation of two operands computed from their parts by `fun`, which gets {re, im} of
     each (Nx tensors of the component type in the operands' shapes; im nil for a real operand)
-    and returns the result's {re, im} (Accel tensors of its shape, in the component type).
+    and returns the result's {re, im} (Accel tensors of its shape, in the component type; im nil
+    for zeros).
     """
     def of_parts(name, %T{type: ctype} = out, a, b, fallback_args, fun) do
       run(name, fallback_args, [a, b], ctype, fn [x, y], _w ->
