@@ -261,6 +261,70 @@ TEST_P(TensorTest, ReductionsMatchTheCpuBackendOnEveryLayout) {
   EXPECT_THROW(accel::tensor_reduce(accel::ReduceOp::Sum, t, 2, values.size(), 1), accel::ArgumentError);
 }
 
+// On the CPU backend a sum or product along an axis with elements after it combines each column in
+// the order of its elements, in the accumulator type, as Nx.BinaryBackend does: bit for bit against
+// that order (the kernel's rows of columns; the per-item kernel combined four chains per column),
+// for columns fewer than a piece, more than one (300), not a multiple of a vector (37), integers,
+// and products; where the CPU splits a long axis in two, within f32's rounding.
+TEST(CpuReductions, ColumnsAddInTheOrderOfTheirElements) {
+  accel::cpu::CpuBackend cpu(2);
+  const auto sequential = [](const auto& v, uint64_t outer, uint64_t len, uint64_t inner, bool times) {
+    std::vector<typename std::decay_t<decltype(v)>::value_type> out(outer * inner);
+    for (uint64_t o = 0; o < outer; ++o)
+      for (uint64_t k = 0; k < inner; ++k) {
+        double acc = times ? 1 : 0;
+        for (uint64_t j = 0; j < len; ++j) {
+          const double x = v[(o * len + j) * inner + k];
+          acc = times ? acc * x : acc + x;
+        }
+        out[o * inner + k] = static_cast<typename std::decay_t<decltype(v)>::value_type>(acc);
+      }
+    return out;
+  };
+  // f64 sums show their order in their bits (f32 ones, summed in f64 and rounded, almost never do)
+  const uint64_t layouts[][3] = {{3, 1000, 37}, {2, 130, 300}, {1, 128, 256}, {4, 9, 8}};
+  for (const auto& l : layouts) {
+    std::vector<double> v(l[0] * l[1] * l[2]);
+    for (size_t i = 0; i < v.size(); ++i)  // magnitudes over twelve decades
+      v[i] = static_cast<double>((i * 2654435761u) % 1000003) * std::pow(10.0, static_cast<double>(i % 13) - 6.0) - 5e5;
+    const Tensor t = accel::tensor_from_bytes(cpu, 0, DType::F64, v.data(), v.size() * 8);
+    std::vector<double> got(l[0] * l[2]);
+    accel::tensor_to_bytes(accel::tensor_reduce(accel::ReduceOp::Sum, t, l[0], l[1], l[2]), got.data(), got.size());
+    EXPECT_EQ(got, sequential(v, l[0], l[1], l[2], false)) << "sum " << l[0] << "x" << l[1] << "x" << l[2];
+    for (double& x : v) x = 1.0 + x * 1e-9;  // products near 1
+    const Tensor near_one = accel::tensor_from_bytes(cpu, 0, DType::F64, v.data(), v.size() * 8);
+    accel::tensor_to_bytes(accel::tensor_reduce(accel::ReduceOp::Product, near_one, l[0], l[1], l[2]), got.data(), got.size());
+    EXPECT_EQ(got, sequential(v, l[0], l[1], l[2], true)) << "product " << l[0] << "x" << l[1] << "x" << l[2];
+    std::vector<float> f(v.begin(), v.end());
+    const Tensor ft = accel::tensor_from_bytes(cpu, 0, DType::F32, f.data(), f.size() * 4);
+    std::vector<float> got_f(l[0] * l[2]);
+    accel::tensor_to_bytes(accel::tensor_reduce(accel::ReduceOp::Product, ft, l[0], l[1], l[2]), got_f.data(), got_f.size());
+    EXPECT_EQ(got_f, sequential(f, l[0], l[1], l[2], true)) << "f32 product " << l[0] << "x" << l[1] << "x" << l[2];
+  }
+  // integers: s32 columns summed exactly into s64, u8 into u64 (wrapping never at these sizes)
+  std::vector<int32_t> ints(50 * 40);
+  for (size_t i = 0; i < ints.size(); ++i) ints[i] = static_cast<int32_t>((i * 2654435761u) % 2000000001u) - 1000000000;
+  std::vector<int64_t> column_sums(40, 0), got_ints(40);
+  for (size_t i = 0; i < ints.size(); ++i) column_sums[i % 40] += ints[i];
+  const Tensor it = accel::tensor_from_bytes(cpu, 0, DType::S32, ints.data(), ints.size() * 4);
+  accel::tensor_to_bytes(accel::tensor_reduce(accel::ReduceOp::Sum, it, 1, 50, 40), got_ints.data(), 40);
+  EXPECT_EQ(got_ints, column_sums);
+  std::vector<uint8_t> bytes(300 * 16);
+  std::vector<uint64_t> byte_sums(16, 0), got_bytes(16);
+  for (size_t i = 0; i < bytes.size(); ++i) byte_sums[i % 16] += bytes[i] = static_cast<uint8_t>(i * 37 % 251);
+  const Tensor bt = accel::tensor_from_bytes(cpu, 0, DType::U8, bytes.data(), bytes.size());
+  accel::tensor_to_bytes(accel::tensor_reduce(accel::ReduceOp::Sum, bt, 1, 300, 16), got_bytes.data(), 16);
+  EXPECT_EQ(got_bytes, byte_sums);
+  // a long axis over few columns, which the CPU splits into partials: within f32's rounding
+  std::vector<float> tall(8 * 100'000);
+  for (size_t i = 0; i < tall.size(); ++i) tall[i] = static_cast<float>((i * 2654435761u) % 10007) * 0.001f + 0.25f;
+  const Tensor tt = accel::tensor_from_bytes(cpu, 0, DType::F32, tall.data(), tall.size() * 4);
+  std::vector<float> tall_got(8);
+  accel::tensor_to_bytes(accel::tensor_reduce(accel::ReduceOp::Sum, tt, 1, 100'000, 8), tall_got.data(), 8);
+  const std::vector<float> tall_want = sequential(tall, 1, 100'000, 8, false);
+  for (size_t k = 0; k < 8; ++k) EXPECT_NEAR(tall_got[k], tall_want[k], tall_want[k] * 1e-7) << "column " << k;
+}
+
 // One accumulation rule on every backend: f32 sums accumulate in f64 and are rounded once. Summed in
 // f32, 10^7 copies of 0.1f gave 1005958.75 on PoCL (0.6% off); the references here are exact
 // (long double over the same f32 inputs), at 10^7 and 10^8 elements, whole and along axes.
