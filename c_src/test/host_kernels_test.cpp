@@ -276,6 +276,69 @@ TEST(HostComplexFunctions, GiveTheScalarFormulasBitsInEveryBuild) {
   }
 }
 
+// Complex products and quotients run as split parts (host_kernels.inc's complex_blocks) where each
+// operand is whole or one element, else per element: both give accel_cz_mul's and accel_cz_div's
+// bits (the scalar formulas, rounded once), element by element, on every layout, in every build,
+// over pairs of every exponent and the special values (a finite number over an infinite real one).
+template <typename T>
+void complex_products_give_the_formulas_bits(DType type) {
+  accel::cpu::CpuBackend cpu{2};
+  const size_t n = size_t{1} << 17;
+  const std::vector<T> a_parts = inputs<T>(2 * n, 11), b_parts = inputs<T>(2 * n, 12);
+  const Tensor a = accel::tensor_from_bytes(cpu, 0, type, a_parts.data(), a_parts.size() * sizeof(T));
+  const Tensor b = accel::tensor_from_bytes(cpu, 0, type, b_parts.data(), b_parts.size() * sizeof(T));
+  const T one_parts[2] = {T(0), T(1)};  // i
+  const T row_parts[8] = {T(1.5), T(-2), T(0), T(3), T(INFINITY), T(0), T(-0.25), T(0.5)};
+  const Tensor one = accel::tensor_from_bytes(cpu, 0, type, one_parts, sizeof one_parts);
+  const Tensor row = accel::tensor_from_bytes(cpu, 0, type, row_parts, sizeof row_parts);
+  struct Side {
+    const Tensor* t;
+    std::vector<uint64_t> shape;
+    const T* parts;
+    size_t count;
+  };
+  const Side whole_a{&a, {n / 4, 4}, a_parts.data(), n}, whole_b{&b, {n / 4, 4}, b_parts.data(), n};
+  const Side just_i{&one, {}, one_parts, 1}, repeated{&row, {4}, row_parts, 4};  // (a row of 4: every row)
+  const std::pair<Side, Side> layouts[] = {{whole_a, whole_b}, {whole_a, just_i}, {just_i, whole_b}, {whole_a, repeated}};
+  std::vector<std::pair<std::string, const accel::cpu::HostEntry*>> builds = {{"x86-64", accel::cpu::host_entries_baseline()}};
+  if (accel::cpu::host_entries_v3() != nullptr && accel::cpu::cpu_supports("x86-64-v3"))
+    builds.emplace_back("x86-64-v3", accel::cpu::host_entries_v3());
+  if (accel::cpu::host_entries_v4() != nullptr && accel::cpu::cpu_supports("x86-64-v4"))
+    builds.emplace_back("x86-64-v4", accel::cpu::host_entries_v4());
+  const auto same = [](T x, T y) { return std::memcmp(&x, &y, sizeof x) == 0 || (std::isnan(x) && std::isnan(y)); };
+  for (const auto op : {accel::ComplexOp::multiply, accel::ComplexOp::divide}) {
+    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; ++l) {
+      const auto& [x, y] = layouts[l];
+      std::vector<T> expected(2 * n);
+      for (size_t i = 0; i < n; ++i) {
+        const size_t xi = i % x.count, yi = i % y.count;
+        const accel_cz u = accel_cz_of(x.parts[2 * xi], x.parts[2 * xi + 1]), v = accel_cz_of(y.parts[2 * yi], y.parts[2 * yi + 1]);
+        const accel_cz r = op == accel::ComplexOp::multiply ? accel_cz_mul(u, v) : accel_cz_div(u, v);
+        expected[2 * i] = static_cast<T>(r.re);
+        expected[2 * i + 1] = static_cast<T>(r.im);
+      }
+      accel::Operand xo, yo;
+      xo.tensor = x.t, xo.shape = x.shape;
+      yo.tensor = y.t, yo.shape = y.shape;
+      for (const auto& [name, entries] : builds) {
+        ScopedHostEntries use(entries);
+        std::vector<T> got(2 * n);
+        accel::tensor_to_bytes(accel::tensor_reinterpret(accel::tensor_complex(op, xo, yo), type == DType::C64 ? DType::F32 : DType::F64),
+                               got.data(), 2 * n);
+        size_t i = 0;
+        while (i < 2 * n && same(got[i], expected[i])) ++i;
+        EXPECT_EQ(i, 2 * n) << (op == accel::ComplexOp::multiply ? "product" : "quotient") << " of :" << accel::dtype_name(type)
+                            << ", layout " << l << ", in " << name << ": part " << i;
+      }
+    }
+  }
+}
+
+TEST(HostComplexProducts, GiveTheScalarFormulasBitsOnEveryLayout) {
+  complex_products_give_the_formulas_bits<float>(DType::C64);
+  complex_products_give_the_formulas_bits<double>(DType::C128);
+}
+
 TEST_F(HostKernels, EveryBuildComputesTheBaselinesIntegerBits) {
   every_elementwise_op<int32_t>(DType::S32);
   every_elementwise_op<int64_t>(DType::S64);
