@@ -18,6 +18,14 @@ const HostEntry* host_entries_v3() { return nullptr; }
 const HostEntry* host_entries_v4() { return nullptr; }
 #endif
 
+bool sum_kernel(Kernel kernel) {
+#define ACCEL_SUM_FLAG(name, ops) sum_kind(#name) != SumKind::none,
+  static constexpr bool kSums[] = {ACCEL_KERNEL_LIST(ACCEL_SUM_FLAG)};
+#undef ACCEL_SUM_FLAG
+  const auto k = static_cast<size_t>(kernel);
+  return k < sizeof kSums / sizeof kSums[0] && kSums[k];
+}
+
 bool cpu_supports(const char* isa) {
 #if (defined(ACCEL_HOST_V3) || defined(ACCEL_HOST_V4)) && defined(__x86_64__)
   __builtin_cpu_init();
