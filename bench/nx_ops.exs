@@ -8,15 +8,15 @@
 #     embedding's gradient);
 #   * sort and argsort (stable) of 2^20 f32; cumulative_sum of 2^20 (Nx's own composition on
 #     Accel); erf_inv of 2^20 (what Nx.Random.normal draws through); product over the rows of
-#     4096 x 1024;
+#     4096 x 1024, and its sums over axis 0 (each column's: a batch's statistics, a bias's gradient);
 #   * the linear algebra on 512 x 512 f32: cholesky and solve (16 right sides) of S = G G^T / 512 + I,
 #     G = sin(0.37 iota); triangular_solve of S's lower triangle; qr of S (Q and R: G has rank 2, so its Q is
 #     not unique beyond two columns);
 #   * fft of 64 signals of 16,384 f32 points;
 #   * complex arithmetic on 2^20 c64 (Accel.Nx.Complex: kernels computing the Complex library's
-#     formulas in f64): a product z w, abs(z), exp(z) and asin(z); a complex conv of 8 x 16 x 32 x
-#     32 by 16 x 16 x 3 x 3, padding :same (one real convolution of the parts stacked); and
-#     Nx.complex(re, im) of two 2^20 f32 tensors (Nx's imag * i + real).
+#     formulas in f64): a product z w, a quotient z / w, abs(z), exp(z) and asin(z); a complex
+#     conv of 8 x 16 x 32 x 32 by 16 x 16 x 3 x 3, padding :same (one real convolution of the
+#     parts stacked); and Nx.complex(re, im) of two 2^20 f32 tensors (Nx's imag * i + real).
 # Each round times every row on each device (Accel eagerly, with `fallback: :raise`: nothing here
 # leaves the device) and runs the XLA process once: the fastest of 3 calls per operation on each
 # side, after a first call (XLA's compiles, Accel's builds its kernels); medians over rounds. Results are checked against XLA's (the sum of each
@@ -102,12 +102,14 @@ defmodule NxOpsBench do
     :cumulative_sum,
     :erf_inv,
     :product,
+    :sum_columns,
     :cholesky,
     :solve,
     :triangular_solve,
     :qr,
     :fft,
     :complex_multiply,
+    :complex_divide,
     :complex_abs,
     :complex_exp,
     :complex_asin,
@@ -125,11 +127,13 @@ defmodule NxOpsBench do
   defp op(:cumulative_sum, i), do: Nx.cumulative_sum(i.v)
   defp op(:erf_inv, i), do: Nx.erf_inv(i.u)
   defp op(:product, i), do: Nx.product(i.m, axes: [1])
+  defp op(:sum_columns, i), do: Nx.sum(i.m, axes: [0])
   defp op(:cholesky, i), do: Nx.LinAlg.cholesky(i.s)
   defp op(:solve, i), do: Nx.LinAlg.solve(i.s, i.rhs)
   defp op(:triangular_solve, i), do: Nx.LinAlg.triangular_solve(i.lower, i.rhs)
   defp op(:fft, i), do: Nx.fft(i.signal)
   defp op(:complex_multiply, i), do: Nx.multiply(i.z, i.w)
+  defp op(:complex_divide, i), do: Nx.divide(i.z, i.w)
   defp op(:complex_abs, i), do: Nx.abs(i.z)
   defp op(:complex_exp, i), do: Nx.exp(i.z)
   defp op(:complex_asin, i), do: Nx.asin(i.z)
