@@ -18,8 +18,8 @@ namespace accel::cpu {
 // columns at a time (host_kernels.inc's column_reduction): the launch's tasks hold whole runs.
 constexpr accel_u64 kColumnPiece = 256;
 
-// Whether `kernel` is a sum kernel (accel_sum_*: sums and products), which runs so where
-// p->size[2] (its inner extent) is more than 1 and p->size[4] (its block) is set.
+// Whether `kernel` is a sum kernel (accel_sum_*: sums and products), which runs as rows of columns
+// where p->size[2] (its inner extent) is at least 8 and p->size[4] (its block) is set.
 bool sum_kernel(Kernel kernel);
 
 // (buffers 0..3, the launch record, the first and one past the last element)
