@@ -968,10 +968,12 @@ ACCEL_FN accel_cz accel_cz_mul(accel_cz a, accel_cz b) {
   return accel_cz_of(ACCEL_ROUNDED(a.re * b.re) - ACCEL_ROUNDED(a.im * b.im),
                      ACCEL_ROUNDED(a.im * b.re) + ACCEL_ROUNDED(a.re * b.im));
 }
-/* a finite dividend over an infinite real divisor is 0 */
+/* The quotient's special case: a finite dividend over an infinite real divisor is 0. */
+ACCEL_FN int accel_cz_div_zero(accel_cz a, accel_cz b) {
+  return accel_cz_infinite(b.re) && b.im == 0 && accel_cz_finite(a.re) && accel_cz_finite(a.im);
+}
 ACCEL_FN accel_cz accel_cz_div(accel_cz a, accel_cz b) {
-  if (accel_cz_infinite(b.re) && b.im == 0 && accel_cz_finite(a.re) && accel_cz_finite(a.im))
-    return accel_cz_of((accel_cw)0, (accel_cw)0);
+  if (accel_cz_div_zero(a, b)) return accel_cz_of((accel_cw)0, (accel_cw)0);
   const accel_cw den = ACCEL_ROUNDED(b.re * b.re) + ACCEL_ROUNDED(b.im * b.im);
   return accel_cz_of((ACCEL_ROUNDED(a.re * b.re) + ACCEL_ROUNDED(a.im * b.im)) / den,
                      (ACCEL_ROUNDED(a.im * b.re) - ACCEL_ROUNDED(a.re * b.im)) / den);

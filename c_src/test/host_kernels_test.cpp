@@ -70,18 +70,33 @@ std::vector<T> inputs(size_t n, uint64_t seed) {
   return v;
 }
 
+using Builds = std::vector<std::pair<std::string, const accel::cpu::HostEntry*>>;
+
+// The wider builds this build has and this CPU runs, by name.
+Builds wider_builds() {
+  Builds builds;
+  if (accel::cpu::host_entries_v3() != nullptr && accel::cpu::cpu_supports("x86-64-v3"))
+    builds.emplace_back("x86-64-v3", accel::cpu::host_entries_v3());
+  if (accel::cpu::host_entries_v4() != nullptr && accel::cpu::cpu_supports("x86-64-v4"))
+    builds.emplace_back("x86-64-v4", accel::cpu::host_entries_v4());
+  return builds;
+}
+
+// The baseline build, then the wider ones.
+Builds every_build() {
+  Builds builds = {{"x86-64", accel::cpu::host_entries_baseline()}};
+  for (auto& build : wider_builds()) builds.push_back(std::move(build));
+  return builds;
+}
+
+// The same bits, or both NaN.
+template <typename T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
+
 class HostKernels : public ::testing::Test {
  protected:
-  // The wider builds this build has and this CPU runs, by name.
-  static std::vector<std::pair<std::string, const accel::cpu::HostEntry*>> wider_builds() {
-    std::vector<std::pair<std::string, const accel::cpu::HostEntry*>> builds;
-    if (accel::cpu::host_entries_v3() != nullptr && accel::cpu::cpu_supports("x86-64-v3"))
-      builds.emplace_back("x86-64-v3", accel::cpu::host_entries_v3());
-    if (accel::cpu::host_entries_v4() != nullptr && accel::cpu::cpu_supports("x86-64-v4"))
-      builds.emplace_back("x86-64-v4", accel::cpu::host_entries_v4());
-    return builds;
-  }
-
   void SetUp() override {
     if (wider_builds().empty()) GTEST_SKIP() << "no build wider than x86-64 here (this build or this CPU)";
   }
@@ -247,12 +262,6 @@ TEST(HostComplexFunctions, GiveTheScalarFormulasBitsInEveryBuild) {
     parts[2 * i + 1] = pool[4 * i + (i % 2 == 1 ? 1 : 2)];
   }
   const Tensor z = accel::tensor_from_bytes(cpu, 0, DType::C64, parts.data(), parts.size() * sizeof(float));
-  std::vector<std::pair<std::string, const accel::cpu::HostEntry*>> builds = {{"x86-64", accel::cpu::host_entries_baseline()}};
-  if (accel::cpu::host_entries_v3() != nullptr && accel::cpu::cpu_supports("x86-64-v3"))
-    builds.emplace_back("x86-64-v3", accel::cpu::host_entries_v3());
-  if (accel::cpu::host_entries_v4() != nullptr && accel::cpu::cpu_supports("x86-64-v4"))
-    builds.emplace_back("x86-64-v4", accel::cpu::host_entries_v4());
-  const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); };
   for (const Op& op : kUnary) {
     if (!accel::complex_fn(static_cast<accel::UnaryOp>(op.code))) continue;
     for (const int variant : {0, 3}) {
@@ -262,13 +271,13 @@ TEST(HostComplexFunctions, GiveTheScalarFormulasBitsInEveryBuild) {
         expected[2 * i] = static_cast<float>(r.re);
         expected[2 * i + 1] = static_cast<float>(r.im);
       }
-      for (const auto& [name, entries] : builds) {
+      for (const auto& [name, entries] : every_build()) {
         ScopedHostEntries use(entries);
         std::vector<float> got(2 * n);
         accel::tensor_to_bytes(accel::tensor_reinterpret(accel::tensor_complex_fn(static_cast<accel::UnaryOp>(op.code), z, variant), DType::F32),
                                got.data(), 2 * n);
         size_t i = 0;
-        while (i < 2 * n && same(got[i], expected[i])) ++i;
+        while (i < 2 * n && same_bits(got[i], expected[i])) ++i;
         EXPECT_EQ(i, 2 * n) << op.name << " (variant " << variant << ") in " << name << ": part " << i << " of "
                             << parts[i & ~size_t{1}] << " + " << parts[i | 1] << "i";
       }
@@ -300,12 +309,6 @@ void complex_products_give_the_formulas_bits(DType type) {
   const Side whole_a{&a, {n / 4, 4}, a_parts.data(), n}, whole_b{&b, {n / 4, 4}, b_parts.data(), n};
   const Side just_i{&one, {}, one_parts, 1}, repeated{&row, {4}, row_parts, 4};  // (a row of 4: every row)
   const std::pair<Side, Side> layouts[] = {{whole_a, whole_b}, {whole_a, just_i}, {just_i, whole_b}, {whole_a, repeated}};
-  std::vector<std::pair<std::string, const accel::cpu::HostEntry*>> builds = {{"x86-64", accel::cpu::host_entries_baseline()}};
-  if (accel::cpu::host_entries_v3() != nullptr && accel::cpu::cpu_supports("x86-64-v3"))
-    builds.emplace_back("x86-64-v3", accel::cpu::host_entries_v3());
-  if (accel::cpu::host_entries_v4() != nullptr && accel::cpu::cpu_supports("x86-64-v4"))
-    builds.emplace_back("x86-64-v4", accel::cpu::host_entries_v4());
-  const auto same = [](T x, T y) { return std::memcmp(&x, &y, sizeof x) == 0 || (std::isnan(x) && std::isnan(y)); };
   for (const auto op : {accel::ComplexOp::multiply, accel::ComplexOp::divide}) {
     for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; ++l) {
       const auto& [x, y] = layouts[l];
@@ -320,13 +323,13 @@ void complex_products_give_the_formulas_bits(DType type) {
       accel::Operand xo, yo;
       xo.tensor = x.t, xo.shape = x.shape;
       yo.tensor = y.t, yo.shape = y.shape;
-      for (const auto& [name, entries] : builds) {
+      for (const auto& [name, entries] : every_build()) {
         ScopedHostEntries use(entries);
         std::vector<T> got(2 * n);
         accel::tensor_to_bytes(accel::tensor_reinterpret(accel::tensor_complex(op, xo, yo), type == DType::C64 ? DType::F32 : DType::F64),
                                got.data(), 2 * n);
         size_t i = 0;
-        while (i < 2 * n && same(got[i], expected[i])) ++i;
+        while (i < 2 * n && same_bits(got[i], expected[i])) ++i;
         EXPECT_EQ(i, 2 * n) << (op == accel::ComplexOp::multiply ? "product" : "quotient") << " of :" << accel::dtype_name(type)
                             << ", layout " << l << ", in " << name << ": part " << i;
       }
