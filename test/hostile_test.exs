@@ -269,14 +269,30 @@ defmodule Accel.HostileTest do
        fn -> Accel.Job.call(fn ref -> nif.tensor_iota(:s64, -1, :cpu, 0, ref) end) end, ArgumentError,
        ~r/count must be non-negative/},
       {"complex NIF: an unknown operation",
-       fn -> Accel.Job.call(&nif.tensor_complex(:add, t.ref, t.ref, [2, 3], [2, 3], &1)) end, ArgumentError,
-       ~r/unknown complex operation: :add/},
+       fn -> Accel.Job.call(&nif.tensor_complex(:pow, t.ref, t.ref, [2, 3], [2, 3], &1)) end, ArgumentError,
+       ~r/unknown complex operation: :pow/},
       {"complex NIF: real tensors",
        fn -> Accel.Job.call(&nif.tensor_complex(:multiply, t.ref, t.ref, [2, 3], [2, 3], &1)) end,
-       ArgumentError, ~r/a complex product takes :c64 or :c128 tensors, got :s64/},
+       ArgumentError, ~r/complex arithmetic takes :c64 or :c128 tensors, got :s64/},
       {"complex NIF: a number operand",
        fn -> Accel.Job.call(&nif.tensor_complex(:divide, t.ref, 2.0, [2, 3], [], &1)) end, ArgumentError,
-       ~r/a complex product takes two tensors/},
+       ~r/complex arithmetic takes two tensors/},
+      {"complex NIF: a real operand not of the parts' type",
+       fn ->
+         z = T.from_binary(<<0::size(6 * 64)>>, :c64, {6}, backend: :cpu)
+         x = T.from_binary(<<0::size(6 * 64)>>, :f64, {6}, backend: :cpu)
+         Accel.Job.call(&nif.tensor_complex(:add, z.ref, x.ref, [6], [6], &1))
+       end, ArgumentError,
+       ~r/complex arithmetic on :c64 takes operands of that type or :f32, got :f64 as operand 2/},
+      {"complex NIF: two complex types",
+       fn ->
+         z = T.from_binary(<<0::size(6 * 64)>>, :c64, {6}, backend: :cpu)
+         w = T.from_binary(<<0::size(6 * 128)>>, :c128, {6}, backend: :cpu)
+         Accel.Job.call(&nif.tensor_complex(:subtract, w.ref, z.ref, [6], [6], &1))
+       end, ArgumentError, ~r/on :c128 takes operands of that type or :f64, got :c64 as operand 2/},
+      {"complex NIF: an integer made complex",
+       fn -> Accel.Job.call(&nif.tensor_complex(:convert, t.ref, t.ref, [2, 3], [2, 3], &1)) end,
+       ArgumentError, ~r/a complex conversion takes an :f32 or :f64 tensor, got :s64/},
       {"complex NIF: shapes that do not broadcast",
        fn ->
          z = T.from_binary(<<0::size(6 * 64)>>, :c64, {6}, backend: :cpu)

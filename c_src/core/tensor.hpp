@@ -134,11 +134,15 @@ Tensor tensor_compare(CompareOp op, const Operand& a, const Operand& b);
 // pred (:u8, a tensor) chooses a (non-zero) or b (zero), elementwise; a and b share a type.
 Tensor tensor_select(const Operand& pred, const Operand& a, const Operand& b);
 Tensor tensor_unary(UnaryOp op, const Tensor& t);
-// Complex products (multiply) and quotients (divide) of two c64 or c128 tensors of one type, with
-// Nx's broadcasting, and magnitudes (a c64 or c128 tensor to f32 or f64): the Complex library's
-// formulas as Nx.BinaryBackend computes them (in double where the device has one, rounded once).
-enum class ComplexOp : int { multiply, divide };
+// Complex arithmetic with Nx's broadcasting: products, quotients, sums and differences of two
+// tensors, one of them c64 or c128 and the other of that type or of its parts' type (f32 or f64: a
+// real x read as x + 0i, without making it complex first), and `convert`, a real tensor of the
+// parts' type as that complex type (x + 0i; b is not read); and magnitudes (a c64 or c128 tensor to
+// f32 or f64): the Complex library's formulas as Nx.BinaryBackend computes them (in double where the
+// device has one, rounded once). The op codes are accel_complex's.
+enum class ComplexOp : int { multiply, divide, add, subtract, convert };
 Tensor tensor_complex(ComplexOp op, const Operand& a, const Operand& b);
+Tensor tensor_complex_of_real(const Tensor& real);
 Tensor tensor_complex_abs(const Tensor& t);
 // A complex function of one complex tensor (exp, log, sqrt, the trigonometric and hyperbolic
 // functions and their inverses, rsqrt, expm1, log1p, sigmoid, cbrt), one pass with the Complex

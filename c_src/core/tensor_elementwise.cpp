@@ -144,7 +144,8 @@ struct Checked {
 };
 
 // Checks the operands (the values, from first_value on, of one type; one place; shapes that
-// broadcast) and sets p.n to the output's size.
+// broadcast) and sets p.n to the output's size. A first_value past the operands checks no types
+// (the caller's own), and the type returned is the lead's.
 Checked prepare(accel_params& p, const std::vector<const Operand*>& operands, int first_value,
                 std::vector<uint64_t>* out_shape) {
   const Tensor* lead = nullptr;
@@ -160,10 +161,11 @@ Checked prepare(accel_params& p, const std::vector<const Operand*>& operands, in
     value = o.tensor;
   }
   if (lead == nullptr) throw ArgumentError("at least one operand must be a tensor");
-  if (value == nullptr) throw ArgumentError("at least one of the values must be a tensor");
+  const bool typed = static_cast<size_t>(first_value) < operands.size();
+  if (typed && value == nullptr) throw ArgumentError("at least one of the values must be a tensor");
   *out_shape = broadcast_shape(operands);
   p.n = shape_count(*out_shape);
-  return {*lead, value->type};
+  return {*lead, typed ? value->type : lead->type};
 }
 
 // The first negative element of an integer operand (a shift's amount), read to the host: the one
@@ -234,11 +236,25 @@ void check_complex_place(const Tensor& t, DType type) {
 }  // namespace
 
 Tensor tensor_complex(ComplexOp op, const Operand& a, const Operand& b) {
-  if (a.tensor == nullptr || b.tensor == nullptr) throw ArgumentError("a complex product takes two tensors");
+  if (a.tensor == nullptr || b.tensor == nullptr) throw ArgumentError("complex arithmetic takes two tensors");
+  if (op == ComplexOp::convert) return tensor_complex_of_real(*a.tensor);
+  const bool a_complex = a.tensor->type == DType::C64 || a.tensor->type == DType::C128;
+  const DType type = a_complex ? a.tensor->type : b.tensor->type;
+  const DType parts = type == DType::C128 ? DType::F64 : DType::F32;
+  check_complex(type, "complex arithmetic");
+  // p.size[0]: bit j set where operand j is real (its parts' type, read as x + 0i)
   accel_params p = params_for(0, static_cast<int>(op));
+  const Operand* operands[2] = {&a, &b};
+  for (int j = 0; j < 2; ++j) {
+    const DType t = operands[j]->tensor->type;
+    if (t == parts)
+      p.size[0] |= uint64_t{1} << j;
+    else if (t != type)
+      throw ArgumentError(std::string("complex arithmetic on :") + dtype_name(type) + " takes operands of that type or :" +
+                          dtype_name(parts) + ", got :" + dtype_name(t) + " as operand " + std::to_string(j + 1));
+  }
   std::vector<uint64_t> shape;
-  const auto [lead, type] = prepare(p, {&a, &b}, 0, &shape);
-  check_complex(type, "a complex product");
+  const Tensor& lead = prepare(p, {&a, &b}, 2, &shape).lead;
   check_complex_place(lead, type);
   Tensor out = allocate_like(*lead.backend, lead.device, type, p.n);
   if (p.n == 0) return out;
@@ -246,6 +262,20 @@ Tensor tensor_complex(ComplexOp op, const Operand& a, const Operand& b) {
   const auto [x, y] = pair_buffers(p, a, b, type, shape, keep);
   launch(lead, type == DType::C64 ? Kernel::accel_complex_c64 : Kernel::accel_complex_c128, p,
          {x, y, out.buffer.get(), nullptr});
+  return out;
+}
+
+Tensor tensor_complex_of_real(const Tensor& real) {
+  if (real.type != DType::F32 && real.type != DType::F64)
+    throw ArgumentError(std::string("a complex conversion takes an :f32 or :f64 tensor, got :") + dtype_name(real.type));
+  const DType type = real.type == DType::F64 ? DType::C128 : DType::C64;
+  check_complex_place(real, type);
+  Tensor out = allocate_like(*real.backend, real.device, type, real.count);
+  if (real.count == 0) return out;
+  accel_params p = params_for(real.count, static_cast<int>(ComplexOp::convert));
+  p.size[0] = 3;  // both operands real (the second, the same buffer, is not read)
+  launch(real, type == DType::C64 ? Kernel::accel_complex_c64 : Kernel::accel_complex_c128, p,
+         {real.buffer.get(), real.buffer.get(), out.buffer.get(), nullptr});
   return out;
 }
 

@@ -31,7 +31,7 @@
   X(accel_copy_1, 1) X(accel_copy_2, 1) X(accel_copy_4, 1) X(accel_copy_8, 1) X(accel_copy_16, 1)   \
   X(accel_gather_1, 1) X(accel_gather_2, 1) X(accel_gather_4, 1) X(accel_gather_8, 1) X(accel_gather_16, 1) \
   X(accel_logistic_map, 1)                                                                          \
-  X(accel_complex_c64, 2) X(accel_complex_c128, 2) X(accel_complex_abs_c64, 1) X(accel_complex_abs_c128, 1) \
+  X(accel_complex_c64, 5) X(accel_complex_c128, 5) X(accel_complex_abs_c64, 1) X(accel_complex_abs_c128, 1) \
   X(accel_complex_fn_c64, ACCEL_UNARY_COUNT) X(accel_complex_fn_c128, ACCEL_UNARY_COUNT)
 
 #endif /* ACCEL_KERNELS_KERNEL_LIST_H */

@@ -926,7 +926,9 @@ ACCEL_KERNEL(accel_logistic_map) {
  * (double where the device has one: what Nx.BinaryBackend computes, rounded once) as accel_cz,
  * with the Complex library's formulas and its special case: a finite number over an infinite real
  * one is 0. accel_complex: b0 (operand 0) op b1 (operand 1) -> b2, operands placed by launch.h's
- * layouts in elements (pairs); op 0 multiplies, 1 divides. accel_complex_abs: b0 -> b1 (T). */
+ * layouts in elements; op 0 multiplies, 1 divides, 2 adds, 3 subtracts, 4 converts (operand 0 as
+ * it is read: a real one as x + 0i). Bit j of size[0] set: operand j is real (one T an element,
+ * read as x + 0i), else pairs. accel_complex_abs: b0 -> b1 (T). */
 /* Each product rounded on its own: on the host, GCC 12's SLP vectoriser recognises a complex
  * product and emits fmaddsub (fused, one rounding fewer) even under -ffp-contract=off; a product
  * held in a register of its own (an empty asm) is out of its reach. */
@@ -994,10 +996,16 @@ ACCEL_FN accel_cw accel_cz_abs(accel_cz z) {
 #define ACCEL_COMPLEX_KERNELS_OF(S, T)                                                                \
   ACCEL_KERNEL(accel_complex_##S) {                                                                   \
     const accel_u64 x = accel_operand_index(p, 0, i), y = accel_operand_index(p, 1, i);              \
-    ACCEL_GLOBAL const T* a = (ACCEL_GLOBAL const T*)b0 + 2 * x;                                      \
-    ACCEL_GLOBAL const T* b = (ACCEL_GLOBAL const T*)b1 + 2 * y;                                      \
-    const accel_cz u = accel_cz_of((accel_cw)a[0], (accel_cw)a[1]), v = accel_cz_of((accel_cw)b[0], (accel_cw)b[1]); \
-    const accel_cz r = ACCEL_OP == 0 ? accel_cz_mul(u, v) : accel_cz_div(u, v);                       \
+    const int real_a = (int)(p->size[0] & 1), real_b = (int)(p->size[0] >> 1 & 1);                   \
+    ACCEL_GLOBAL const T* a = (ACCEL_GLOBAL const T*)b0 + (real_a ? x : 2 * x);                       \
+    ACCEL_GLOBAL const T* b = (ACCEL_GLOBAL const T*)b1 + (real_b ? y : 2 * y);                       \
+    const accel_cz u = accel_cz_of((accel_cw)a[0], real_a ? (accel_cw)0 : (accel_cw)a[1]);            \
+    const accel_cz v = accel_cz_of((accel_cw)b[0], real_b ? (accel_cw)0 : (accel_cw)b[1]);            \
+    const accel_cz r = ACCEL_OP == 0   ? accel_cz_mul(u, v)                                           \
+                       : ACCEL_OP == 1 ? accel_cz_div(u, v)                                           \
+                       : ACCEL_OP == 2 ? accel_cz_add(u, v)                                           \
+                       : ACCEL_OP == 3 ? accel_cz_sub(u, v)                                           \
+                                       : u;                                                           \
     ACCEL_GLOBAL T* out = (ACCEL_GLOBAL T*)b2 + 2 * i;                                                \
     out[0] = (T)r.re;                                                                                 \
     out[1] = (T)r.im;                                                                                 \

@@ -9,6 +9,7 @@
 #include "nif/tensor_terms.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -112,14 +113,22 @@ ERL_NIF_TERM select_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_select(pred, a, b));
 }
 
-// (op, a, b, a_shape, b_shape): complex products (multiply) and quotients (divide)
+// (op, a, b, a_shape, b_shape): complex products, quotients, sums and differences (an operand
+// may be real, of the parts' type), and convert (a real a as complex; b is not read)
 ERL_NIF_TERM complex_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  static constexpr std::array<std::pair<std::string_view, ComplexOp>, 5> ops{{{"multiply", ComplexOp::multiply},
+                                                                               {"divide", ComplexOp::divide},
+                                                                               {"add", ComplexOp::add},
+                                                                               {"subtract", ComplexOp::subtract},
+                                                                               {"convert", ComplexOp::convert}}};
   const std::string name = atom_text(env, argv[0]);
-  if (name != "multiply" && name != "divide")
-    throw ArgumentError("unknown complex operation: " + describe_term(env, argv[0]) + " (multiply or divide)");
+  const auto op = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == name; });
+  if (op == ops.end())
+    throw ArgumentError("unknown complex operation: " + describe_term(env, argv[0]) +
+                        " (multiply, divide, add, subtract or convert)");
   Tensor a, b;
   const Operand x = decode_operand(env, argv[1], argv[3], &a), y = decode_operand(env, argv[2], argv[4], &b);
-  return make_tensor(env, accel::tensor_complex(name == "multiply" ? ComplexOp::multiply : ComplexOp::divide, x, y));
+  return make_tensor(env, accel::tensor_complex(op->second, x, y));
 }
 
 ERL_NIF_TERM complex_abs_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {

@@ -167,6 +167,20 @@ if Code.ensure_loaded?(Nx) do
             for op <- [:add, :subtract, :multiply, :divide, :pow],
                 do: same(@device, [a, b], &apply(Nx, op, [&1, &2]), tolerance)
 
+            # beside every real special of the parts' type (read as x + 0i, without making it
+            # complex first), either side, and made complex
+            reals = Nx.tensor(@specials, type: Nx.Type.to_real(type))
+            k = Nx.size(reals)
+            column = z |> Nx.reshape({n, 1}) |> Nx.broadcast({n, k})
+            row = reals |> Nx.reshape({1, k}) |> Nx.broadcast({n, k})
+
+            for op <- [:add, :subtract, :multiply, :divide],
+                inputs <- [[column, row], [Nx.transpose(row), Nx.transpose(column)]],
+                do: same(@device, inputs, &apply(Nx, op, [&1, &2]), tolerance)
+
+            same(@device, [reals], &Nx.as_type(&1, type))
+            same(@device, [reals, Nx.reverse(reals)], &Nx.complex/2)
+
             # IEEE: a NaN part makes the numbers unequal (the binary backend compares the Complex
             # structs, whose NaN atoms are equal)
             {_, equal} = both(@device, [a, b], &Nx.equal/2)

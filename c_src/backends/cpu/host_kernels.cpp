@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #define ACCEL_HOST_ENTRIES host_entries_baseline
 #include "backends/cpu/host_kernels.inc"

@@ -109,22 +109,18 @@ if Code.ensure_loaded?(Nx) do
     # a product or quotient of two operands of the result's type: one kernel of Accel's
     # (accel_complex: the same formulas and special case, in f64 where the device has doubles)
     def binary(op, %T{type: type} = out, %T{type: type} = a, %T{type: type} = b)
-        when op in [:multiply, :divide] do
-      run(op, [out, a, b], [a, b], type, fn [x, y], _w ->
-        AT.new(out.shape, Storage.storage_type(type), fn ref ->
-          Accel.NIF.tensor_complex(op, x.ref, y.ref, Tuple.to_list(x.shape), Tuple.to_list(y.shape), ref)
-        end)
-      end)
-    end
+        when op in [:multiply, :divide],
+        do: arithmetic(op, out, a, b)
 
     # operands of other types (Nx.complex/2 is imag * i + real): where each one's values are exact
     # in the result's type (a float no wider than its parts, an integer of fewer bits than their
-    # mantissa), each made that type first (x + 0i for a real one), then as two of that type: the
-    # composition's arithmetic (it computes a real operand as x + 0i too) in a few passes
+    # mantissa), a complex one made that type and a real one its parts' type, then one kernel
+    # (accel_complex reads a real operand as x + 0i, as the binary backend and the composition
+    # compute it)
     def binary(op, %T{type: {:c, _} = type} = out, %T{type: ta} = a, %T{type: tb} = b)
         when op in [:add, :subtract, :multiply, :divide] and (ta != type or tb != type) do
       if exact_in?(ta, type) and exact_in?(tb, type) do
-        binary(op, out, to_type(a, type), to_type(b, type))
+        arithmetic(op, out, as_operand(a, type), as_operand(b, type))
       else
         composed(op, out, a, b)
       end
@@ -137,6 +133,18 @@ if Code.ensure_loaded?(Nx) do
         join(apply_binary(op, parts(x, a.type, w), parts(y, b.type, w), w), out)
       end)
     end
+
+    defp arithmetic(op, %T{type: type} = out, a, b) do
+      run(op, [out, a, b], [a, b], type, fn [x, y], _w ->
+        AT.new(out.shape, Storage.storage_type(type), fn ref ->
+          Accel.NIF.tensor_complex(op, x.ref, y.ref, Tuple.to_list(x.shape), Tuple.to_list(y.shape), ref)
+        end)
+      end)
+    end
+
+    # an operand of complex arithmetic of `type`: complex, of that type; real, of its parts' type
+    defp as_operand(%T{type: {:c, _}} = t, type), do: to_type(t, type)
+    defp as_operand(%T{} = t, type), do: Nx.as_type(t, Nx.Type.to_real(type))
 
     defp exact_in?({:c, bits}, {:c, to}), do: bits <= to
     defp exact_in?({kind, bits}, {:c, to}) when kind in [:f, :bf], do: bits <= div(to, 2)
@@ -229,19 +237,17 @@ if Code.ensure_loaded?(Nx) do
     def as_type(out, t)
 
     # a real tensor as complex, x + 0i: x in the parts' type (through f64 from a 64-bit integer,
-    # rounded once as the binary backend's Elixir float is) written at every other place of a
-    # buffer of zeros, one pass
+    # rounded once as the binary backend's Elixir float is), then one kernel writing the pairs
+    # (accel_complex's conversion)
     def as_type(%T{type: {:c, _} = type} = out, %T{type: {kind, bits} = from} = t) when kind != :c do
       run(:as_type, [out, t], [t], type, fn [x], _w ->
         x = if kind in [:s, :u] and bits == 64, do: Storage.cast(x, {:f, 64}), else: Storage.cast(x, from)
-        x = Storage.cast(x, Nx.Type.to_real(type))
+        %AT{ref: ref, shape: shape} = Storage.cast(x, Nx.Type.to_real(type))
+        dims = Tuple.to_list(shape)
 
-        rank = tuple_size(x.shape)
-        strides = Enum.map(Storage.strides(x.shape), &(&1 * 2))
-        zeros = List.duplicate(0, rank + 1)
-        pairs = Storage.put_view(scalar(x, 0.0), Tuple.insert_at(x.shape, rank, 2), zeros, x, strides, 0)
-
-        from_pairs(pairs, type, x.shape)
+        AT.new(shape, Storage.storage_type(type), fn out_ref ->
+          Accel.NIF.tensor_complex(:convert, ref, ref, dims, dims, out_ref)
+        end)
       end)
     end
 
