@@ -8,11 +8,14 @@ if Code.ensure_loaded?(Nx) do
     # trigonometric and hyperbolic functions and their inverses, ...) of one type are kernels of
     # Accel's (accel_complex, accel_complex_abs, accel_complex_fn in kernels/tensor_kernels.h: the
     # formulas of the Complex library that Nx.BinaryBackend calls, operation for operation, in one
-    # pass). The rest (pow, mixed types, comparisons) is a composition of the registry's real
-    # kernels: the real and imaginary parts (a strided copy each), the library's formulas, element
-    # by element, and the parts interleaved back (one concatenate). The arithmetic is in f64, c64's
-    # too, as the binary backend computes Elixir floats, each result rounded once to its type; on
-    # a device without doubles c64 computes in f32 (and c128, which needs them, falls back).
+    # pass), which also reads a real operand of the parts' type as x + 0i (a sum, difference,
+    # product or quotient with a real tensor, and as_type from one, in one pass). The rest (pow,
+    # mixed types whose values the parts do not hold exactly, comparisons) is a composition of the
+    # registry's real kernels: the real and imaginary parts (a strided copy each), the library's
+    # formulas, element by element, and the parts interleaved back (one concatenate). The
+    # arithmetic is in f64, c64's too, as the binary backend computes Elixir floats, each result
+    # rounded once to its type; on a device without doubles c64 computes in f32 (and c128, which
+    # needs them, falls back).
     #
     # Where the Complex library has special cases for non-finite parts (abs/1's infinity when a
     # part is not finite, exp/1, sqrt/1, sin/1 and cos/1 at infinities, the quotient by a real
