@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -323,6 +324,75 @@ TEST(CpuReductions, ColumnsAddInTheOrderOfTheirElements) {
   accel::tensor_to_bytes(accel::tensor_reduce(accel::ReduceOp::Sum, tt, 1, 100'000, 8), tall_got.data(), 8);
   const std::vector<float> tall_want = sequential(tall, 1, 100'000, 8, false);
   for (size_t k = 0; k < 8; ++k) EXPECT_NEAR(tall_got[k], tall_want[k], tall_want[k] * 1e-7) << "column " << k;
+}
+
+// On the CPU backend a min or max along an axis with elements after it runs as rows of columns
+// too, and picks as the per-item kernel does, element after element: of equal elements (-0.0 and
+// 0.0) the first stays, a NaN replaces what came before it (so the last NaN's bits are the
+// result). Bit for bit against that order for floats with NaNs of distinct payloads and signed
+// zeros, and for integers, on column counts below, across and beside a piece, and on a long axis
+// the CPU splits into partials.
+template <typename T>
+std::vector<T> sequential_picks(const std::vector<T>& v, uint64_t outer, uint64_t len, uint64_t inner, bool min) {
+  std::vector<T> out(outer * inner);
+  for (uint64_t o = 0; o < outer; ++o)
+    for (uint64_t k = 0; k < inner; ++k) {
+      T acc = v[o * len * inner + k];
+      for (uint64_t j = 1; j < len; ++j) {
+        const T x = v[(o * len + j) * inner + k];
+        const T m = (min ? x < acc : x > acc) ? x : acc;
+        acc = x != x ? x : m;  // (never true for integers)
+      }
+      out[o * inner + k] = acc;
+    }
+  return out;
+}
+
+template <typename T>
+void columns_pick_in_order(DType type, T (*element)(size_t)) {
+  accel::cpu::CpuBackend cpu(2);
+  const uint64_t layouts[][3] = {{3, 1000, 37}, {2, 130, 300}, {1, 128, 256}, {4, 9, 8}, {1, 100'000, 8}};
+  for (const auto& l : layouts) {
+    std::vector<T> v(l[0] * l[1] * l[2]);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = element(i);
+    const Tensor t = accel::tensor_from_bytes(cpu, 0, type, v.data(), v.size() * sizeof(T));
+    for (const bool min : {true, false}) {
+      const std::vector<T> want = sequential_picks(v, l[0], l[1], l[2], min);
+      std::vector<T> got(want.size());
+      accel::tensor_to_bytes(accel::tensor_reduce(min ? accel::ReduceOp::Min : accel::ReduceOp::Max, t, l[0], l[1], l[2]),
+                             got.data(), got.size());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(T)), 0)
+          << (min ? "min" : "max") << " of :" << accel::dtype_name(type) << " " << l[0] << "x" << l[1] << "x" << l[2];
+    }
+  }
+}
+
+// (floats: a few values, so that ties are many; zeros of both signs; NaNs of many payloads)
+template <typename F, typename Bits>
+F float_element(size_t i) {
+  const size_t h = (i * 2654435761u) % 1000003;
+  if (h % 97 == 0) {
+    Bits bits;
+    const F nan = std::numeric_limits<F>::quiet_NaN();
+    std::memcpy(&bits, &nan, sizeof bits);
+    bits |= static_cast<Bits>(h % 1021 + 1);  // a payload
+    if (h % 2) bits |= static_cast<Bits>(Bits{1} << (sizeof(Bits) * 8 - 1));  // and a sign
+    F out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+  }
+  if (h % 5 == 0) return h % 2 ? F(-0.0) : F(0.0);
+  return static_cast<F>(static_cast<double>(h % 7) - 3.0);
+}
+
+TEST(CpuReductions, ColumnMinimaAndMaximaPickInTheOrderOfTheirElements) {
+  columns_pick_in_order<float>(DType::F32, float_element<float, uint32_t>);
+  columns_pick_in_order<double>(DType::F64, float_element<double, uint64_t>);
+  columns_pick_in_order<int32_t>(DType::S32, [](size_t i) { return static_cast<int32_t>((i * 2654435761u) % 2000000001u) - 1000000000; });
+  columns_pick_in_order<int64_t>(DType::S64, [](size_t i) { return static_cast<int64_t>(i * 0x9E3779B97F4A7C15ull); });
+  columns_pick_in_order<uint8_t>(DType::U8, [](size_t i) { return static_cast<uint8_t>(i * 37 % 251); });
+  columns_pick_in_order<uint64_t>(DType::U64, [](size_t i) { return static_cast<uint64_t>(i * 0x9E3779B97F4A7C15ull); });
+  columns_pick_in_order<uint32_t>(DType::U32, [](size_t i) { return static_cast<uint32_t>(i * 2654435761u); });
 }
 
 // One accumulation rule on every backend: f32 sums accumulate in f64 and are rounded once. Summed in

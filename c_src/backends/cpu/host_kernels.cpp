@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <type_traits>
 
 #define ACCEL_HOST_ENTRIES host_entries_baseline
 #include "backends/cpu/host_kernels.inc"
@@ -19,12 +18,12 @@ const HostEntry* host_entries_v3() { return nullptr; }
 const HostEntry* host_entries_v4() { return nullptr; }
 #endif
 
-bool sum_kernel(Kernel kernel) {
-#define ACCEL_SUM_FLAG(name, ops) sum_kind(#name) != SumKind::none,
-  static constexpr bool kSums[] = {ACCEL_KERNEL_LIST(ACCEL_SUM_FLAG)};
-#undef ACCEL_SUM_FLAG
+bool column_kernel(Kernel kernel) {
+#define ACCEL_COLUMN_FLAG(name, ops) sum_kind(#name) != ColumnKind::none || pick_kind(#name) != ColumnKind::none,
+  static constexpr bool kColumns[] = {ACCEL_KERNEL_LIST(ACCEL_COLUMN_FLAG)};
+#undef ACCEL_COLUMN_FLAG
   const auto k = static_cast<size_t>(kernel);
-  return k < sizeof kSums / sizeof kSums[0] && kSums[k];
+  return k < sizeof kColumns / sizeof kColumns[0] && kColumns[k];
 }
 
 bool cpu_supports(const char* isa) {

@@ -14,13 +14,14 @@
 
 namespace accel::cpu {
 
-// A sum or product over an axis with elements after it runs as rows of columns, up to this many
-// columns at a time (host_kernels.inc's column_reduction): the launch's tasks hold whole runs.
+// A sum, product, min or max over an axis with elements after it runs as rows of columns, up to
+// this many columns at a time (host_kernels.inc's column_runs): the launch's tasks hold whole runs.
 constexpr accel_u64 kColumnPiece = 256;
 
-// Whether `kernel` is a sum kernel (accel_sum_*: sums and products), which runs as rows of columns
-// where p->size[2] (its inner extent) is at least 8 and p->size[4] (its block) is set.
-bool sum_kernel(Kernel kernel);
+// Whether `kernel` is a sum kernel (accel_sum_*: sums and products) or a pick kernel
+// (accel_pick_*: min and max), which run as rows of columns where p->size[2] (the inner extent)
+// is at least 8 and p->size[4] (the block) is set.
+bool column_kernel(Kernel kernel);
 
 // (buffers 0..3, the launch record, the first and one past the last element)
 using HostEntry = void (*)(void*, void*, void*, void*, const accel_params*, accel_u64, accel_u64);

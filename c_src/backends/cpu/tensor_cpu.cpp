@@ -123,10 +123,10 @@ void CpuBackend::launch(Kernel kernel, int device, const accel_params& params, c
   }
   const HostEntry entry = active_host_entries()[static_cast<int>(kernel)];
   // Tasks of about 2^16 elements read: small enough to balance, large enough to amortise a task. A
-  // sum over columns reads a row's run of them at a time: a task of a few columns would read a
+  // reduction over columns reads a row's run of them at a time: a task of a few columns would read a
   // cache line (and a page) per row, so its tasks hold whole runs.
   size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(work_per_item, 1));
-  if (sum_kernel(kernel) && params.size[2] > 1 && params.size[4] != 0)
+  if (column_kernel(kernel) && params.size[2] > 1 && params.size[4] != 0)
     grain = std::max<size_t>(grain, static_cast<size_t>(std::min<accel_u64>(params.size[2], kColumnPiece)));
   pool_.parallel_for(static_cast<size_t>(params.n), grain,
                      [&](size_t begin, size_t end) { entry(b[0], b[1], b[2], b[3], &params, begin, end); });
