@@ -216,6 +216,16 @@ own_device =
       nx: "0.13"
     },
     %{
+      test: "test eigh properties for matrices with close eigenvalues",
+      reason:
+        "draws from Nx.Random.key(System.unique_integer()) and rounds Q^* diag(w) Q to 3 places: the " <>
+          "product is symmetric only to f32's last bit, so an entry a hair either side of a rounding " <>
+          "boundary makes A and A^* differ by 0.001, over eps, and eigh raises that A is not hermitian " <>
+          "(as Nx 0.7.2's binary backend does): 3 of 4000 of its draws on Nx.BinaryBackend, 4 of 4000 " <>
+          "on Accel's CPU backend; it failed on the CPU backend in CI's run of 1e20bba",
+      nx: "0.7"
+    },
+    %{
       test: "test batched_run 2=>shutdown=>1 (stacked)",
       reason:
         "races a serving's shutdown against the batch in flight: whether the second caller is still " <>
