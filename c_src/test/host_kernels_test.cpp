@@ -285,6 +285,49 @@ TEST(HostComplexFunctions, GiveTheScalarFormulasBitsInEveryBuild) {
   }
 }
 
+// c64's magnitude runs as sqrt(x^2 + y^2) on the host (host_kernels.inc's c64_abs_blocks), and must
+// still give the kernel's formula's bits (accel_cz_abs, rounded once), in every build: over pairs of
+// every exponent and the special values, and over pairs whose magnitude lies within a few dozen
+// ulp (of double) of halfway between two floats, where the root and the formula can round to
+// different floats (y ~ sqrt(ulp(x) x) puts |z| ~ x + ulp(x) / 2; steps of y sweep across it). The
+// test counts the pairs where they do, so that it shows the near-halfway case is taken.
+TEST(HostComplexAbs, GivesTheFormulasBitsNearHalfwayAndElsewhere) {
+  accel::cpu::CpuBackend cpu{2};
+  std::vector<float> parts = inputs<float>(size_t{1} << 20, 21);
+  uint64_t state = 22;
+  for (int i = 0; i < 8192; ++i) {
+    const uint64_t bits = mix(state);
+    const float x = std::ldexp(1.0f + static_cast<float>(bits >> 41) * 0x1p-23f, static_cast<int>(bits % 200) - 100);
+    const float y0 = static_cast<float>(std::sqrt(static_cast<double>(std::nextafter(x, INFINITY) - x) * x));
+    for (int k = -48; k <= 48; ++k) {
+      float y = y0;
+      for (int j = 0; j < std::abs(k); ++j) y = std::nextafter(y, k < 0 ? 0.0f : INFINITY);
+      const float sx = bits >> 20 & 1 ? -x : x, sy = bits >> 21 & 1 ? -y : y;
+      parts.push_back(bits >> 22 & 1 ? sy : sx);
+      parts.push_back(bits >> 22 & 1 ? sx : sy);
+    }
+  }
+  const size_t n = parts.size() / 2;
+  std::vector<float> expected(n);
+  size_t root_differs = 0;
+  for (size_t i = 0; i < n; ++i) {
+    expected[i] = static_cast<float>(accel_cz_abs(accel_cz_of(parts[2 * i], parts[2 * i + 1])));
+    const double x = parts[2 * i], y = parts[2 * i + 1];
+    const float root = static_cast<float>(std::sqrt(x * x + y * y));
+    if (std::isfinite(expected[i]) && !same_bits(root, expected[i])) ++root_differs;
+  }
+  EXPECT_GE(root_differs, 10u) << "too few pairs where the root alone rounds otherwise than the formula";
+  const Tensor z = accel::tensor_from_bytes(cpu, 0, DType::C64, parts.data(), parts.size() * sizeof(float));
+  for (const auto& [name, entries] : every_build()) {
+    ScopedHostEntries use(entries);
+    std::vector<float> got(n);
+    accel::tensor_to_bytes(accel::tensor_complex_abs(z), got.data(), n);
+    size_t i = 0;
+    while (i < n && same_bits(got[i], expected[i])) ++i;
+    EXPECT_EQ(i, n) << "in " << name << ": abs of " << parts[2 * i] << " + " << parts[2 * i + 1] << "i";
+  }
+}
+
 // Complex products, quotients, sums and differences run as split parts (host_kernels.inc's
 // complex_blocks) where each operand is whole or one element, else per element: both give
 // accel_cz_mul's, accel_cz_div's, accel_cz_add's and accel_cz_sub's bits (the scalar formulas,
