@@ -329,11 +329,13 @@ TEST(HostComplexAbs, GivesTheFormulasBitsNearHalfwayAndElsewhere) {
 }
 
 // Complex products, quotients, sums and differences run as split parts (host_kernels.inc's
-// complex_blocks) where each operand is whole or one element, else per element: both give
-// accel_cz_mul's, accel_cz_div's, accel_cz_add's and accel_cz_sub's bits (the scalar formulas,
-// rounded once), element by element, on every layout, with complex and real operands (a real x is
-// x + 0i), in every build, over pairs of every exponent and the special values (a finite number
-// over an infinite real one); and a real tensor converted is x + 0i, bit for bit (-0 and NaN kept).
+// complex_blocks; c64's sums, differences and products with a real operand as loops over the
+// interleaved parts, c64_in_floats) where each operand is whole or one element, else per element:
+// each gives accel_cz_mul's, accel_cz_div's, accel_cz_add's and accel_cz_sub's bits (the scalar
+// formulas, rounded once), element by element, on every layout, with complex and real operands (a
+// real x is x + 0i), in every build, over pairs of every exponent and the special values (a finite
+// number over an infinite real one); and a real tensor converted is x + 0i, bit for bit (-0 and
+// NaN kept).
 template <typename T>
 void complex_arithmetic_gives_the_formulas_bits(DType type) {
   accel::cpu::CpuBackend cpu{2};
