@@ -136,7 +136,9 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
     return result;
   }
   std::shared_ptr<DeviceBuffer> flag;
-  std::vector<const DeviceBuffer*> buffers{result.out.buffer.get()};
+  std::vector<const DeviceBuffer*> buffers;
+  buffers.reserve(inputs.size() + 2);
+  buffers.push_back(result.out.buffer.get());
   if (kernel.flag) {
     flag = backend.allocate(device, 8);
     backend.zero(*flag);

@@ -81,8 +81,7 @@ void ThreadPool::worker_loop() {
   }
 }
 
-void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
-  if (n == 0) return;
+void ThreadPool::run_jobs(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
   grain = std::max<size_t>(grain, 1);
   Job job;
   job.n = n;

@@ -25,10 +25,20 @@ class ThreadPool {
   unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
   // Calls fn(begin, end) over disjoint chunks covering [0, n), each at most `grain` long, and
-  // returns when all have run. The first exception thrown by fn is rethrown here.
-  void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
+  // returns when all have run. The first exception thrown by fn is rethrown here. One chunk runs
+  // here as a plain call (no job, no std::function to allocate: most launches of small tensors).
+  template <typename Fn>
+  void parallel_for(size_t n, size_t grain, Fn&& fn) {
+    if (n == 0) return;
+    if (n <= grain || n == 1) {
+      fn(size_t{0}, n);
+      return;
+    }
+    run_jobs(n, grain, std::function<void(size_t, size_t)>(std::forward<Fn>(fn)));
+  }
 
  private:
+  void run_jobs(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
   struct Job;
   void worker_loop();
   void stop_workers() noexcept;

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "core/source_kernel.hpp"
+#include "nif/device_jobs.hpp"
 #include "nif/kernel_nif.hpp"
 #include "nif/runtime.hpp"
+#include "nif/tensor_nif.hpp"
 #include "nif/tensor_terms.hpp"
 
 namespace accel::nif {
@@ -39,6 +41,10 @@ bool immediate(ErlNifEnv* env, ERL_NIF_TERM term) {
          (enif_get_int64(env, term, &v) && v > -(ErlNifSInt64{1} << 59) && v < (ErlNifSInt64{1} << 59));
 }
 
+// How a replay runs a recorded call: through its NIF body over terms, or (a generated kernel's
+// launch over tensors, a free) on the tensors it holds, with no terms.
+enum class StepKind : uint8_t { nif, launch, drop };
+
 // One recorded call, its terms in the plan's environment; an argument that holds tensors has them
 // replaced by {marker, slot}.
 struct PlanCall {
@@ -49,6 +55,14 @@ struct PlanCall {
   bool made = false;  // the result is a made tensor, {tensor, backend, device, count}: checked at once
   std::vector<std::pair<size_t, std::vector<int>>> yields;  // slot <- the tensor at this path
   std::shared_ptr<const SourceKernel> kernel;  // a generated kernel's launch: its kernel decoded once
+  // launch: the kernel over the tensors of `inputs` (n and the scalars decoded once) into slot
+  // `out`, not flagged (as recorded); drop: the tensor of inputs[0] freed.
+  StepKind kind = StepKind::nif;
+  bool scoped = false;  // a NIF body whose result is one made tensor: run in the replay's scope
+  std::vector<size_t> inputs;
+  uint64_t n = 0;
+  std::vector<uint64_t> scalars;
+  size_t out = 0;
 };
 
 struct CallPlan {
@@ -239,6 +253,60 @@ struct Builder {
   }
 };
 
+// The slot of a marked term ({marker, slot}), or false.
+bool marked_slot(const CallPlan& plan, ERL_NIF_TERM term, size_t* slot) {
+  int arity = 0;
+  const ERL_NIF_TERM* items = nullptr;
+  ErlNifUInt64 v = 0;
+  if (!enif_get_tuple(plan.env, term, &arity, &items) || arity != 2 || !enif_is_identical(items[0], plan.marker) ||
+      !enif_get_uint64(plan.env, items[1], &v))
+    return false;
+  *slot = static_cast<size_t>(v);
+  return true;
+}
+
+// How a replay runs a built call. A NIF body whose result is one made tensor runs in the replay's
+// scope (scoped: its tensor arguments and result need no terms). A generated kernel's launch over
+// tensors of the plan (at least one: they place it) whose recorded result is one tensor, unflagged
+// ({tensor, false}), is a launch step; a free of a tensor of the plan that freed it (ok), a drop
+// step. Any other stays a NIF call over terms.
+void type_step(const CallPlan& plan, PlanCall& call) {
+  int arity = 0;
+  const ERL_NIF_TERM* items = nullptr;
+  size_t slot = 0;
+  if (call.made && !call.kernel && call.yields.size() == 1 && call.yields[0].second == std::vector<int>{0}) {
+    call.scoped = true;
+    return;
+  }
+  if (is_free_run(call.run)) {
+    if (call.args.size() == 1 && marked_slot(plan, call.args[0], &slot) && enif_is_identical(call.result, atoms.ok)) {
+      call.inputs = {slot};
+      call.kind = StepKind::drop;
+    }
+    return;
+  }
+  if (!call.kernel || call.args.size() < 4 || call.yields.size() != 1 || call.yields[0].second != std::vector<int>{0, 0} ||
+      !enif_get_tuple(plan.env, call.result, &arity, &items) || arity != 2 ||
+      !enif_is_identical(items[1], atoms.false_))
+    return;
+  std::vector<size_t> inputs;
+  ERL_NIF_TERM head, tail = call.args[1];
+  while (enif_get_list_cell(plan.env, tail, &head, &tail)) {
+    if (!marked_slot(plan, head, &slot)) return;
+    inputs.push_back(slot);
+  }
+  ErlNifUInt64 n = 0;
+  ErlNifBinary scalars;
+  if (inputs.empty() || !enif_is_empty_list(plan.env, tail) || !enif_get_uint64(plan.env, call.args[2], &n) ||
+      !enif_inspect_binary(plan.env, call.args[3], &scalars) || scalars.size % 8 != 0)
+    return;
+  call.scalars = decode_slots(plan.env, call.args[3]);
+  call.inputs = std::move(inputs);
+  call.n = n;
+  call.out = call.yields[0].first;
+  call.kind = StepKind::launch;
+}
+
 // ---- replaying ----
 
 ERL_NIF_TERM at_path(ErlNifEnv* env, ERL_NIF_TERM term, const std::vector<int>& path) {
@@ -260,15 +328,76 @@ ERL_NIF_TERM at_path(ErlNifEnv* env, ERL_NIF_TERM term, const std::vector<int>& 
   return term;
 }
 
+// A replay's values: each slot a term, a tensor, or both. A tensor made within the replay (by a
+// launch step, or a NIF body run in the replay's scope) has a resource and a term only once an
+// output or a body outside the scope needs one: most are made, read and freed within the replay
+// as tensors alone. A term read as a tensor is decoded once.
+struct Slots final : TensorScope {
+  ErlNifEnv* env;
+  ERL_NIF_TERM marker;  // the plan's, in env: {marker, slot} passes a slot's tensor to a body
+  std::vector<ERL_NIF_TERM> terms;  // 0: none
+  std::vector<Tensor> tensors;
+  std::vector<char> held;  // tensors[slot] is the slot's tensor
+  ErlNifUInt64 since_gc = 0;
+  Tensor made;  // what a body in the scope made (takes: how many times it made one)
+  int takes = 0;
+
+  Slots(ErlNifEnv* e, const CallPlan& plan)
+      : env(e), marker(enif_make_copy(e, plan.marker)), terms(plan.slots, 0), tensors(plan.slots), held(plan.slots, 0) {}
+
+  const Tensor* find(ErlNifEnv* e, ERL_NIF_TERM term) override {
+    int arity = 0;
+    const ERL_NIF_TERM* items = nullptr;
+    ErlNifUInt64 slot = 0;
+    if (!enif_get_tuple(e, term, &arity, &items) || arity != 2 || !enif_is_identical(items[0], marker) ||
+        !enif_get_uint64(e, items[1], &slot) || slot >= held.size() || !held[slot])
+      return nullptr;
+    return &tensors[slot];
+  }
+
+  bool take(Tensor& tensor) override {
+    if (takes++ > 0) return false;  // (a second tensor: a resource, and the replay mismatches)
+    made = std::move(tensor);
+    return true;
+  }
+
+  // A marked argument: in the scope, a tensor's own term where it has no resource's.
+  ERL_NIF_TERM pass(size_t slot, bool scoped) {
+    if (scoped && terms[slot] == 0 && held[slot]) return enif_make_tuple2(env, marker, enif_make_uint64(env, slot));
+    return term(slot);
+  }
+
+  // The slot's term, made from its tensor where it has none yet.
+  ERL_NIF_TERM term(size_t slot) {
+    if (terms[slot] == 0 && held[slot]) {
+      uint64_t count = 0;
+      terms[slot] = make_tensor_resource(env, tensors[slot], &count);
+      since_gc = std::max<ErlNifUInt64>(since_gc, count);
+    }
+    return terms[slot];
+  }
+
+  // The slot's tensor (ArgumentError where its term is no live tensor, as the NIF bodies raise).
+  const Tensor& tensor(size_t slot) {
+    if (!held[slot]) {
+      if (terms[slot] == 0) throw ArgumentError("a replayed tensor was freed");
+      tensors[slot] = get_tensor(env, terms[slot]);
+      held[slot] = 1;
+    }
+    return tensors[slot];
+  }
+};
+
 // The recorded term (in the plan's environment) in `env`, with {marker, slot} read from `slots`.
-ERL_NIF_TERM substitute(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM term, const std::vector<ERL_NIF_TERM>& slots) {
+ERL_NIF_TERM substitute(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM term, Slots& slots, bool scoped) {
   int arity = 0;
   const ERL_NIF_TERM* items = nullptr;
   if (enif_get_tuple(plan.env, term, &arity, &items)) {
     ErlNifUInt64 slot = 0;
-    if (arity == 2 && enif_is_identical(items[0], plan.marker) && enif_get_uint64(plan.env, items[1], &slot)) return slots[slot];
+    if (arity == 2 && enif_is_identical(items[0], plan.marker) && enif_get_uint64(plan.env, items[1], &slot))
+      return slots.pass(slot, scoped);
     std::vector<ERL_NIF_TERM> out(arity);
-    for (int i = 0; i < arity; ++i) out[i] = substitute(env, plan, items[i], slots);
+    for (int i = 0; i < arity; ++i) out[i] = substitute(env, plan, items[i], slots, scoped);
     return enif_make_tuple_from_array(env, out.data(), static_cast<unsigned>(arity));
   }
   unsigned length = 0;
@@ -276,7 +405,7 @@ ERL_NIF_TERM substitute(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM term,
     std::vector<ERL_NIF_TERM> out;
     out.reserve(length);
     ERL_NIF_TERM head, tail = term;
-    while (enif_get_list_cell(plan.env, tail, &head, &tail)) out.push_back(substitute(env, plan, head, slots));
+    while (enif_get_list_cell(plan.env, tail, &head, &tail)) out.push_back(substitute(env, plan, head, slots, scoped));
     return enif_make_list_from_array(env, out.data(), length);
   }
   return enif_make_copy(env, term);
@@ -330,41 +459,103 @@ bool made_tensor(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM recorded, ER
   return true;
 }
 
+// Sets the thread's tensor scope (get_tensor's, make_tensor's) for one body, and clears it.
+struct ScopeGuard {
+  explicit ScopeGuard(TensorScope* scope) { t_tensor_scope = scope; }
+  ~ScopeGuard() { t_tensor_scope = nullptr; }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+};
+
+// A launch step: the kernel over the slots' tensors, its result a tensor of the slots; false where
+// it raised its flag (the recorded launch did not: the caller's own run raises what it raises).
+bool launch_step(const PlanCall& call, Slots& slots, std::vector<Tensor>& inputs, const Cancellation& cancel) {
+  inputs.clear();
+  for (size_t slot : call.inputs) inputs.push_back(slots.tensor(slot));
+  SourceLaunch launched = launch_placed(*call.kernel, *inputs[0].backend, inputs[0].device, inputs, call.n, call.scalars, &cancel);
+  if (launched.flagged) return false;
+  slots.tensors[call.out] = std::move(launched.out);
+  slots.held[call.out] = 1;
+  slots.terms[call.out] = 0;
+  return true;
+}
+
+// A drop step: a tensor only the replay holds is let go (its memory back to the backend's caches);
+// one with a term is freed through it, as recorded.
+bool drop_step(const PlanCall& call, Slots& slots) {
+  const size_t slot = call.inputs[0];
+  const bool term = slots.terms[slot] != 0;
+  if (!term && !slots.held[slot]) return false;  // (freed twice: not what was recorded)
+  if (term && !enif_is_identical(call.run(slots.env, 1, &slots.terms[slot]), atoms.ok)) return false;
+  slots.tensors[slot] = Tensor{};
+  slots.held[slot] = 0;
+  return true;
+}
+
 // The plan over the call's parameters: {outputs, since_gc, meta}, or mismatch.
 ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_NIF_TERM>& params) {
-  std::vector<ERL_NIF_TERM> slots(plan.slots, 0);
+  Slots slots(env, plan);
   for (size_t i = 0; i < params.size(); ++i) {
     if (!is_tensor_term(env, params[i])) return atoms.mismatch;
-    slots[i] = params[i];
+    slots.terms[i] = params[i];
   }
-  for (const auto& [slot, term] : plan.externals) slots[slot] = enif_make_copy(env, term);
-  ErlNifUInt64 since_gc = 0;
+  for (const auto& [slot, term] : plan.externals) slots.terms[slot] = enif_make_copy(env, term);
+  ErlNifUInt64& since_gc = slots.since_gc;
+  const Cancellation cancel = caller_cancellation(env);
+  std::vector<Tensor> inputs;
   std::vector<ERL_NIF_TERM> argv;
   for (const PlanCall& call : plan.calls) {
+    if (call.kind != StepKind::nif) {
+      try {
+        if (!(call.kind == StepKind::launch ? launch_step(call, slots, inputs, cancel) : drop_step(call, slots)))
+          return atoms.mismatch;
+      } catch (...) {
+        return atoms.mismatch;
+      }
+      continue;
+    }
     argv.resize(call.args.size());
     // (a decoded kernel's term is not read: not copied either)
     if (call.kernel) argv[0] = atoms.nil;
     for (size_t i = call.kernel ? 1 : 0; i < call.args.size(); ++i) {
       switch (call.kinds[i]) {
         case ArgKind::immediate: argv[i] = call.args[i]; break;
-        case ArgKind::marked: argv[i] = substitute(env, plan, call.args[i], slots); break;
+        case ArgKind::marked: argv[i] = substitute(env, plan, call.args[i], slots, call.scoped); break;
         case ArgKind::copy: argv[i] = enif_make_copy(env, call.args[i]); break;
       }
     }
     ERL_NIF_TERM result;
+    slots.takes = 0;
     try {
+      const ScopeGuard scope(call.scoped ? &slots : nullptr);
       result = call.kernel ? source_kernel_with(env, *call.kernel, argv.data())
                            : call.run(env, static_cast<int>(argv.size()), argv.data());
     } catch (...) {
       return atoms.mismatch;  // (the caller's own run raises what it raises)
     }
+    if (call.scoped) {
+      // (one tensor made, and given back where the recording had it)
+      int arity = 0;
+      const ERL_NIF_TERM* items = nullptr;
+      if (slots.takes != 1 || !enif_get_tuple(env, result, &arity, &items) || arity < 1 || !enif_is_identical(items[0], atoms.nil) ||
+          !made_tensor(env, plan, call.result, result, &since_gc))
+        return atoms.mismatch;
+      const size_t out = call.yields[0].first;
+      slots.tensors[out] = std::move(slots.made);
+      slots.held[out] = 1;
+      slots.terms[out] = 0;
+      continue;
+    }
     if (call.made ? !made_tensor(env, plan, call.result, result, &since_gc) : !same_outcome(env, plan, call.result, result, &since_gc))
       return atoms.mismatch;
-    for (const auto& [slot, path] : call.yields) slots[slot] = at_path(env, result, path);
+    for (const auto& [slot, path] : call.yields) {
+      slots.terms[slot] = at_path(env, result, path);
+      slots.held[slot] = 0;
+    }
   }
   std::vector<ERL_NIF_TERM> outputs;
   outputs.reserve(plan.outputs.size());
-  for (size_t slot : plan.outputs) outputs.push_back(slots[slot]);
+  for (size_t slot : plan.outputs) outputs.push_back(slots.term(slot));
   return enif_make_tuple3(env, enif_make_list_from_array(env, outputs.data(), static_cast<unsigned>(outputs.size())),
                           enif_make_uint64(env, since_gc), enif_make_copy(env, plan.meta));
 }
@@ -493,6 +684,7 @@ ERL_NIF_TERM plan_record_finish(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) 
       const ERL_NIF_TERM* items = nullptr;
       call.made = enif_get_tuple(penv, call.result, &arity, &items) && arity == 4 && enif_is_identical(items[0], plan->marker);
       if (host) return refuse("a call read tensor data back to the host");
+      type_step(*plan, call);
       plan->calls.push_back(std::move(call));
     }
     for (ERL_NIF_TERM out : outputs) {

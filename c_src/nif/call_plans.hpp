@@ -10,7 +10,10 @@
 // running the same functions over the same terms, with the tensors of a new call in the places the
 // recorded ones had, gives what the Elixir code would have given. A replay also checks every result
 // against the recorded one (each non-tensor part, a kernel's division-by-zero flag, the same) and
-// reports a mismatch, for Elixir to run the call its own way, where any differs.
+// reports a mismatch, for Elixir to run the call its own way, where any differs. The tensors a
+// replay makes stay tensors, with no resource or term, until an output or a NIF body that reads
+// terms needs one, and are let go where the recording freed them (most never become terms: a
+// 1 x 8 -> 4 -> 2 training step's replay took 0.6x the time that made a resource for each).
 #pragma once
 
 #include <erl_nif.h>

@@ -147,6 +147,8 @@ ERL_NIF_TERM cuda_kernel_code_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]
   return enif_make_tuple2(env, bytes, make_string(env, code.target));
 }
 
+}  // namespace
+
 std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term) {
   ErlNifBinary bin;
   if (!enif_inspect_binary(env, term, &bin) || bin.size % 8 != 0)
@@ -155,6 +157,16 @@ std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term) {
   if (!slots.empty()) std::memcpy(slots.data(), bin.data, bin.size);
   return slots;
 }
+
+SourceLaunch launch_placed(const SourceKernel& kernel, Backend& backend, int device, const std::vector<Tensor>& inputs,
+                           uint64_t n, const std::vector<uint64_t>& scalars, const Cancellation* cancel) {
+  if (backend.waits_on_device() == false && kernel.host == nullptr)
+    throw ArgumentError("this kernel was not compiled for the CPU backend");
+  return tensor_source_kernel(kernel, backend, device, inputs, n, scalars, cancel);
+}
+
+namespace {
+
 
 // (kernel, inputs, n, scalars, backend, device, ref) -> {tensor, flagged}. The place is
 // the inputs' (all on one device); backend and device place a kernel without inputs.
@@ -176,10 +188,8 @@ ERL_NIF_TERM launch_decoded(ErlNifEnv* env, const SourceKernel& kernel, const ER
     backend = inputs[0].backend;
     device = inputs[0].device;
   }
-  if (backend->waits_on_device() == false && kernel.host == nullptr)
-    throw ArgumentError("this kernel was not compiled for the CPU backend");
   const Cancellation cancel = caller_cancellation(env);
-  SourceLaunch launched = tensor_source_kernel(kernel, *backend, device, inputs, n, scalars, &cancel);
+  SourceLaunch launched = launch_placed(kernel, *backend, device, inputs, n, scalars, &cancel);
   return enif_make_tuple2(env, make_tensor(env, std::move(launched.out)), launched.flagged ? atoms.true_ : atoms.false_);
 }
 

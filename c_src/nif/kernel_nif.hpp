@@ -3,12 +3,18 @@
 
 #include <erl_nif.h>
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "nif/nif_util.hpp"
 
 namespace accel {
+class Backend;
+class Cancellation;
 struct SourceKernel;
+struct SourceLaunch;
+struct Tensor;
 }
 
 namespace accel::nif {
@@ -29,6 +35,12 @@ ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM a
 bool is_source_kernel_run(NifFn run);
 std::shared_ptr<const SourceKernel> decode_source_kernel(ErlNifEnv* env, ERL_NIF_TERM term);
 ERL_NIF_TERM source_kernel_with(ErlNifEnv* env, const SourceKernel& kernel, const ERL_NIF_TERM argv[]);
+// Its parts, for a replay's launches from tensors it holds (call_plans.cpp): the scalars' term
+// (a binary of 8-byte slots) decoded, and the launch on `backend` (ArgumentError where the kernel
+// cannot run there or disagrees with its inputs).
+std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term);
+SourceLaunch launch_placed(const SourceKernel& kernel, Backend& backend, int device, const std::vector<Tensor>& inputs,
+                           uint64_t n, const std::vector<uint64_t>& scalars, const Cancellation* cancel);
 // (kernel, binaries, n, scalars, backend, device, ref) -> {binary, flagged}: streamed through a device.
 ERL_NIF_TERM map_source(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 

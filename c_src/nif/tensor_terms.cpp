@@ -19,6 +19,9 @@
 #include "nif/runtime.hpp"
 
 namespace accel::nif {
+
+thread_local TensorScope* t_tensor_scope = nullptr;
+
 namespace {
 
 ErlNifResourceType* g_tensor_type = nullptr;
@@ -69,15 +72,23 @@ TensorResource* new_resource(Tensor tensor) {
 
 // {resource, backend, device, bytes allocated since the last collection}: everything Accel.Tensor
 // needs about a new tensor in the one call that made it.
-ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor) {
+ERL_NIF_TERM make_tensor_resource(ErlNifEnv* env, Tensor tensor, uint64_t* since_gc) {
   // Borrowed memory (a binary's, shared) was allocated, and is collected, as the binary.
   const uint64_t bytes = tensor.buffer && !tensor.buffer->borrowed() ? tensor.buffer->bytes() : 0;
-  const uint64_t since_gc = g_bytes_since_gc.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  *since_gc = g_bytes_since_gc.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   if (bytes != 0) note_maker(env);
-  const ERL_NIF_TERM place[] = {runtime().atom_of(tensor.backend), enif_make_int(env, tensor.device)};
   TensorResource* resource = new_resource(std::move(tensor));
   ERL_NIF_TERM term = enif_make_resource(env, resource);
   enif_release_resource(resource);  // the term owns it now
+  return term;
+}
+
+ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor) {
+  const ERL_NIF_TERM place[] = {runtime().atom_of(tensor.backend), enif_make_int(env, tensor.device)};
+  uint64_t since_gc = 0;
+  if (t_tensor_scope != nullptr && t_tensor_scope->take(tensor))
+    return enif_make_tuple4(env, atoms.nil, place[0], place[1], enif_make_uint64(env, since_gc));
+  const ERL_NIF_TERM term = make_tensor_resource(env, std::move(tensor), &since_gc);
   return enif_make_tuple4(env, term, place[0], place[1], enif_make_uint64(env, since_gc));
 }
 
@@ -95,6 +106,8 @@ TensorResource* resource_of(ErlNifEnv* env, ERL_NIF_TERM term) {
 
 // A copy of the tensor (sharing its buffer, which stays alive while this call uses it).
 Tensor get_tensor(ErlNifEnv* env, ERL_NIF_TERM term) {
+  if (t_tensor_scope != nullptr)
+    if (const Tensor* held = t_tensor_scope->find(env, term)) return *held;
   TensorResource* r = resource_of(env, term);
   if (r == nullptr && enif_is_ref(env, term))
     throw ArgumentError("expected an Accel.Tensor, got a reference that names no tensor of this VM: " + describe_term(env, term) +
@@ -212,7 +225,7 @@ uint64_t shape_count_up_to(ErlNifEnv* env, ERL_NIF_TERM term, uint64_t limit) {
 // A tensor with its shape, or a number.
 Operand decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, ERL_NIF_TERM shape, Tensor* storage) {
   Operand o;
-  if (resource_of(env, term) != nullptr) {
+  if (resource_of(env, term) != nullptr || (t_tensor_scope != nullptr && t_tensor_scope->find(env, term) != nullptr)) {
     *storage = get_tensor(env, term);
     o.tensor = storage;
     o.shape = decode_shape(env, shape);
@@ -254,6 +267,8 @@ ERL_NIF_TERM free_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return already ? enif_make_atom(env, "already_freed") : atoms.ok;
 }
 }  // namespace
+
+bool is_free_run(NifFn run) { return run == free_run; }
 
 // (a call plan replays a free as it replays the call that made the tensor)
 ERL_NIF_TERM tensor_free(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) { return run_inline(free_run, env, argc, argv); }

@@ -25,10 +25,27 @@ struct TensorResource {
   bool freed = false;
 };
 
+// A call plan's replay on this thread (call_plans.cpp), while it runs a recorded NIF body: the
+// tensors it holds without terms are passed as terms of its own, which get_tensor and
+// decode_operand read through find(), and the tensor the body makes goes to take() (true: the
+// result's tuple then holds nil where the resource would be). Null everywhere else.
+class TensorScope {
+ public:
+  virtual const Tensor* find(ErlNifEnv* env, ERL_NIF_TERM term) = 0;
+  virtual bool take(Tensor& tensor) = 0;
+
+ protected:
+  ~TensorScope() = default;
+};
+extern thread_local TensorScope* t_tensor_scope;
+
 // Opens the resource type and makes the registry's atoms; at load.
 bool open_tensor_resources(ErlNifEnv* env);
 // A new tensor term: {resource, backend, device, bytes allocated since the last collection}.
 ERL_NIF_TERM make_tensor(ErlNifEnv* env, Tensor tensor);
+// make_tensor's first element alone (the resource term), its bytes counted as make_tensor counts
+// them; *since_gc: the count after (call plans make the tensors a replay returns this way).
+ERL_NIF_TERM make_tensor_resource(ErlNifEnv* env, Tensor tensor, uint64_t* since_gc);
 // A binary over `bytes` of the tensor's host memory at `data` (Backend::host_view), without a
 // copy: the binary keeps the buffer alive.
 ERL_NIF_TERM make_view_binary(ErlNifEnv* env, const Tensor& tensor, const void* data, size_t bytes);

@@ -1,4 +1,4 @@
-// ThreadPool: every index exactly once, concurrent callers, exceptions, and a pool of one.
+// ThreadPool: every index exactly once, concurrent callers, exceptions, a pool of one, one chunk.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -65,6 +65,22 @@ TEST(ThreadPool, FirstExceptionIsRethrownAfterAllChunksStop) {
                std::runtime_error);
   EXPECT_EQ(ran.load(), 100);  // the other chunks still ran: no chunk is left half-owned
   expect_each_index_once(pool, 100, 1);  // and the pool is still usable
+}
+
+TEST(ThreadPool, OneChunkRunsOnTheCallerAndItsExceptionReachesIt) {
+  accel::ThreadPool pool(4);
+  const auto caller = std::this_thread::get_id();
+  int calls = 0;
+  pool.parallel_for(10, 10, [&](size_t b, size_t e) {
+    ++calls;
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    EXPECT_EQ(b, 0u);
+    EXPECT_EQ(e, 10u);
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_THROW(pool.parallel_for(3, 64, [](size_t, size_t) { throw std::runtime_error("the only chunk failed"); }),
+               std::runtime_error);
+  expect_each_index_once(pool, 1000, 10);  // the pool is still usable
 }
 
 }  // namespace

@@ -140,6 +140,7 @@ void CpuBackend::launch_source(const SourceKernel& kernel, int device, uint64_t 
   check_queue(device, queue);
   if (kernel.host == nullptr) throw std::logic_error("a source kernel reached the CPU backend without its compiled entry");
   std::vector<void*> b;
+  b.reserve(buffers.size() + 1);
   for (const DeviceBuffer* buffer : buffers) b.push_back(data<unsigned char>(*buffer));
   // After the buffers, the poll a generated kernel's loops ask (ACCEL_STOPPED, kernels/user.h):
   // an element whose loop would run for hours stops once its caller is gone.

@@ -275,10 +275,16 @@ if Code.ensure_loaded?(Nx) do
 
     defp backend_options(opts), do: Keyword.take(opts, [:device])
 
-    # The function's parameters as templates (shapes, types, names, vectorized axes) in their
-    # containers: what a compiled function is for (the same tensors in a tuple or in a map with
-    # other keys are another function).
-    defp signature(vars), do: Enum.map(vars, &Composite.traverse(&1, fn t -> Nx.to_template(t) end))
+    # The function's parameters as what their templates hold (types, shapes, names, vectorized
+    # axes) in their containers: what a compiled function is for (the same tensors in a tuple or in
+    # a map with other keys are another function). Tuples rather than templates: the key is hashed
+    # on every call, and a template's structs take twice as long (1.5 against 0.8 us, 6 tensors).
+    defp signature(vars), do: Enum.map(vars, &Composite.traverse(&1, fn t -> template_key(t) end))
+
+    defp template_key(%Nx.Tensor{type: type, shape: shape, names: names, vectorized_axes: axes}),
+      do: {type, shape, names, axes}
+
+    defp template_key(other), do: Nx.to_template(other)
 
     defp rewriter(fun, opts) do
       if Keyword.get(opts, :fuse, true),

@@ -251,12 +251,14 @@ if Code.ensure_loaded?(Nx) do
       params = List.to_tuple(params)
       tensors = Enum.map(used, &parameter(elem(params, &1)))
 
-      params =
+      # (the steps' parameters: each read once above, so given as its value; only where they run)
+      steps = fn ->
         used |> Enum.zip(tensors) |> Enum.reduce(params, fn {i, t}, acc -> put_elem(acc, i, fn -> t end) end)
+      end
 
       case signature(tensors, [], []) do
         nil ->
-          run.(params)
+          run.(steps.())
 
         {refs, signature} ->
           case Accel.NIF.plan_replay(cell, refs, signature) do
@@ -265,10 +267,10 @@ if Code.ensure_loaded?(Nx) do
               fill(template, outputs)
 
             :record ->
-              record(cell, run, params, refs, signature)
+              record(cell, run, steps.(), refs, signature)
 
             _none_or_mismatch ->
-              run.(params)
+              run.(steps.())
           end
       end
     end
