@@ -505,6 +505,8 @@ ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_
   std::vector<Tensor> inputs;
   std::vector<ERL_NIF_TERM> argv;
   for (const PlanCall& call : plan.calls) {
+    // (a long replay, on a dirty scheduler, stops between steps once its caller is gone)
+    if (!plan.inline_replay && cancel.cancelled()) return atoms.mismatch;
     if (call.kind != StepKind::nif) {
       try {
         if (!(call.kind == StepKind::launch ? launch_step(call, slots, inputs, cancel) : drop_step(call, slots)))

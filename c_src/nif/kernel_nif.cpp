@@ -290,7 +290,7 @@ ERL_NIF_TERM tensor_source_kernel(ErlNifEnv* env, int argc, const ERL_NIF_TERM a
   int device = 0;
   Backend& backend = decode_place(env, argv[4], argv[5], &device);
   if (backend.waits_on_device()) return submit_now(env, rt.queue(backend, device), source_kernel_run, argc, argv);
-  return schedule_dirty_cpu(env, "kernel", guarded<source_kernel_run>, argc, argv);
+  return schedule_dirty_cpu(env, "kernel", recorded_dirty<source_kernel_run>, argc, argv);
 }
 
 // Queued on the device's own thread like every device call (after discovery, once per VM).

@@ -47,7 +47,7 @@ ERL_NIF_TERM scheduled_if(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], S
   // A device tensor exists, so its devices were discovered when it was made.
   if (backend->waits_on_device()) return submit_now(env, runtime().queue(*backend, device), Run, argc, argv);
   if (small(count)) return run_inline(Run, env, argc, argv);
-  return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
+  return schedule_dirty_cpu(env, "tensor", recorded_dirty<Run>, argc, argv);
 }
 
 // Inline up to kInlineTensorElements (never, where AlwaysDirty: work whose cost the size does not
@@ -88,7 +88,7 @@ ERL_NIF_TERM scheduled_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[], 
     return submit_new<Run, Place>(env, argc, argv);
   }
   if (count <= kInlineTensorElements) return run_inline(Run, env, argc, argv);
-  return schedule_dirty_cpu(env, "tensor", guarded<Run>, argc, argv);
+  return schedule_dirty_cpu(env, "tensor", recorded_dirty<Run>, argc, argv);
 }
 
 }  // namespace accel::nif

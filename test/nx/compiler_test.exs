@@ -816,6 +816,25 @@ if Code.ensure_loaded?(Nx) do
         assert replays >= 6
       end
 
+      test "operations large enough for a dirty scheduler are recorded and replayed too" do
+        # (a 512 x 512 x 512 product and kernels over 262,144 elements: each step on a dirty
+        # scheduler, and the replay, over 0.5 ms, on one)
+        {replaying, stepping} =
+          both(fn x, w -> x |> Nx.dot(w) |> Nx.multiply(1.0e-3) |> Nx.exp() |> Nx.sum(axes: [1]) end)
+
+        w = accel(ramp({512, 512}, 1.0e-3))
+
+        replays =
+          replayed(fn ->
+            for k <- 1..5 do
+              x = accel(ramp({512, 512}, 1.0e-3 * k))
+              assert bits(replaying.(x, w)) == bits(stepping.(x, w))
+            end
+          end)
+
+        assert replays >= 3
+      end
+
       test "a kernel's division by zero raises on a replay as on the steps, and later calls recover" do
         {replaying, stepping} = both(fn a, b -> Nx.add(Nx.quotient(a, b), 1) end)
         a = accel(Nx.tensor([7, -8, 9], type: :s32))
