@@ -167,7 +167,6 @@ SourceLaunch launch_placed(const SourceKernel& kernel, Backend& backend, int dev
 
 namespace {
 
-
 // (kernel, inputs, n, scalars, backend, device, ref) -> {tensor, flagged}. The place is
 // the inputs' (all on one device); backend and device place a kernel without inputs.
 ERL_NIF_TERM launch_decoded(ErlNifEnv* env, const SourceKernel& kernel, const ERL_NIF_TERM argv[]) {
