@@ -72,10 +72,11 @@ if Code.ensure_loaded?(Nx) do
     parameters are not Accel tensors, runs the steps instead, which give the same bits and raise
     the same errors. A call that reads tensor data back to the host (tensor start indices), runs
     on a device, or falls back to `Nx.BinaryBackend`, is never recorded. Measured against
-    `jax.jit` (`bench/nx_xla.exs`): the 1 x 8 -> 4 -> 2 training step 27 us per call against 37
-    (1.36x; 74 us before the replay kept tensors as buffers), and the 128 x 784 -> 256 -> 10 step
-    1.10-1.30 ms against 1.53-1.95 ms when each of its large operations went to a dirty scheduler
-    from Elixir (A/B, alternating). A plan keeps none of the recorded call's tensors.
+    `jax.jit` (`bench/nx_xla.exs`): the 1 x 8 -> 4 -> 2 training step 27-32 us per call against
+    36-37 in two runs (1.15-1.36x; 74 us before the replay kept tensors as buffers), and the
+    128 x 784 -> 256 -> 10 step 1.10-1.30 ms against 1.53-1.95 ms when each of its large
+    operations went to a dirty scheduler from Elixir (A/B, alternating). A plan keeps none of the
+    recorded call's tensors.
     `replay: false` runs the steps on every call.
 
     Results are the backend's, operation for operation: each element goes through the same
