@@ -253,17 +253,19 @@ struct Builder {
   }
 };
 
-// The slot of a marked term ({marker, slot}), or false.
-bool marked_slot(const CallPlan& plan, ERL_NIF_TERM term, size_t* slot) {
+// The slot of a marked term ({marker, slot}, in `env`), or false.
+bool marked_slot(ErlNifEnv* env, ERL_NIF_TERM marker, ERL_NIF_TERM term, size_t* slot) {
   int arity = 0;
   const ERL_NIF_TERM* items = nullptr;
   ErlNifUInt64 v = 0;
-  if (!enif_get_tuple(plan.env, term, &arity, &items) || arity != 2 || !enif_is_identical(items[0], plan.marker) ||
-      !enif_get_uint64(plan.env, items[1], &v))
+  if (!enif_get_tuple(env, term, &arity, &items) || arity != 2 || !enif_is_identical(items[0], marker) ||
+      !enif_get_uint64(env, items[1], &v))
     return false;
   *slot = static_cast<size_t>(v);
   return true;
 }
+
+bool marked_slot(const CallPlan& plan, ERL_NIF_TERM term, size_t* slot) { return marked_slot(plan.env, plan.marker, term, slot); }
 
 // How a replay runs a built call. A NIF body whose result is one made tensor runs in the replay's
 // scope (scoped: its tensor arguments and result need no terms). A generated kernel's launch over
@@ -346,12 +348,8 @@ struct Slots final : TensorScope {
       : env(e), marker(enif_make_copy(e, plan.marker)), terms(plan.slots, 0), tensors(plan.slots), held(plan.slots, 0) {}
 
   const Tensor* find(ErlNifEnv* e, ERL_NIF_TERM term) override {
-    int arity = 0;
-    const ERL_NIF_TERM* items = nullptr;
-    ErlNifUInt64 slot = 0;
-    if (!enif_get_tuple(e, term, &arity, &items) || arity != 2 || !enif_is_identical(items[0], marker) ||
-        !enif_get_uint64(e, items[1], &slot) || slot >= held.size() || !held[slot])
-      return nullptr;
+    size_t slot = 0;
+    if (!marked_slot(e, marker, term, &slot) || slot >= held.size() || !held[slot]) return nullptr;
     return &tensors[slot];
   }
 
@@ -359,6 +357,13 @@ struct Slots final : TensorScope {
     if (takes++ > 0) return false;  // (a second tensor: a resource, and the replay mismatches)
     made = std::move(tensor);
     return true;
+  }
+
+  // The slot's value is `tensor`, with no term yet (a launch's result, a scoped body's).
+  void hold(size_t slot, Tensor tensor) {
+    tensors[slot] = std::move(tensor);
+    held[slot] = 1;
+    terms[slot] = 0;
   }
 
   // A marked argument: in the scope, a tensor's own term where it has no resource's.
@@ -392,10 +397,9 @@ struct Slots final : TensorScope {
 ERL_NIF_TERM substitute(ErlNifEnv* env, const CallPlan& plan, ERL_NIF_TERM term, Slots& slots, bool scoped) {
   int arity = 0;
   const ERL_NIF_TERM* items = nullptr;
+  size_t slot = 0;
+  if (marked_slot(plan, term, &slot)) return slots.pass(slot, scoped);
   if (enif_get_tuple(plan.env, term, &arity, &items)) {
-    ErlNifUInt64 slot = 0;
-    if (arity == 2 && enif_is_identical(items[0], plan.marker) && enif_get_uint64(plan.env, items[1], &slot))
-      return slots.pass(slot, scoped);
     std::vector<ERL_NIF_TERM> out(arity);
     for (int i = 0; i < arity; ++i) out[i] = substitute(env, plan, items[i], slots, scoped);
     return enif_make_tuple_from_array(env, out.data(), static_cast<unsigned>(arity));
@@ -474,9 +478,7 @@ bool launch_step(const PlanCall& call, Slots& slots, std::vector<Tensor>& inputs
   for (size_t slot : call.inputs) inputs.push_back(slots.tensor(slot));
   SourceLaunch launched = launch_placed(*call.kernel, *inputs[0].backend, inputs[0].device, inputs, call.n, call.scalars, &cancel);
   if (launched.flagged) return false;
-  slots.tensors[call.out] = std::move(launched.out);
-  slots.held[call.out] = 1;
-  slots.terms[call.out] = 0;
+  slots.hold(call.out, std::move(launched.out));
   return true;
 }
 
@@ -542,10 +544,7 @@ ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_
       if (slots.takes != 1 || !enif_get_tuple(env, result, &arity, &items) || arity < 1 || !enif_is_identical(items[0], atoms.nil) ||
           !made_tensor(env, plan, call.result, result, &since_gc))
         return atoms.mismatch;
-      const size_t out = call.yields[0].first;
-      slots.tensors[out] = std::move(slots.made);
-      slots.held[out] = 1;
-      slots.terms[out] = 0;
+      slots.hold(call.yields[0].first, std::move(slots.made));
       continue;
     }
     if (call.made ? !made_tensor(env, plan, call.result, result, &since_gc) : !same_outcome(env, plan, call.result, result, &since_gc))

@@ -225,8 +225,9 @@ uint64_t shape_count_up_to(ErlNifEnv* env, ERL_NIF_TERM term, uint64_t limit) {
 // A tensor with its shape, or a number.
 Operand decode_operand(ErlNifEnv* env, ERL_NIF_TERM term, ERL_NIF_TERM shape, Tensor* storage) {
   Operand o;
-  if (resource_of(env, term) != nullptr || (t_tensor_scope != nullptr && t_tensor_scope->find(env, term) != nullptr)) {
-    *storage = get_tensor(env, term);
+  const Tensor* held = t_tensor_scope != nullptr ? t_tensor_scope->find(env, term) : nullptr;
+  if (held != nullptr || resource_of(env, term) != nullptr) {
+    *storage = held != nullptr ? *held : get_tensor(env, term);
     o.tensor = storage;
     o.shape = decode_shape(env, shape);
     return o;
