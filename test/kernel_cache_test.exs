@@ -103,13 +103,13 @@ defmodule Accel.KernelCacheTest do
     assert File.ls!(dir) == []
   end
 
-  # Runs `fun` as a machine without a C++ compiler would: none on the PATH, none named, none
+  # Runs `fun` as a machine without a C compiler would: none on the PATH, none named, none
   # remembered.
   defp without_compiler(fun) do
     key = {Accel.Kernel.Native, :compiler}
     saved = :persistent_term.get(key, nil)
     path = System.get_env("PATH")
-    env = for v <- ["ACCEL_CXX", "CXX"], do: {v, System.get_env(v)}
+    env = for v <- ["ACCEL_CC", "ACCEL_CXX", "CC", "CXX"], do: {v, System.get_env(v)}
 
     try do
       :persistent_term.erase(key)

@@ -8,7 +8,7 @@ defmodule Accel.Error do
     build_failed:
       "an OpenCL program, or a kernel's CPU or CUDA code (`Accel.Kernel`), did not compile; the message carries the log",
     no_compiler:
-      "`Accel.Kernel` found no C++ compiler for a CPU kernel, or no NVRTC for a CUDA one (see \"The kernel cache\")",
+      "`Accel.Kernel` found no C compiler for a CPU kernel, or no NVRTC for a CUDA one (see \"The kernel cache\")",
     load_failed: "a compiled CPU kernel could not be loaded; the message carries the loader's reason",
     unsafe_cache:
       "the kernel cache (or an application's precompiled kernels) is writable by, or belongs to, another user: Accel loads no code from it (the message names the directory)",

@@ -17,7 +17,7 @@ defmodule Accel.Kernel do
   Elixir reads them where the function is compiled: the compiler sees their values (a constant
   divisor becomes a multiplication, a known range drops overflow checks). When it runs,
   the kernel is specialised to its inputs' element types and compiled for the device: by the
-  system's C++ compiler for `:cpu` (cached on disk, see below), as OpenCL C for `:opencl` (built
+  system's C compiler for `:cpu` (cached on disk, see below), as OpenCL C for `:opencl` (built
   once per device and cached for the VM's life), as CUDA C++ by NVRTC for `:cuda` (machine code
   for the GPU's architecture, cached on disk like CPU kernels and loaded once per device).
 
@@ -88,13 +88,14 @@ defmodule Accel.Kernel do
   Accel creates it with mode 0700 and refuses, with `Accel.Error` `:unsafe_cache` naming it, a
   directory that another user owns or may write into (as ssh refuses such a key directory); a file
   in it that another user could have written is rebuilt, not loaded. Precompiled kernels (below)
-  are held to the same rule. The compiler is `$ACCEL_CXX`, `$CXX`, or the first of `c++`,
-  `g++`, `clang++` found (its driver compiles the generated text as C, `-x c`); without one, CPU
-  kernels raise `Accel.Error` `:no_compiler`.
+  are held to the same rule. The compiler is the first of `$ACCEL_CC`, `$ACCEL_CXX`, `$CC`, `$CXX`
+  that is set, or the first of `cc`, `gcc`, `clang`, `c++`, `g++`, `clang++` found (its driver
+  compiles the generated text as C, `-x c`); without one, CPU kernels raise `Accel.Error`
+  `:no_compiler`.
 
   ## Precompiled kernels
 
-  A kernel compiled when it first runs needs a C++ compiler on the machine it runs on. For a
+  A kernel compiled when it first runs needs a C compiler on the machine it runs on. For a
   release, name the input signatures it runs with, and its CPU code is compiled with your project
   instead, into your application's `priv/accel_kernels` (which `mix release` ships; where your
   project has a `priv/` directory, that is where the files land: keep them out of version

@@ -1,7 +1,7 @@
 defmodule Accel.Kernel.Native do
   @moduledoc false
   # A generated kernel's native code, cached on disk (CuPy's kernel cache is the model):
-  #   * for :cpu, its text compiled by the system's C++ compiler into a shared object, loaded by
+  #   * for :cpu, its text compiled by the system's C compiler into a shared object, loaded by
   #     the NIF (kernel_load);
   #   * for :cuda, its text compiled by NVRTC for the GPU's architecture (a cubin), loaded by the
   #     CUDA backend once per device.
@@ -16,12 +16,13 @@ defmodule Accel.Kernel.Native do
   #     owns it or may write into it, as ssh refuses such a key directory: a shared object found
   #     there runs inside the VM. Files in it that another user could have written are rebuilt.
   #     Precompiled kernels (an application's priv/accel_kernels) are held to the same rule.
-  # The C++ compiler runs as an external program (a port): the calling process waits in `receive`,
+  # The C compiler runs as an external program (a port): the calling process waits in `receive`,
   # holding no scheduler, normal or dirty. NVRTC runs in the NIF, on a dirty CPU scheduler.
 
-  # Generated texts are C (kernels/dialect.h's host dialect is C and C++): the C++ compiler's driver
-  # compiles them as C, which halves a kernel's first build (GCC: 0.31 s against 0.59 s for a
-  # softmax region, most of C++'s spent reading <cmath>).
+  # Generated texts are C (kernels/dialect.h's host dialect is C and C++), compiled as C (`-x c`),
+  # which halves a kernel's first build (GCC: 0.31 s against 0.59 s for a softmax region, most of
+  # C++'s spent reading <cmath>), by a C compiler's driver where there is one: a C++ driver links
+  # libstdc++ into each kernel too (GCC's: 85-92 ms against 69-76 ms for a softmax region).
   @base_flags ~w(-x c -std=gnu11 -O3 -fPIC -shared -fno-math-errno -fno-trapping-math -ffp-contract=off -fno-plt)
   # glibc's vector math library, which kernels/tensor.h's f32 functions call through their SIMD
   # variants (x86-64 glibc: libc6-dev's libmvec.so); where it is not, the header is told so
@@ -298,11 +299,15 @@ defmodule Accel.Kernel.Native do
     end
   end
 
-  # The compiler: $ACCEL_CXX, $CXX, else the first of c++, g++, clang++ on the PATH; and its version.
+  # The compiler, and its version: the first of $ACCEL_CC, $ACCEL_CXX, $CC and $CXX that is set and
+  # found, else the first of cc, gcc, clang, c++, g++, clang++ on the PATH (a C driver first: the
+  # texts are C, and a C++ driver links libstdc++ into each).
+  @compiler_variables ~w(ACCEL_CC ACCEL_CXX CC CXX)
+  @compiler_names ~w(cc gcc clang c++ g++ clang++)
   defp compiler!, do: remembered(:compiler, &find_compiler/0)
 
   defp find_compiler do
-    candidates = [System.get_env("ACCEL_CXX"), System.get_env("CXX"), "c++", "g++", "clang++"]
+    candidates = Enum.map(@compiler_variables, &System.get_env/1) ++ @compiler_names
 
     cc =
       Enum.find_value(candidates, fn
@@ -315,8 +320,9 @@ defmodule Accel.Kernel.Native do
       raise Accel.Error,
         reason: :no_compiler,
         message:
-          "Accel.map on :cpu compiles its kernel with a C++ compiler's driver (GCC's or Clang's, compiling C), and none was found " <>
-            "(looked for $ACCEL_CXX, $CXX, c++, g++, clang++); install one, or run the kernel on :opencl"
+          "Accel.map on :cpu compiles its kernel with a C compiler (GCC's or Clang's driver), and none was found " <>
+            "(looked for #{Enum.map_join(@compiler_variables, ", ", &("$" <> &1))}, #{Enum.join(@compiler_names, ", ")}); " <>
+            "install one, or run the kernel on :opencl"
     end
 
     {cc, version(cc)}
@@ -354,8 +360,8 @@ defmodule Accel.Kernel.Native do
 
         toolchain =
           if Enum.any?(@libmvec, &File.exists?/1),
-            do: {flags, ["-lmvec"]},
-            else: {flags ++ ["-DACCEL_NO_VECTOR_LIBM=1"], []}
+            do: {flags, ["-lmvec", "-lm"]},
+            else: {flags ++ ["-DACCEL_NO_VECTOR_LIBM=1"], ["-lm"]}
 
         :persistent_term.put({__MODULE__, :toolchain}, toolchain)
         toolchain

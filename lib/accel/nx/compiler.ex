@@ -35,7 +35,7 @@ if Code.ensure_loaded?(Nx) do
     a value the outputs need again (softmax's `exp(x - max)`) is kept in the output row by the
     loop that computed it.
 
-    Each region is one kernel: the system's C++ compiler for `:cpu`, OpenCL C, CUDA by NVRTC, as
+    Each region is one kernel: the system's C compiler for `:cpu`, OpenCL C, CUDA by NVRTC, as
     for `Accel.kernel/1` (cached on disk for `:cpu` and `:cuda`, per device for OpenCL), launched
     like every Accel kernel (on Accel's threads, cancelled when its caller dies). On the CPU a
     region's loop over a row vectorises, the `f32` functions through glibc's vector math
@@ -94,7 +94,7 @@ if Code.ensure_loaded?(Nx) do
     passing such values as arguments.) Each compilation emits the telemetry event
     `[:accel, :nx, :compile]` with `%{duration: native_time}` and `%{regions: report, key: key,
     runner: :plan | :evaluator}` (the regions as `report/3` lists them). Kernel texts are
-    compiled once per device; the C++ compiler's and NVRTC's output is cached on disk (see
+    compiled once per device; the C compiler's and NVRTC's output is cached on disk (see
     `Accel.Kernel`), so a new VM running the same function skips the compiler. With
     `device: :cpu` a function's regions are built before its first call runs, in groups (one
     per scheduler, side by side), each group compiled as one unit into one shared object: the
