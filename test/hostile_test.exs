@@ -265,6 +265,43 @@ defmodule Accel.HostileTest do
       {"tensor NIF: matmul of transposed integers",
        fn -> Accel.Job.call(fn ref -> nif.tensor_matmul(t.ref, t.ref, 1, 2, 3, 2, 1, ref) end) end,
        ArgumentError, ~r/transposed matmul operands|does not match/},
+      {"tensor NIF: shifted conv of integers",
+       fn -> Accel.Job.call(&nif.tensor_conv_shifted(t.ref, t.ref, [1, 1, 1, 6], [0], [6], [1], &1)) end,
+       ArgumentError, ~r/takes floats on the cpu backend/},
+      {"tensor NIF: shifted conv whose kernel position reads past the plane",
+       fn ->
+         x = T.from_binary(<<0::size(6 * 32)>>, :f32, {6}, backend: :cpu)
+
+         Accel.Job.call(
+           &nif.tensor_conv_shifted(x.ref, x.ref, [1, 1, 6, 6], [0, 1 <<< 40, 2, 3, 4, 5], [1], [1], &1)
+         )
+       end, ArgumentError, ~r/offset 1099511627776 reads past a plane of 6 elements/},
+      {"tensor NIF: shifted conv of output positions outside the plane",
+       fn ->
+         x = T.from_binary(<<0::size(6 * 32)>>, :f32, {6}, backend: :cpu)
+         Accel.Job.call(&nif.tensor_conv_shifted(x.ref, x.ref, [1, 1, 6, 6], [0], [3, 3], [3, 1], &1))
+       end, ArgumentError, ~r/output positions leave its plane/},
+      {"tensor NIF: shifted conv whose plane strides would wrap around",
+       fn ->
+         x = T.from_binary(<<0::size(6 * 32)>>, :f32, {6}, backend: :cpu)
+
+         Accel.Job.call(
+           &nif.tensor_conv_shifted(x.ref, x.ref, [1, 1, 1, 6], [0], [2, 2], [(1 <<< 64) - 1, 1], &1)
+         )
+       end, ArgumentError, ~r/output positions leave its plane|a dimension/},
+      {"tensor NIF: shifted conv claiming more elements",
+       fn ->
+         x = T.from_binary(<<0::size(6 * 32)>>, :f32, {6}, backend: :cpu)
+         Accel.Job.call(&nif.tensor_conv_shifted(x.ref, x.ref, [1 <<< 40, 1 <<< 40, 1, 6], [0], [6], [1], &1))
+       end, ArgumentError, ~r/overflows|do not match tensors of 6 and 6 elements/},
+      {"tensor NIF: shifted conv with more than 64 kernel positions",
+       fn ->
+         x = T.from_binary(<<0::size(6 * 32)>>, :f32, {6}, backend: :cpu)
+
+         Accel.Job.call(
+           &nif.tensor_conv_shifted(x.ref, x.ref, [1, 1, 1, 6], List.duplicate(0, 65), [1], [1], &1)
+         )
+       end, ArgumentError, ~r/at most 64/},
       {"tensor NIF: negative count",
        fn -> Accel.Job.call(fn ref -> nif.tensor_iota(:s64, -1, :cpu, 0, ref) end) end, ArgumentError,
        ~r/count must be non-negative/},

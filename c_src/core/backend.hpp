@@ -149,6 +149,12 @@ class Backend {
                                  size_t /*m*/, size_t /*k*/, size_t /*n*/, bool /*trans_a*/, bool /*trans_b*/) {
     no_tensors();
   }
+  // core/tensor.hpp's tensor_conv_shifted, its sizes checked (`out` is batch x filters x the
+  // output's positions), where transposed_operands() says the backend's BLAS reads strided operands.
+  virtual void conv_shifted(DType, const DeviceBuffer& /*input*/, const DeviceBuffer& /*kernel*/, DeviceBuffer& /*out*/,
+                            const ShiftedConv&) {
+    no_tensors();
+  }
   // False for F64 on a device without doubles.
   virtual bool supports(DType, int) { return true; }
   // Bytes of tensor memory allocated on the device and not yet released.

@@ -437,6 +437,44 @@ Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t 
   return out;
 }
 
+Tensor tensor_conv_shifted(const Tensor& input, const Tensor& kernel, ShiftedConv c) {
+  check_same_place(input, kernel);
+  check_same_type(input, kernel);
+  if (!is_float(input.type) || !input.backend->transposed_operands())
+    throw ArgumentError("a shifted convolution takes floats on the cpu backend");
+  const size_t rank = c.out_sizes.size();
+  if (rank == 0 || c.plane_strides.size() != rank || c.offsets.empty())
+    throw ArgumentError("a shifted convolution needs one plane stride per output axis and one offset per kernel position");
+  if (c.plane_strides[rank - 1] != 1) throw ArgumentError("a shifted convolution's plane must be contiguous along its last axis");
+  if (c.batch == 0 || c.channels == 0 || c.filters == 0)
+    throw ArgumentError("a shifted convolution needs a batch, channels and filters");
+  // the columns one product spans: the last output position's offset in the plane, + 1
+  uint64_t last = 0, out_size = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (c.out_sizes[d] == 0) throw ArgumentError("a shifted convolution's output sizes must be positive");
+    const uint64_t step = product(c.out_sizes[d] - 1, c.plane_strides[d], "the plane");
+    if (step >= c.plane - last) throw ArgumentError("a shifted convolution's output positions leave its plane");
+    last += step;
+    out_size = product(out_size, c.out_sizes[d], "the output");
+  }
+  c.span = last + 1;
+  for (uint64_t offset : c.offsets)
+    if (offset > c.plane - c.span)
+      throw ArgumentError("a kernel position's offset " + std::to_string(offset) + " reads past a plane of " +
+                          std::to_string(c.plane) + " elements");
+  if (product(product(c.batch, c.channels, "the input"), c.plane, "the input") != input.count ||
+      product(product(c.offsets.size(), c.filters, "the kernel"), c.channels, "the kernel") != kernel.count)
+    throw ArgumentError("a shifted convolution's sizes do not match tensors of " + std::to_string(input.count) +
+                        " and " + std::to_string(kernel.count) + " elements");
+  const uint64_t int_max = static_cast<uint64_t>(INT_MAX);
+  if (c.filters > int_max || c.channels > int_max || c.plane > int_max)
+    throw ArgumentError("a shifted convolution's sizes must each be below 2^31 for BLAS");
+  Tensor out = allocate_like(*input.backend, input.device, input.type,
+                             product(product(c.batch, c.filters, "the result shape"), out_size, "the result shape"));
+  input.backend->conv_shifted(input.type, *input.buffer, *kernel.buffer, *out.buffer, c);
+  return out;
+}
+
 // The logistic map through the door: the input copied, then iterated in place. A device runs the
 // iterations in launches of bounded time (iterations_per_launch), waiting and checking for
 // cancellation between two; the CPU backend runs one launch and checks inside it.

@@ -238,6 +238,18 @@ SortResult tensor_sort(const Tensor& t, uint64_t rows, uint64_t len, bool descen
 Tensor tensor_transpose(const Tensor& t, uint64_t rows, uint64_t cols);
 Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t m, uint64_t k, uint64_t n,
                      bool trans_a = false, bool trans_b = false);
+// A convolution of stride 1 without dilation or groups, as the products of each kernel position's
+// filters with the padded input shifted by that position (no patch matrix): `input` is the padded
+// input, batch x channels x plane (each channel's plane row-major, its strides `plane_strides`, the
+// last 1); `kernel` is positions x filters x channels; `offsets` holds each position's offset into
+// a plane (where it meets the first output position); the result is batch x filters x the output's
+// spatial sizes. :f32 or :f64, on a backend whose BLAS reads strided operands (the CPU backend's).
+struct ShiftedConv {
+  uint64_t batch = 0, channels = 0, filters = 0, plane = 0;
+  std::vector<uint64_t> offsets, out_sizes, plane_strides;
+  uint64_t span = 0;  // columns of one product: from the first output position's to the last's, + 1
+};
+Tensor tensor_conv_shifted(const Tensor& input, const Tensor& kernel, ShiftedConv conv);
 Tensor tensor_logistic_map(const Tensor& t, const LogisticMapPlan& plan, const CallOptions& options);
 // The linear algebra (core/tensor_linalg.cpp), :f32 or :f64, over `batch` matrices of m x n
 // stored one after another, row-major; through LAPACK on the host, whatever a's device. The

@@ -433,6 +433,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_reduce", 6, guarded<tensor_reduce>, 0},
     {"tensor_transpose", 4, guarded<tensor_transpose>, 0},
     {"tensor_matmul", 8, guarded<tensor_matmul>, 0},
+    {"tensor_conv_shifted", 7, guarded<tensor_conv_shifted>, 0},
     {"tensor_gather", 8, guarded<tensor_gather>, 0},
     {"tensor_scatter", 11, guarded<tensor_scatter>, 0},
     {"tensor_window", 5, guarded<tensor_window>, 0},

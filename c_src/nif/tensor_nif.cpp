@@ -233,6 +233,22 @@ ERL_NIF_TERM matmul_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
                                                (transposes & 1) != 0, (transposes & 2) != 0));
 }
 
+// (input, kernel, [batch, channels, filters, plane], offsets, output sizes, plane strides):
+// core/tensor.hpp's ShiftedConv
+ERL_NIF_TERM conv_shifted_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  const std::vector<uint64_t> sizes = decode_shape(env, argv[2]);
+  if (sizes.size() != 4) throw ArgumentError("a shifted convolution's sizes are [batch, channels, filters, plane]");
+  accel::ShiftedConv conv;
+  conv.batch = sizes[0];
+  conv.channels = sizes[1];
+  conv.filters = sizes[2];
+  conv.plane = sizes[3];
+  conv.offsets = decode_shape(env, argv[3]);
+  conv.out_sizes = decode_shape(env, argv[4]);
+  conv.plane_strides = decode_shape(env, argv[5]);
+  return make_tensor(env, accel::tensor_conv_shifted(get_tensor(env, argv[0]), get_tensor(env, argv[1]), std::move(conv)));
+}
+
 // Indexed axes: (sizes, strides), two lists of one length.
 IndexAxes decode_index_axes(ErlNifEnv* env, ERL_NIF_TERM sizes, ERL_NIF_TERM strides) {
   return IndexAxes{decode_shape(env, sizes), decode_shape(env, strides)};
@@ -559,6 +575,27 @@ ERL_NIF_TERM tensor_matmul(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) 
     work *= v;
   }
   return scheduled_by_work<matmul_run, 0>(env, argc, argv, work);
+}
+
+// By its multiply-adds, about batch * channels * filters * plane * kernel positions (unknown where
+// the sizes do not decode: conv_shifted_run raises).
+ERL_NIF_TERM tensor_conv_shifted(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
+  uint64_t work = UINT64_MAX;
+  unsigned positions = 0;
+  ERL_NIF_TERM head, tail = argv[2];
+  ErlNifUInt64 v = 0;
+  if (enif_get_list_length(env, argv[3], &positions)) {
+    work = positions;
+    for (int i = 0; i < 4; ++i) {
+      if (!enif_get_list_cell(env, tail, &head, &tail) || !enif_get_uint64(env, head, &v) ||
+          (v != 0 && work > UINT64_MAX / v)) {
+        work = UINT64_MAX;
+        break;
+      }
+      work *= v;
+    }
+  }
+  return scheduled_by_work<conv_shifted_run, 0>(env, argc, argv, work);
 }
 
 ERL_NIF_TERM tensor_logistic_map(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {

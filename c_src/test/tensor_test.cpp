@@ -472,6 +472,49 @@ TEST_P(TensorTest, TransposeCastIotaAndMatmul) {
   EXPECT_THROW(accel::tensor_matmul(halves, halves, 1, 2, 3, 2), accel::ArgumentError);
 }
 
+// A stride-1 convolution as shifted products, against its sums written out (small integers, so
+// that every sum is exact in f32): two images of a 5 x 6 padded plane by 4 filters of 3 x 2
+// positions (each product spans the plane's columns from the first output position's to the
+// last's, those between rows left out), and one image by 64 filters, large enough to be split
+// among the backend's threads by columns. Backends without a strided BLAS refuse it.
+TEST_P(TensorTest, ShiftedConvolutionSumsEachKernelPositionsProducts) {
+  const auto check = [&](size_t n, size_t c, size_t h, size_t w, size_t o, size_t kh, size_t kw) {
+    std::vector<float> x(n * c * h * w), k(kh * kw * o * c);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+    for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(i % 5) - 2.0f;
+    const size_t ho = h - kh + 1, wo = w - kw + 1;
+    accel::ShiftedConv conv;
+    conv.batch = n, conv.channels = c, conv.filters = o, conv.plane = h * w;
+    for (size_t p = 0; p < kh * kw; ++p) conv.offsets.push_back(p / kw * w + p % kw);
+    conv.out_sizes = {ho, wo};
+    conv.plane_strides = {w, 1};
+    std::vector<float> want(n * o * ho * wo, 0.0f);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t f = 0; f < o; ++f)
+        for (size_t y = 0; y < ho; ++y)
+          for (size_t z = 0; z < wo; ++z)
+            for (size_t p = 0; p < kh * kw; ++p)
+              for (size_t ch = 0; ch < c; ++ch)
+                want[((i * o + f) * ho + y) * wo + z] +=
+                    k[(p * o + f) * c + ch] * x[(i * c + ch) * h * w + (y + p / kw) * w + z + p % kw];
+    const Tensor input = from<float>(x, DType::F32), kernel = from<float>(k, DType::F32);
+    if (!backend_->transposed_operands()) {
+      EXPECT_THROW(accel::tensor_conv_shifted(input, kernel, conv), accel::ArgumentError);
+      return;
+    }
+    try {
+      EXPECT_EQ(read<float>(accel::tensor_conv_shifted(input, kernel, conv)), want);
+    } catch (const accel::ArgumentError& e) {  // a build without this backend's BLAS says so
+      EXPECT_NE(std::string(e.what()).find("needs"), std::string::npos) << e.what();
+    }
+    // a kernel position whose product would read past a plane
+    conv.offsets.back() += 1;
+    EXPECT_THROW(accel::tensor_conv_shifted(input, kernel, conv), accel::ArgumentError);
+  };
+  check(2, 3, 5, 6, 4, 3, 2);
+  check(1, 16, 20, 20, 64, 3, 3);
+}
+
 TEST_P(TensorTest, SizesThatWouldOverflowAreRefusedBeforeAnyAllocation) {
   EXPECT_THROW(accel::tensor_iota(*backend_, 0, DType::S64, uint64_t{1} << 62), accel::ArgumentError);
   EXPECT_THROW(accel::checked_bytes(~uint64_t{0}, DType::U8), accel::ArgumentError);

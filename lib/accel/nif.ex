@@ -128,6 +128,9 @@ defmodule Accel.NIF do
   def tensor_transpose(_tensor, _rows, _cols, _ref), do: :erlang.nif_error(:not_loaded)
   def tensor_matmul(_a, _b, _batch, _m, _k, _n, _transposes, _ref), do: :erlang.nif_error(:not_loaded)
 
+  def tensor_conv_shifted(_input, _kernel, _sizes, _offsets, _out_sizes, _plane_strides, _ref),
+    do: :erlang.nif_error(:not_loaded)
+
   def tensor_gather(_t, _indices, _shape, _in_strides, _batch_strides, _axis_sizes, _axis_strides, _ref),
     do: :erlang.nif_error(:not_loaded)
 

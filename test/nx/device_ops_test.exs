@@ -380,6 +380,11 @@ if Code.ensure_loaded?(Nx) do
              ]},
             {{1, 2, 9}, {3, 2, 4}, [strides: [3]]},
             {{2, 2, 4, 4, 3}, {3, 2, 2, 2, 2}, [padding: :same]},
+            # stride 1 (the CPU backend's shifted products): cropped, 1 x 1, and one image large enough
+            # to split its columns among threads
+            {{2, 3, 7, 6}, {4, 3, 3, 2}, [padding: [{-1, 2}, {1, -1}]]},
+            {{2, 3, 11}, {4, 3, 1}, []},
+            {{1, 8, 20, 20}, {48, 8, 3, 3}, [padding: :same]},
             # kernels longer than the output (a kernel's gradient): the CPU backend's patches
             # transposed
             {{2, 4, 12, 12}, {3, 4, 10, 10}, []},

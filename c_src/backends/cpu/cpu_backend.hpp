@@ -42,6 +42,8 @@ class CpuBackend final : public Backend {
   bool transposed_operands() const override { return true; }
   void matmul_transposed(DType type, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& out, size_t batch,
                          size_t m, size_t k, size_t n, bool trans_a, bool trans_b) override;
+  void conv_shifted(DType type, const DeviceBuffer& input, const DeviceBuffer& kernel, DeviceBuffer& out,
+                    const ShiftedConv& conv) override;
   int64_t allocated_bytes(int) override { return tensor_bytes_->load(std::memory_order_relaxed); }
 
   unsigned threads() const { return pool_.threads(); }

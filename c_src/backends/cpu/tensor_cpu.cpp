@@ -221,4 +221,87 @@ void CpuBackend::matmul_transposed(DType type, const DeviceBuffer& a, const Devi
 #endif
 }
 
+#ifdef ACCEL_WITH_OPENBLAS
+namespace {
+
+void gemm(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+void gemm(int m, int n, int k, const double* a, int lda, const double* b, int ldb, double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Columns [c0, c1) of image i's products: each kernel position's filters (filters x channels) by
+// the image's channels shifted by that position (channels x columns, rows a plane apart), summed
+// into `wide` (a row per filter, a column per plane position from the first output position's),
+// whose columns at output positions are then copied out, a run along the last axis at a time.
+template <typename T>
+void conv_image(const T* input, const T* kernel, T* out, const ShiftedConv& c, size_t i, size_t c0, size_t c1,
+                std::vector<T>& wide) {
+  const size_t filters = static_cast<size_t>(c.filters), cols = c1 - c0, rank = c.out_sizes.size();
+  wide.resize(filters * cols);
+  const int C = static_cast<int>(c.channels), plane = static_cast<int>(c.plane);
+  const T* image = input + i * c.channels * c.plane + c0;
+  for (size_t p = 0; p < c.offsets.size(); ++p)
+    gemm(static_cast<int>(filters), static_cast<int>(cols), C, kernel + p * c.filters * c.channels, C,
+         image + c.offsets[p], plane, p == 0 ? T(0) : T(1), wide.data(), static_cast<int>(cols));
+  size_t out_size = 1;
+  for (uint64_t s : c.out_sizes) out_size *= static_cast<size_t>(s);
+  const size_t run = static_cast<size_t>(c.out_sizes[rank - 1]);
+  std::vector<size_t> at(rank, 0);  // the output position of a run's start (its last axis 0)
+  for (size_t done = 0; done < out_size; done += run) {
+    size_t column = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) column += at[d] * static_cast<size_t>(c.plane_strides[d]);
+    // the part of the run [column, column + run) among these columns
+    const size_t lo = std::max(column, c0), hi = std::min(column + run, c1);
+    if (lo < hi)
+      for (size_t f = 0; f < filters; ++f)
+        std::memcpy(out + (i * filters + f) * out_size + done + (lo - column), wide.data() + f * cols + (lo - c0),
+                    (hi - lo) * sizeof(T));
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++at[d] < c.out_sizes[d]) break;
+      at[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+#endif
+
+// Each image a unit on the backend's threads, or where there are fewer images than threads, a
+// block of an image's columns (OpenBLAS on one thread, as for matmul).
+void CpuBackend::conv_shifted(DType type, const DeviceBuffer& input, const DeviceBuffer& kernel, DeviceBuffer& out,
+                              const ShiftedConv& c) {
+#ifdef ACCEL_WITH_OPENBLAS
+  const size_t batch = static_cast<size_t>(c.batch), span = static_cast<size_t>(c.span);
+  const double macs = static_cast<double>(c.batch) * static_cast<double>(c.filters) * static_cast<double>(c.channels) *
+                      static_cast<double>(c.span) * static_cast<double>(c.offsets.size());
+  const size_t threads = pool_.threads();
+  const bool parallel = threads > 1 && macs >= kParallelMacs;
+  const size_t blocks = !parallel || batch >= threads
+                            ? 1
+                            : std::min<size_t>((threads + batch - 1) / batch, std::max<size_t>(span / kMinBlock, 1));
+  const size_t per = (span + blocks - 1) / blocks;
+  const auto units = [&](size_t begin, size_t end) {
+    std::vector<float> wide32;
+    std::vector<double> wide64;
+    for (size_t u = begin; u < end; ++u) {
+      const size_t i = u / blocks, lo = (u % blocks) * per, hi = std::min(span, lo + per);
+      if (lo >= hi) continue;
+      if (type == DType::F32)
+        conv_image(data<float>(input), data<float>(kernel), data<float>(out), c, i, lo, hi, wide32);
+      else
+        conv_image(data<double>(input), data<double>(kernel), data<double>(out), c, i, lo, hi, wide64);
+    }
+  };
+  if (parallel)
+    pool_.parallel_for(batch * blocks, 1, units);
+  else
+    units(0, batch * blocks);
+#else
+  (void)type, (void)input, (void)kernel, (void)out, (void)c;
+  throw ArgumentError("conv on :cpu needs OpenBLAS, which this build did not find (run bin/setup, then rebuild)");
+#endif
+}
+
 }  // namespace accel::cpu
