@@ -85,7 +85,7 @@ if Code.ensure_loaded?(Nx) do
       offset = Storage.offset(crop, padded.shape |> Storage.strides() |> Enum.drop(2))
 
       result =
-        if shifted?(padded, w, type, out_spatial, opts),
+        if shifted?(padded, w, spatial, out_spatial, opts),
           do: shifted(padded, w, spatial, out_spatial, offset),
           else: patches(padded, w, spatial, out_spatial, offset, opts)
 
@@ -177,13 +177,12 @@ if Code.ensure_loaded?(Nx) do
     # depth are slower than the patches' one (A/B, alternating, medians of 7: 32 x 64 x 32 x 32 by
     # 64 x 64 x 3 x 3 1.15x the patches' speed, 32 x 16 x 14 x 14 by 32 2.04x, 8 x 128 x 28 x 28 by
     # 128 1.10x; left to the patches, 8 x 512 x 8 x 8 by 512 0.79x, 1 x 256 x 16 x 16 0.84x).
-    defp shifted?(padded, w, type, out_spatial, opts) do
+    defp shifted?(padded, w, spatial, out_spatial, opts) do
       ones? = fn option -> Enum.all?(opts[option] || [], &(&1 == 1)) end
-      spatial = w.shape |> Tuple.to_list() |> Enum.drop(2)
       out_size = Enum.product(out_spatial)
       span = span(padded, out_spatial)
 
-      elem(padded.device, 0) == :cpu and type in [{:f, 32}, {:f, 64}] and spatial != [] and
+      elem(padded.device, 0) == :cpu and padded.type in [{:f, 32}, {:f, 64}] and spatial != [] and
         (opts[:feature_group_size] || 1) == 1 and (opts[:batch_group_size] || 1) == 1 and
         ones?.(:strides) and ones?.(:kernel_dilation) and Enum.product(spatial) <= min(64, out_size) and
         Enum.all?(Tuple.to_list(padded.shape) ++ Tuple.to_list(w.shape), &(&1 > 0)) and
