@@ -322,6 +322,53 @@ defmodule Accel.TensorTest do
         assert T.to_list(T.as_type(T.from_list([-1, 256], backend: @backend), :u8)) == [255, 0]
       end
 
+      test "sub-byte integers and 8-bit floats: lists, conversions, and values that do not fit" do
+        for {type, values} <- [s2: [-2, 1, 0, -1], s4: [-8, 7, 3], u2: [3, 0, 2], u4: [15, 0, 9]] do
+          t = T.from_list(values, type: type, backend: @backend)
+          assert T.to_list(t) == values
+          # a byte per element, the value in its width
+          assert byte_size(T.to_binary(t)) == length(values)
+          assert T.to_list(T.as_type(t, :s64)) == values
+
+          assert_raise ArgumentError,
+                       ~r/element at index \[1\] \(#{if type in [:s2, :s4], do: "-", else: ""}/,
+                       fn ->
+                         T.from_list([0, if(type in [:s2, :s4], do: -9, else: 16)],
+                           type: type,
+                           backend: @backend
+                         )
+                       end
+        end
+
+        # a byte per element, wrapped to the width
+        assert T.to_list(T.from_binary(<<0xFF, 0x17, 0x08>>, :s4, backend: @backend)) == [-1, 7, -8]
+        assert T.to_list(T.from_binary(<<0xFF, 0x17, 0x08>>, :u2, backend: @backend)) == [3, 3, 0]
+
+        # wrapping and saturating into them, as into the wider integers
+        wide = T.from_list([-1, 300, 7, 8], backend: @backend)
+        assert T.to_list(T.as_type(wide, :s4)) == [-1, -4, 7, -8]
+        assert T.to_list(T.as_type(wide, :u2)) == [3, 0, 3, 0]
+        assert T.to_list(T.as_type(T.from_list([-9.5, 9.5, -1.5], backend: @backend), :s4)) == [-8, 7, -1]
+
+        floats = [1.0, -2.5, 0.375, 448.0, 0.0]
+        assert T.to_list(T.from_list(floats, type: :f8_e4m3fn, backend: @backend)) == floats
+        assert T.to_list(T.from_list(floats, type: :f8, backend: @backend)) == floats
+        # E4M3FN: 1.99 keeps its exponent, beyond 448 saturates (as Nx writes it); E5M2: the f16's high byte
+        e4 = T.as_type(T.from_list([1.99, 1000.0, -0.3], backend: @backend), :f8_e4m3fn)
+        assert T.to_binary(e4) == <<0x3F, 0x7E, 0xAA>>
+        assert T.to_list(e4) == [1.875, 448.0, -0.3125]
+        assert T.to_list(T.as_type(T.from_list([3.3, 1.0e5], backend: @backend), :f8)) == [3.0, :infinity]
+        assert T.to_binary(T.from_list([0.3], type: :f8_e4m3fn, backend: @backend)) == <<0x2A>>
+
+        assert_raise ArgumentError, ~r/element at index \[0\] \(449.0\) does not fit type :f8_e4m3fn/, fn ->
+          T.from_list([449.0], type: :f8_e4m3fn, backend: @backend)
+        end
+
+        assert_raise ArgumentError, ~r/does not fit type :f8/, fn ->
+          T.from_list([1.0e5], type: :f8, backend: @backend)
+        end
+      end
+
       test "Accel.logistic_map/2 runs on a tensor in place on its device" do
         t = T.iota({100_000}, backend: @backend) |> T.add(1)
         want = Accel.logistic_map(1..100_000, backend: :cpu, as: :binary)

@@ -36,6 +36,12 @@ enum class DType : int {
   BF16 = ACCEL_BF16_TYPE,
   C64 = ACCEL_C64_TYPE,
   C128 = ACCEL_C128_TYPE,
+  S2 = ACCEL_S2_TYPE,
+  S4 = ACCEL_S4_TYPE,
+  U2 = ACCEL_U2_TYPE,
+  U4 = ACCEL_U4_TYPE,
+  F8 = ACCEL_F8_TYPE,
+  F8E4M3FN = ACCEL_F8E4M3FN_TYPE,
 };
 constexpr int kTypeCount = ACCEL_TYPE_COUNT;
 size_t dtype_size(DType type);

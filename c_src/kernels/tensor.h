@@ -17,7 +17,8 @@
  *    the host C library's (see guides/nx.md for what Accel promises).
  *  - Float to integer conversion truncates toward zero and saturates at the target's range; NaN
  *    becomes 0. Integer to integer conversion wraps. f16 rounds to nearest even (as Erlang writes
- *    16-bit floats), bf16 is the high half of the value rounded to f32 (as Nx writes it). */
+ *    16-bit floats), bf16 is the high half of the value rounded to f32 (as Nx writes it), f8 the
+ *    high byte of its f16, f8_e4m3fn as Nx.Floating writes it (below). */
 #ifndef ACCEL_KERNELS_TENSOR_H
 #define ACCEL_KERNELS_TENSOR_H
 
@@ -458,6 +459,8 @@ ACCEL_FN float accel_int_low(int type) {
          : type == ACCEL_S32_TYPE ? -2147483648.0f
          : type == ACCEL_S16_TYPE ? -32768.0f
          : type == ACCEL_S8_TYPE ? -128.0f
+         : type == ACCEL_S4_TYPE ? -8.0f
+         : type == ACCEL_S2_TYPE ? -2.0f
                                  : 0.0f;
 }
 ACCEL_FN float accel_int_high(int type) {
@@ -468,6 +471,10 @@ ACCEL_FN float accel_int_high(int type) {
          : type == ACCEL_S16_TYPE ? 32768.0f
          : type == ACCEL_U16_TYPE ? 65536.0f
          : type == ACCEL_S8_TYPE ? 128.0f
+         : type == ACCEL_S4_TYPE ? 8.0f
+         : type == ACCEL_U4_TYPE ? 16.0f
+         : type == ACCEL_S2_TYPE ? 2.0f
+         : type == ACCEL_U2_TYPE ? 4.0f
                                  : 256.0f;
 }
 /* The integer type's greatest value, as the 64-bit pattern a store truncates. */
@@ -479,6 +486,10 @@ ACCEL_FN accel_i64 accel_int_greatest(int type) {
          : type == ACCEL_S16_TYPE ? (accel_i64)32767
          : type == ACCEL_U16_TYPE ? (accel_i64)65535
          : type == ACCEL_S8_TYPE ? (accel_i64)127
+         : type == ACCEL_S4_TYPE ? (accel_i64)7
+         : type == ACCEL_U4_TYPE ? (accel_i64)15
+         : type == ACCEL_S2_TYPE ? (accel_i64)1
+         : type == ACCEL_U2_TYPE ? (accel_i64)3
                                  : (accel_i64)255;
 }
 
@@ -505,17 +516,12 @@ ACCEL_FN accel_i64 accel_f64_to_int(double x, int type) {
 /* ---- 16-bit floats: f16 (IEEE half) and bf16 (as Nx stores it) ---- */
 ACCEL_FN float accel_f16_to_f32(accel_u32 h) {
   const accel_u32 sign = (h & 0x8000u) << 16;
-  const accel_u32 e = (h >> 10) & 0x1Fu;
-  accel_u32 m = h & 0x3FFu;
+  const accel_u32 e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
   if (e == 0x1Fu) return accel_bits_f32(sign | 0x7F800000u | (m << 13)); /* infinities, NaN */
   if (e != 0) return accel_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
-  if (m == 0) return accel_bits_f32(sign);
-  accel_u32 shift = 0; /* a subnormal, m * 2^-24: normalised */
-  while ((m & 0x400u) == 0) {
-    m <<= 1;
-    ++shift;
-  }
-  return accel_bits_f32(sign | ((113u - shift) << 23) | ((m & 0x3FFu) << 13));
+  /* zero or a subnormal: m * 2^-24, exact in f32 (no loop, so that a loop over elements vectorises) */
+  const float subnormal = (float)m * 5.9604644775390625e-8f;
+  return sign != 0 ? -subnormal : subnormal;
 }
 
 /* The f16 nearest (ties to even) to the finite, non-zero (-1)^sign * m * 2^(e - mbits), m having its
@@ -533,12 +539,19 @@ ACCEL_FN accel_u32 accel_round_f16(accel_u32 sign, int e, accel_u64 m, int mbits
   return sign | h;
 }
 
+/* (Without a branch on the exponent's range, so that a loop over elements vectorises: where the
+ * f16 is a normal number the f32's bits are rebiased and rounded by an add, ties to the even
+ * neighbour; below f16's normals an add of 2^-1 (aligning the f16's subnormal bits at the bottom
+ * of a float) rounds in the FPU, to nearest even as every Accel device rounds; from 65520 up,
+ * infinity.) */
 ACCEL_FN accel_u32 accel_f32_to_f16(float x) {
-  const accel_u32 bits = accel_f32_bits(x), sign = (bits >> 16) & 0x8000u, e = (bits >> 23) & 0xFFu;
-  const accel_u32 m = bits & 0x7FFFFFu;
-  if (e == 0xFFu) return sign | 0x7C00u | (m ? 0x200u : 0u);
-  if (e == 0) return sign; /* zero, or an f32 subnormal: below half of f16's least */
-  return accel_round_f16(sign, (int)e - 127, (accel_u64)(m | 0x800000u), 23);
+  const accel_u32 bits = accel_f32_bits(x), sign = (bits >> 16) & 0x8000u, mag = bits & 0x7FFFFFFFu;
+  const accel_u32 normal = (mag - ((127u - 15u) << 23) + 0xFFFu + ((mag >> 13) & 1u)) >> 13;
+  const accel_u32 subnormal = accel_f32_bits(accel_bits_f32(mag) + 0.5f) - 0x3F000000u;
+  const accel_u32 h = mag >= 0x47800000u ? (mag > 0x7F800000u ? 0x7E00u : 0x7C00u) /* NaN, beyond 65520 */
+                      : mag < 0x38800000u ? subnormal                               /* below 2^-14 */
+                                          : normal;
+  return sign | h;
 }
 
 /* bf16 as Nx writes it: the f32 value's high half (NaN kept a NaN). */
@@ -558,6 +571,71 @@ ACCEL_FN accel_u32 accel_f64_to_f16(double x) {
   return accel_round_f16(sign, e - 1023, m | 0x10000000000000ull, 52);
 }
 #endif
+
+/* ---- 8-bit floats (Nx 0.9+) ----
+ * f8 (E5M2) as Nx writes it: the high byte of the value's f16 (rounded to nearest even, then the
+ * low byte dropped), read as that f16 with a zero low byte (IEEE E5M2: its subnormals included). */
+ACCEL_FN float accel_f8_to_f32(accel_u32 b) { return accel_f16_to_f32((b & 0xFFu) << 8); }
+ACCEL_FN accel_u32 accel_f32_to_f8(float x) { return accel_f32_to_f16(x) >> 8; }
+
+/* f8_e4m3fn (sign, 4 exponent bits biased by 7, 3 mantissa bits; S.1111.111 is NaN and there are no
+ * infinities) as Nx's Nx.Floating writes it: the value clamped to +-448, its exponent floor(log2),
+ * the mantissa rounded half away from zero and capped at 7 (no carry into the exponent), below
+ * 2^-6 a subnormal; infinities saturate, NaN is 0x7F. */
+ACCEL_FN float accel_f8e4m3_to_f32(accel_u32 b) {
+  const float sign = (b & 0x80u) ? -1.0f : 1.0f;
+  const int e = (int)((b >> 3) & 0xFu), m = (int)(b & 7u);
+  if (e == 15 && m == 7) return sign * (0.0f / 0.0f);
+  if (e == 0) return sign * (float)m * 0.001953125f; /* m / 8 * 2^-6 */
+  const float scale = e >= 7 ? (float)(1 << (e - 7)) : 1.0f / (float)(1 << (7 - e));
+  return sign * scale * (1.0f + (float)m * 0.125f);
+}
+/* The same from a float's bits: its exponent is floor(log2) exactly (a float's log2 never rounds
+ * up to the next integer), the mantissa rounds as (m + 2^19) >> 20. */
+ACCEL_FN accel_u32 accel_f32_to_f8e4m3(float x) {
+  const accel_u32 bits = accel_f32_bits(x), sign = (bits >> 24) & 0x80u;
+  accel_u32 mag = bits & 0x7FFFFFFFu;
+  if (mag > 0x7F800000u) return 0x7Fu;     /* NaN */
+  if (mag > 0x43E00000u) mag = 0x43E00000u; /* beyond 448, infinities too: 448 */
+  const int e = (int)(mag >> 23) - 120;     /* 127 less E4M3's bias, 7 */
+  if (e <= 0) { /* below 2^-6: m = round(|x| * 512) (below 8 here), at most 7 */
+#if ACCEL_HAS_F64
+    const accel_u32 m = (accel_u32)((double)accel_bits_f32(mag) * 512.0 + 0.5);
+#else
+    const accel_u32 m = (accel_u32)ACCEL_F32(floor)(accel_bits_f32(mag) * 512.0f + 0.5f);
+#endif
+    return sign | (m > 7u ? 7u : m);
+  }
+  const accel_u32 m = ((mag & 0x7FFFFFu) + 0x80000u) >> 20;
+  return sign | (accel_u32)e << 3 | (m > 7u ? 7u : m);
+}
+#if ACCEL_HAS_F64
+typedef double accel_f8_float;
+#define ACCEL_F8_FN(fn) fn
+#else
+typedef float accel_f8_float;
+#define ACCEL_F8_FN(fn) ACCEL_F32(fn)
+#endif
+ACCEL_FN accel_u32 accel_to_f8e4m3(accel_f8_float x) {
+  if ((accel_f8_float)(float)x == x) return accel_f32_to_f8e4m3((float)x);
+  if (x != x) return 0x7Fu;
+  if (x == 0) return accel_f32_bits((float)x) >> 24 & 0x80u; /* the zero's sign */
+  const accel_u32 sign = x < 0 ? 0x80u : 0u;
+  accel_f8_float a = x < 0 ? -x : x;
+  if (a > 448) a = 448;
+  const int unbiased = (int)ACCEL_F8_FN(floor)(ACCEL_F8_FN(log2)(a));
+  const int e = unbiased + 7;
+  if (e <= 0) {
+    const accel_f8_float m = ACCEL_F8_FN(round)(a / (accel_f8_float)0.015625 * 8);
+    return sign | (accel_u32)(m > 7 ? 7 : m);
+  }
+  if (e > 15) return sign | 0x7Eu;
+  const accel_f8_float power = ACCEL_F8_FN(pow)((accel_f8_float)2, (accel_f8_float)unbiased);
+  accel_f8_float m = ACCEL_F8_FN(round)((a / power - 1) * 8);
+  m = m < 0 ? 0 : m > 7 ? 7 : m;
+  if (e == 15 && m >= 7) return sign | 0x7Eu;
+  return sign | (accel_u32)e << 3 | (accel_u32)m;
+}
 
 /* NaN-propagating min and max: once a NaN is seen, the result stays NaN. The comparison's choice
  * comes first, in the form x86's max and min instructions compute (no branch to mispredict on

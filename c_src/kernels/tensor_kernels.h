@@ -250,7 +250,8 @@ typedef double accel_wide_float;
 typedef float accel_wide_float;
 #endif
 ACCEL_FN int accel_is_float_type(int t) {
-  return t == ACCEL_F32_TYPE || t == ACCEL_F64_TYPE || t == ACCEL_F16_TYPE || t == ACCEL_BF16_TYPE;
+  return t == ACCEL_F32_TYPE || t == ACCEL_F64_TYPE || t == ACCEL_F16_TYPE || t == ACCEL_BF16_TYPE ||
+         t == ACCEL_F8_TYPE || t == ACCEL_F8E4M3FN_TYPE;
 }
 ACCEL_FN accel_i64 accel_load_int(ACCEL_GLOBAL const void* b, accel_u64 i, int t) {
   switch (t) {
@@ -260,8 +261,10 @@ ACCEL_FN accel_i64 accel_load_int(ACCEL_GLOBAL const void* b, accel_u64 i, int t
     case ACCEL_U32_TYPE: return ((ACCEL_GLOBAL const accel_u32*)b)[i];
     case ACCEL_S16_TYPE: return ((ACCEL_GLOBAL const accel_i16*)b)[i];
     case ACCEL_U16_TYPE: return ((ACCEL_GLOBAL const accel_u16*)b)[i];
-    case ACCEL_S8_TYPE: return ((ACCEL_GLOBAL const accel_i8*)b)[i];
-    default: return ((ACCEL_GLOBAL const accel_u8*)b)[i];
+    case ACCEL_S8_TYPE:
+    case ACCEL_S4_TYPE:
+    case ACCEL_S2_TYPE: return ((ACCEL_GLOBAL const accel_i8*)b)[i];
+    default: return ((ACCEL_GLOBAL const accel_u8*)b)[i]; /* u8, u4, u2 */
   }
 }
 ACCEL_FN accel_wide_float accel_load_float(ACCEL_GLOBAL const void* b, accel_u64 i, int t) {
@@ -271,6 +274,8 @@ ACCEL_FN accel_wide_float accel_load_float(ACCEL_GLOBAL const void* b, accel_u64
 #endif
     case ACCEL_F32_TYPE: return ((ACCEL_GLOBAL const float*)b)[i];
     case ACCEL_F16_TYPE: return accel_f16_to_f32(((ACCEL_GLOBAL const accel_u16*)b)[i]);
+    case ACCEL_F8_TYPE: return accel_f8_to_f32(((ACCEL_GLOBAL const accel_u8*)b)[i]);
+    case ACCEL_F8E4M3FN_TYPE: return accel_f8e4m3_to_f32(((ACCEL_GLOBAL const accel_u8*)b)[i]);
     default: return accel_bits_f32((accel_u64)((ACCEL_GLOBAL const accel_u16*)b)[i] << 16); /* bf16 */
   }
 }
@@ -282,6 +287,11 @@ ACCEL_FN void accel_store_int(ACCEL_GLOBAL void* b, accel_u64 i, int t, accel_i6
     case ACCEL_U32_TYPE: ((ACCEL_GLOBAL accel_u32*)b)[i] = (accel_u32)(accel_u64)v; return;
     case ACCEL_S16_TYPE:
     case ACCEL_U16_TYPE: ((ACCEL_GLOBAL accel_u16*)b)[i] = (accel_u16)(accel_u64)v; return;
+    /* sub-byte types wrap to their width (a signed one sign-extended into its byte) */
+    case ACCEL_S4_TYPE: ((ACCEL_GLOBAL accel_i8*)b)[i] = (accel_i8)(((accel_i32)(v & 0xF) ^ 8) - 8); return;
+    case ACCEL_U4_TYPE: ((ACCEL_GLOBAL accel_u8*)b)[i] = (accel_u8)(v & 0xF); return;
+    case ACCEL_S2_TYPE: ((ACCEL_GLOBAL accel_i8*)b)[i] = (accel_i8)(((accel_i32)(v & 3) ^ 2) - 2); return;
+    case ACCEL_U2_TYPE: ((ACCEL_GLOBAL accel_u8*)b)[i] = (accel_u8)(v & 3); return;
     default: ((ACCEL_GLOBAL accel_u8*)b)[i] = (accel_u8)(accel_u64)v; return;
   }
 }
@@ -290,15 +300,33 @@ ACCEL_FN void accel_store_float(ACCEL_GLOBAL void* b, accel_u64 i, int t, accel_
 #if ACCEL_HAS_F64
     case ACCEL_F64_TYPE: ((ACCEL_GLOBAL double*)b)[i] = x; return;
     case ACCEL_F16_TYPE: ((ACCEL_GLOBAL accel_u16*)b)[i] = (accel_u16)accel_f64_to_f16(x); return;
+    case ACCEL_F8_TYPE: ((ACCEL_GLOBAL accel_u8*)b)[i] = (accel_u8)(accel_f64_to_f16(x) >> 8); return;
 #else
     case ACCEL_F16_TYPE: ((ACCEL_GLOBAL accel_u16*)b)[i] = (accel_u16)accel_f32_to_f16(x); return;
+    case ACCEL_F8_TYPE: ((ACCEL_GLOBAL accel_u8*)b)[i] = (accel_u8)accel_f32_to_f8(x); return;
 #endif
+    case ACCEL_F8E4M3FN_TYPE: ((ACCEL_GLOBAL accel_u8*)b)[i] = (accel_u8)accel_to_f8e4m3(x); return;
     case ACCEL_F32_TYPE: ((ACCEL_GLOBAL float*)b)[i] = (float)x; return;
     default: ((ACCEL_GLOBAL accel_u16*)b)[i] = (accel_u16)accel_f32_to_bf16((float)x); return; /* bf16 */
   }
 }
-ACCEL_KERNEL(accel_convert) {
-  const int from = (int)p->size[0], to = (int)p->size[1];
+/* Element i of b0 (type `from`) converted into b1 (type `to`): the kernel below, and the CPU
+ * backend's loops for the commonest pairs (host_kernels.inc), where the types are constants. */
+#if defined(__GNUC__) && !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)
+#define ACCEL_CONVERT_FN ACCEL_FN __attribute__((always_inline)) /* (the host's loops fold the types) */
+#else
+#define ACCEL_CONVERT_FN ACCEL_FN
+#endif
+ACCEL_CONVERT_FN void accel_convert_one(ACCEL_GLOBAL const void* b0, ACCEL_GLOBAL void* b1, accel_u64 i, int from, int to) {
+  /* f32 into a narrower float from the f32 itself (the f64 path's value: one rounding either way) */
+  if (from == ACCEL_F32_TYPE && (to == ACCEL_F16_TYPE || to == ACCEL_F8_TYPE || to == ACCEL_F8E4M3FN_TYPE)) {
+    const float x = ((ACCEL_GLOBAL const float*)b0)[i];
+    if (to == ACCEL_F16_TYPE)
+      ((ACCEL_GLOBAL accel_u16*)b1)[i] = (accel_u16)accel_f32_to_f16(x);
+    else
+      ((ACCEL_GLOBAL accel_u8*)b1)[i] = (accel_u8)(to == ACCEL_F8_TYPE ? accel_f32_to_f16(x) >> 8 : accel_f32_to_f8e4m3(x));
+    return;
+  }
   if (accel_is_float_type(from)) {
     const accel_wide_float x = accel_load_float(b0, i, from);
     if (accel_is_float_type(to)) {
@@ -315,14 +343,15 @@ ACCEL_KERNEL(accel_convert) {
   const accel_i64 v = accel_load_int(b0, i, from);
   if (!accel_is_float_type(to)) {
     accel_store_int(b1, i, to, v);
-  } else if (to == ACCEL_F32_TYPE || to == ACCEL_F16_TYPE || to == ACCEL_BF16_TYPE) {
-    /* one rounding to f32 (f16's values are below 2^24, exact there, or beyond its range) */
+  } else if (to != ACCEL_F64_TYPE) {
+    /* one rounding to f32 (f16's and f8's values are below 2^24, exact there, or beyond their range) */
     const float f = from == ACCEL_U64_TYPE ? (float)(accel_u64)v : (float)v;
     accel_store_float(b1, i, to, f);
   } else {
     accel_store_float(b1, i, to, from == ACCEL_U64_TYPE ? (accel_wide_float)(accel_u64)v : (accel_wide_float)v);
   }
 }
+ACCEL_KERNEL(accel_convert) { accel_convert_one(b0, b1, i, (int)p->size[0], (int)p->size[1]); }
 
 #if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__) && defined(__cplusplus)
 #define ACCEL_HOST_WINDOW_ROWS 1

@@ -55,7 +55,7 @@ void put(ErlNifEnv* env, ERL_NIF_TERM x, DType type, bool infer, unsigned char* 
       case DType::U8: put_int<uint8_t>(i, out); return;
       case DType::F64: { const double v = static_cast<double>(i); std::memcpy(out, &v, 8); return; }
       case DType::F32: { const float v = static_cast<float>(i); std::memcpy(out, &v, 4); return; }
-      default: throw Rejected{};  // f16, bf16, complex: the Elixir definition's
+      default: throw Rejected{};  // f16, bf16, sub-byte, f8, complex: the Elixir definition's
     }
   }
   if (!enif_get_double(env, x, &f)) throw Rejected{};
@@ -162,12 +162,18 @@ ERL_NIF_TERM number(ErlNifEnv* env, const unsigned char* p, DType type) {
     case DType::U32: return enif_make_uint(env, read_as<uint32_t>(p));
     case DType::S16: return enif_make_int(env, read_as<int16_t>(p));
     case DType::U16: return enif_make_uint(env, read_as<uint16_t>(p));
-    case DType::S8: return enif_make_int(env, read_as<int8_t>(p));
-    case DType::U8: return enif_make_uint(env, *p);
+    case DType::S8:
+    case DType::S4:
+    case DType::S2: return enif_make_int(env, read_as<int8_t>(p));
+    case DType::U8:
+    case DType::U4:
+    case DType::U2: return enif_make_uint(env, *p);
     case DType::F64: v = read_as<double>(p); break;
     case DType::F32: v = read_as<float>(p); break;
     case DType::F16: v = accel_f16_to_f32(read_as<uint16_t>(p)); break;
     case DType::BF16: v = accel_bits_f32(uint64_t{read_as<uint16_t>(p)} << 16); break;
+    case DType::F8: v = accel_f8_to_f32(*p); break;
+    case DType::F8E4M3FN: v = accel_f8e4m3_to_f32(*p); break;
     default: throw ArgumentError(std::string("a :") + dtype_name(type) + " tensor has no list form; read it with to_binary/1");
   }
   if (std::isnan(v)) return enif_make_atom(env, "nan");

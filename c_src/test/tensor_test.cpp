@@ -689,6 +689,64 @@ TEST_P(TensorTest, StorageTypesConvertAsNxDoes) {
   EXPECT_NE(argument_error([&] { accel::tensor_reinterpret(from<uint8_t>({1, 2, 3}, DType::U8), DType::U16); }), "");
 }
 
+// Nx 0.9+'s sub-byte integers (a byte per element here) wrap to their width and saturate from floats;
+// f8 (E5M2) is the f16's high byte, f8_e4m3fn Nx's saturating E4M3FN; every 8-bit float reads back as
+// itself.
+TEST_P(TensorTest, SubByteIntegersAndEightBitFloatsConvertAsNxDoes) {
+  const Tensor ints = from<int64_t>({-1, 300, 7, 8, -9, 2, 3, 4}, DType::S64);
+  EXPECT_EQ(read<int8_t>(accel::tensor_cast(ints, DType::S4)), (std::vector<int8_t>{-1, -4, 7, -8, 7, 2, 3, 4}));
+  EXPECT_EQ(read<uint8_t>(accel::tensor_cast(ints, DType::U4)), (std::vector<uint8_t>{15, 12, 7, 8, 7, 2, 3, 4}));
+  EXPECT_EQ(read<int8_t>(accel::tensor_cast(ints, DType::S2)), (std::vector<int8_t>{-1, 0, -1, 0, -1, -2, -1, 0}));
+  EXPECT_EQ(read<uint8_t>(accel::tensor_cast(ints, DType::U2)), (std::vector<uint8_t>{3, 0, 3, 0, 3, 2, 3, 0}));
+  const Tensor floats = from<float>({-300.5f, 300.5f, -1.9f, NAN, 7.9f, -8.5f}, DType::F32);
+  EXPECT_EQ(read<int8_t>(accel::tensor_cast(floats, DType::S4)), (std::vector<int8_t>{-8, 7, -1, 0, 7, -8}));
+  EXPECT_EQ(read<uint8_t>(accel::tensor_cast(floats, DType::U4)), (std::vector<uint8_t>{0, 15, 0, 0, 7, 0}));
+  EXPECT_EQ(read<int64_t>(accel::tensor_cast(from<int8_t>({-8, 7, -2}, DType::S4), DType::S64)),
+            (std::vector<int64_t>{-8, 7, -2}));  // sign-extended
+  EXPECT_EQ(read<int64_t>(accel::tensor_cast(from<uint8_t>({15, 3}, DType::U4), DType::S64)), (std::vector<int64_t>{15, 3}));
+
+  const std::vector<float> values = {0.0f, -0.0f, 1.0f, -2.5f, 0.3f, 1.99f, 1e-3f, 448.0f, 1000.0f, -1e6f, 6e4f, 1e5f, INFINITY, -INFINITY, NAN};
+  const Tensor f = from<float>(values, DType::F32);
+  const std::vector<uint8_t> e5m2 = read<uint8_t>(accel::tensor_cast(f, DType::F8));
+  for (size_t i = 0; i + 1 < values.size(); ++i)
+    EXPECT_EQ(e5m2[i], nearest_f16(values[i]) >> 8) << "f32 " << values[i] << " to f8";
+  EXPECT_EQ(e5m2.back() & 0x7Cu, 0x7Cu);  // NaN stays one
+  EXPECT_NE(e5m2.back() & 3u, 0u);
+  // Nx.Floating.dump_f8_e4m3fn's bytes: 1.99 keeps its exponent (mantissa capped at 7), 1e-3 is a
+  // subnormal, beyond 448 and the infinities saturate
+  EXPECT_EQ(read<uint8_t>(accel::tensor_cast(f, DType::F8E4M3FN)),
+            (std::vector<uint8_t>{0x00, 0x80, 0x38, 0xC2, 0x2A, 0x3F, 0x01, 0x7E, 0x7E, 0xFE, 0x7E, 0x7E, 0x7E, 0xFE, 0x7F}));
+  EXPECT_EQ(read<uint8_t>(accel::tensor_cast(from<int32_t>({2, -3, 500}, DType::S32), DType::F8E4M3FN)),
+            (std::vector<uint8_t>{0x40, 0xC4, 0x7E}));
+  // every byte reads as its value, and back
+  std::vector<uint8_t> every(256);
+  for (int b = 0; b < 256; ++b) every[b] = static_cast<uint8_t>(b);
+  for (DType t : {DType::F8, DType::F8E4M3FN}) {
+    const std::vector<float> wide = read<float>(accel::tensor_cast(from<uint8_t>(every, t), DType::F32));
+    const std::vector<uint8_t> again = read<uint8_t>(accel::tensor_cast(from<float>(wide, DType::F32), t));
+    for (int b = 0; b < 256; ++b) {
+      if (std::isnan(wide[b])) continue;
+      EXPECT_EQ(again[b], b) << accel::dtype_name(t) << " byte " << b << " read as " << wide[b];
+    }
+  }
+  const std::vector<float> e4m3 = read<float>(accel::tensor_cast(from<uint8_t>({0x38, 0x7E, 0x01, 0x08, 0xC2, 0x7F, 0xFF}, DType::F8E4M3FN), DType::F32));
+  EXPECT_EQ(std::vector<float>(e4m3.begin(), e4m3.begin() + 5), (std::vector<float>{1.0f, 448.0f, 0.001953125f, 0.015625f, -2.5f}));
+  EXPECT_TRUE(std::isnan(e4m3[5]) && std::isnan(e4m3[6]));
+  // f32 to f16 over a sweep of bit patterns (f16's normal, subnormal and overflowing ranges among
+  // them): the nearest f16, ties to even
+  std::vector<float> sweep;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 2147483647 / 1000) {
+    float v;
+    const uint32_t b32 = static_cast<uint32_t>(bits);
+    std::memcpy(&v, &b32, 4);
+    if (!std::isnan(v)) sweep.push_back(v);
+  }
+  const std::vector<uint16_t> swept = read<uint16_t>(accel::tensor_cast(from<float>(sweep, DType::F32), DType::F16));
+  for (size_t i = 0; i < sweep.size(); ++i) EXPECT_EQ(swept[i], nearest_f16(sweep[i])) << "f32 " << sweep[i] << " to f16";
+  const std::vector<float> e5m2_read = read<float>(accel::tensor_cast(from<uint8_t>({0x3C, 0x7C, 0x01, 0xC1}, DType::F8), DType::F32));
+  EXPECT_EQ(e5m2_read, (std::vector<float>{1.0f, INFINITY, 0x1p-16f, -2.5f}));
+}
+
 // Copies and transposes move 2- and 16-byte elements (f16, c128) as every other size.
 TEST_P(TensorTest, TwoAndSixteenByteElementsMove) {
   const Tensor h = from<uint16_t>({1, 2, 3, 4, 5, 6}, DType::U16);  // {2, 3}

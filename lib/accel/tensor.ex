@@ -21,6 +21,9 @@ defmodule Accel.Tensor do
   transpose, slice, concatenate...), converted with `as_type/2` (f16 rounds to nearest even, bf16
   keeps the f32 value's high half, as Nx writes it) and read like the others, and computed on
   after a conversion (`Accel.Nx.Backend` does that for Nx, converting back after each operation).
+  So are Nx 0.9+'s `:s2`, `:s4`, `:u2` and `:u4` (a byte per element, the value wrapped to its
+  width), `:f8` (E5M2: the f16 value's high byte, as Nx writes it) and `:f8_e4m3fn` (Nx's E4M3FN:
+  no infinities, saturating at ±448).
 
   ## Lifetime
 
@@ -95,7 +98,26 @@ defmodule Accel.Tensor do
   defstruct [:shape, :type, :device, :ref]
 
   @type type ::
-          :f32 | :f64 | :s64 | :s32 | :u8 | :u64 | :u32 | :s8 | :s16 | :u16 | :f16 | :bf16 | :c64 | :c128
+          :f32
+          | :f64
+          | :s64
+          | :s32
+          | :u8
+          | :u64
+          | :u32
+          | :s8
+          | :s16
+          | :u16
+          | :f16
+          | :bf16
+          | :c64
+          | :c128
+          | :s2
+          | :s4
+          | :u2
+          | :u4
+          | :f8
+          | :f8_e4m3fn
   @type shape :: tuple()
   @type t :: %__MODULE__{shape: shape(), type: type(), device: {atom(), non_neg_integer()}, ref: reference()}
 
@@ -155,7 +177,9 @@ defmodule Accel.Tensor do
 
   @doc """
   A tensor over a binary of native-endian elements of `type`, shaped `shape` (a vector of all of
-  them when no shape is given: `from_binary(bin, :f32)`). The binary is copied to the device once;
+  them when no shape is given: `from_binary(bin, :f32)`). Sub-byte types (`:s4` ...) take a byte
+  per element, wrapped to their width (`<<0xFF>>` is -1 as `:s4`, 15 as `:u4`). The binary is
+  copied to the device once;
   on the CPU backend a binary of 64 KiB or more is not copied at all: the tensor shares its bytes
   (neither is ever written), and keeps the binary alive.
 
@@ -191,7 +215,23 @@ defmodule Accel.Tensor do
     end
 
     {backend, device} = place(opts)
-    new(shape, type, fn ref -> NIF.tensor_upload(bin, type, backend, device, ref) end)
+
+    case Accel.Tensor.Types.bits(type) do
+      # a sub-byte type's bytes are wrapped to its width (0x7F is -1 as :s4): converted from
+      # the byte type of its signedness on the device
+      bits when bits < 8 ->
+        byte = if Accel.Tensor.Types.kind(type) == :int, do: :s8, else: :u8
+        bytes = new(shape, byte, fn ref -> NIF.tensor_upload(bin, byte, backend, device, ref) end)
+
+        try do
+          as_type(bytes, type)
+        after
+          free(bytes)
+        end
+
+      _ ->
+        new(shape, type, fn ref -> NIF.tensor_upload(bin, type, backend, device, ref) end)
+    end
   end
 
   def from_binary(other, _type, _shape, _opts),

@@ -9,7 +9,17 @@ if Code.ensure_loaded?(Nx) do
     import Accel.Test.Fallbacks, only: [count: 1]
     import Bitwise
 
-    @ints [{:s, 8}, {:s, 16}, {:u, 16}, {:u, 32}, {:u, 64}, {:s, 32}, {:u, 8}, {:s, 64}]
+    # Nx 0.9+'s sub-byte integers and 8-bit floats (none on Nx 0.7, whose types they are not)
+    newer? =
+      try do
+        Nx.Type.normalize!({:f8_e4m3fn, 8}) && true
+      rescue
+        _ -> false
+      end
+
+    @narrow if newer?, do: [{:s, 2}, {:s, 4}, {:u, 2}, {:u, 4}], else: []
+    @eights if newer?, do: [{:f, 8}, {:f8_e4m3fn, 8}], else: []
+    @ints [{:s, 8}, {:s, 16}, {:u, 16}, {:u, 32}, {:u, 64}, {:s, 32}, {:u, 8}, {:s, 64}] ++ @narrow
     @halves [{:f, 16}, {:bf, 16}]
 
     setup :count
@@ -29,8 +39,10 @@ if Code.ensure_loaded?(Nx) do
       case tolerance do
         :exact ->
           # as values: a NaN's sign and payload are not Nx's (every NaN reads as :nan)
+          # (the values listed: Nx 0.13 cannot inspect every sub-byte tensor)
           assert Nx.to_flat_list(actual) == Nx.to_flat_list(expected),
-                 "#{inspect(actual)} differs from #{inspect(expected)}"
+                 "#{inspect(actual.type)} #{inspect(Nx.to_flat_list(actual))} differs from " <>
+                   "#{inspect(Nx.to_flat_list(expected))}"
 
         ulp ->
           diff = Nx.abs(Nx.subtract(Nx.as_type(actual, :f64), Nx.as_type(expected, :f64)))
@@ -59,7 +71,8 @@ if Code.ensure_loaded?(Nx) do
             values = edge_values(type)
             a = Nx.tensor(values, type: type)
             b = Nx.tensor(Enum.reverse(values), type: type)
-            nonzero = Nx.tensor(Enum.map(values, &if(&1 == 0, do: 3, else: &1)), type: type)
+            # (a sub-byte type wraps some values to 0)
+            nonzero = Nx.tensor(Enum.map(Nx.to_flat_list(a), &if(&1 == 0, do: 1, else: &1)), type: type)
 
             for fun <-
                   [:add, :subtract, :multiply, :min, :max, :bitwise_and, :bitwise_or, :bitwise_xor] ++
@@ -74,10 +87,12 @@ if Code.ensure_loaded?(Nx) do
               same(@device, [a], &apply(Nx, fun, [&1]))
             end
 
-            shifts = Nx.tensor(Enum.map(values, &rem(Kernel.abs(&1), 9)), type: type)
+            # amounts the type holds, below 9 (the wrapped values')
+            limit = min(9, 1 <<< (elem(type, 1) - 1))
+            shifts = Nx.tensor(Enum.map(Nx.to_flat_list(a), &rem(Kernel.abs(&1), limit)), type: type)
             same(@device, [a, shifts], &Nx.left_shift/2)
             same(@device, [a, shifts], &Nx.right_shift/2)
-            same(@device, [a, Nx.tensor(3, type: type)], &Nx.pow/2)
+            same(@device, [a, Nx.tensor(min(3, limit - 1), type: type)], &Nx.pow/2)
 
             m = Nx.reshape(Nx.tensor(values ++ values ++ Enum.take(values, 3), type: type), {3, 7})
 
@@ -128,8 +143,69 @@ if Code.ensure_loaded?(Nx) do
           Accel.Test.Fallbacks.none!()
         end
 
+        if @eights != [] do
+          # (f8's subnormals, below 2^-14, are left out: Nx.Floating.load_f8 reads them as normal
+          # numbers, 2^-15 * (1 + m / 4), where Accel reads the IEEE value, m / 4 * 2^-14)
+          test "f8 and f8_e4m3fn round as Nx rounds each operation's result, with no fallback" do
+            for type <- @eights do
+              a = Nx.tensor([0.125, -2.5, 3.0, 1.0e-3, 7.0, 0.0, -0.75, 160.0, 1.5, 448.0], type: type)
+              b = Nx.tensor([3.0, 0.375, -7.0, 12.0, 2.0, -0.0, 0.5, 2.0, 1.0, 3.0], type: type)
+
+              for fun <- [:add, :subtract, :multiply, :divide, :min, :max, :equal, :less, :greater] do
+                same(@device, [a, b], &apply(Nx, fun, [&1, &2]))
+              end
+
+              for fun <- [:negate, :abs, :sign, :floor, :ceil, :round, :is_nan, :is_infinity] do
+                same(@device, [a], &apply(Nx, fun, [&1]))
+              end
+
+              same(@device, [a], &Nx.sqrt(Nx.abs(&1)), 0.26)
+
+              for fun <- [:exp, :tanh, :sin, :sigmoid] do
+                same(@device, [Nx.divide(a, 100)], &apply(Nx, fun, [&1]), 0.26)
+              end
+
+              m = Nx.reshape(Nx.concatenate([a, b]), {2, 10})
+              same(@device, [m], &Nx.reduce_max(&1, axes: [1]))
+              same(@device, [m], &Nx.sum(&1, axes: [1]), 0.26)
+              same(@device, [a, b], &Nx.dot(&1, &2), 0.26)
+            end
+
+            Accel.Test.Fallbacks.none!()
+          end
+
+          test "sub-byte tensors travel as Nx's bitstrings, at a million elements" do
+            for type <- @narrow do
+              # an odd count: the bitstring ends inside a byte
+              n = 1_000_001
+              bits = elem(type, 1)
+
+              t =
+                Nx.iota({n}, type: :s64) |> Nx.multiply(7919) |> Nx.remainder(1 <<< bits) |> Nx.as_type(type)
+
+              on_device = on(@device, t)
+              assert Nx.to_binary(on_device) == Nx.to_binary(t)
+              assert bit_size(Nx.to_binary(on_device)) == n * bits
+
+              assert Nx.to_binary(Nx.slice(on_device, [999_990], [11])) ==
+                       Nx.to_binary(Nx.slice(t, [999_990], [11]))
+
+              same(@device, [t], &Nx.sum(&1))
+              same(@device, [t], &Nx.add(&1, &1))
+            end
+
+            # bitcast between the signed and unsigned type of one width: the same bits
+            s4 = Nx.tensor([-8, -1, 0, 7], type: :s4)
+            same(@device, [s4], &Nx.bitcast(&1, :u4))
+            same(@device, [Nx.tensor([3, 2, 1], type: :u2)], &Nx.bitcast(&1, :s2))
+            same(@device, [Nx.tensor([1.5, -448.0], type: :f8_e4m3fn)], &Nx.bitcast(&1, :u8))
+            same(@device, [Nx.tensor([1.5, -2.0], type: :f8)], &Nx.bitcast(&1, :s8))
+            Accel.Test.Fallbacks.none!()
+          end
+        end
+
         test "every real type converts to every other as Nx converts, on the device" do
-          types = @ints ++ @halves ++ [{:f, 32}, {:f, 64}]
+          types = @ints ++ @halves ++ @eights ++ [{:f, 32}, {:f, 64}]
           ints = Nx.tensor([0, 1, -1, 100, -128, 127, 255, 65_504, -70_000], type: :s64)
           floats = Nx.tensor([0.0, -0.5, 1.75, 100.25, 255.5, -128.9, 65_504.0, 1.0e-3, 3.0e4], type: :f64)
 
@@ -140,8 +216,8 @@ if Code.ensure_loaded?(Nx) do
             source = if elem(from, 0) in [:s, :u], do: Nx.as_type(ints, from), else: Nx.as_type(floats, from)
 
             source =
-              if elem(from, 0) in [:f, :bf] and elem(to, 0) in [:s, :u],
-                do: Nx.abs(Nx.divide(source, 1000)),
+              if Accel.Nx.Storage.float?(from) and elem(to, 0) in [:s, :u],
+                do: Nx.abs(Nx.divide(source, if(elem(to, 1) < 8, do: 100_000, else: 1000))),
                 else: source
 
             same(@device, [source], &Nx.as_type(&1, to))
@@ -170,7 +246,8 @@ if Code.ensure_loaded?(Nx) do
               [Nx.broadcast(Nx.tensor(1, type: type, backend: place), {4})]
           end
 
-          for type <- @ints ++ @halves ++ [{:f, 32}, {:f, 64}, {:c, 64}, {:c, 128}], t <- made.(type) do
+          for type <- @ints ++ @halves ++ @eights ++ [{:f, 32}, {:f, 64}, {:c, 64}, {:c, 128}],
+              t <- made.(type) do
             assert t.data.tensor.device == device, "#{inspect(type)} made on #{inspect(t.data.tensor.device)}"
           end
 

@@ -31,7 +31,9 @@ if Code.ensure_loaded?(Nx) do
     Every Nx type lives on the device, stored as itself: `f32`, `f64`, `s64`, `s32`, `u8`, `u64`
     and `u32` compute in themselves, `s8`, `s16` and `u16` in `s32` and `f16` and `bf16` in `f32`
     (converted on the device, each result converted back: integers wrap in their width, each float
-    result rounds once to its type, as Nx rounds it). Through Accel's tensor kernels (one registry,
+    result rounds once to its type, as Nx rounds it), and so do Nx 0.9+'s sub-byte integers (`s2`,
+    `s4`, `u2`, `u4`: in `s32`, a byte per element on the device) and 8-bit floats (`f8`, E5M2,
+    and `f8_e4m3fn`: in `f32`, converted as Nx converts them). Through Accel's tensor kernels (one registry,
     `c_src/kernels/ops.h`):
 
       * elementwise: every unary operation in the registry (`exp`, `log`, `sin` ... `erfc`,
@@ -177,16 +179,14 @@ if Code.ensure_loaded?(Nx) do
 
     def to_binary(%T{type: {_, bits} = type, data: %__MODULE__{tensor: a}}, limit) do
       if Storage.storage_type(type) == :bytes do
-        # Stored as bytes: the first `limit` elements' bits (a bitstring for sub-byte types).
+        # Stored as bytes: the first `limit` elements' bits.
         wanted = limit * bits
-        <<head::bitstring-size(wanted), _::bitstring>> = download(a, div(wanted + 7, 8))
+        <<head::bitstring-size(wanted), _::bitstring>> = Storage.download(a, :bytes, div(wanted + 7, 8))
         head
       else
-        download(a, limit)
+        Storage.download(a, type, limit)
       end
     end
-
-    defp download(a, count), do: Accel.Job.call(&Accel.NIF.tensor_download(a.ref, count, &1))
 
     def backend_copy(%T{data: %__MODULE__{tensor: a}} = t, __MODULE__, opts) do
       case Storage.init(opts)[:device] do
@@ -405,7 +405,7 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    defp admits?(op, {kind, _}) when op in @float_only, do: kind in [:f, :bf]
+    defp admits?(op, type) when op in @float_only, do: Storage.float?(type)
     defp admits?(op, {kind, _}) when op in @int_only, do: kind in [:s, :u]
     defp admits?(_op, _type), do: true
 

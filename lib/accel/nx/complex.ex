@@ -150,7 +150,7 @@ if Code.ensure_loaded?(Nx) do
     defp as_operand(%T{} = t, type), do: Nx.as_type(t, Nx.Type.to_real(type))
 
     defp exact_in?({:c, bits}, {:c, to}), do: bits <= to
-    defp exact_in?({kind, bits}, {:c, to}) when kind in [:f, :bf], do: bits <= div(to, 2)
+    defp exact_in?({kind, bits}, {:c, to}) when kind in [:f, :bf, :f8_e4m3fn], do: bits <= div(to, 2)
     # (f32 holds integers of up to 24 bits exactly, f64 up to 53)
     defp exact_in?({_int, bits}, {:c, 64}), do: bits <= 16
     defp exact_in?({_int, bits}, {:c, 128}), do: bits <= 32

@@ -48,7 +48,7 @@ if Code.ensure_loaded?(Nx) do
     def conv(%T{type: {:c, _}} = out, %T{} = t, %T{} = k, opts), do: conv_parts(out, t, k, opts)
 
     def conv(%T{type: type} = out, %T{} = t, %T{} = k, opts) do
-      if elem(type, 0) in [:f, :bf] and Storage.compute?([type, t.type, k.type]) do
+      if Storage.float?(type) and Storage.compute?([type, t.type, k.type]) do
         run(out, t, k, opts)
       else
         Fallback.run(:conv, [out, t, k, opts])

@@ -30,10 +30,15 @@ if Code.ensure_loaded?(Nx) do
       [a] = Storage.operands!(:bitcast, [t])
 
       case {Storage.storage_type(out.type), Storage.storage_type(t.type)} do
+        # sub-byte integers of one width (s4 and u4) are a byte each, sign-extended or not: their
+        # bits are the value wrapped to the other's range
+        {stored, from} when elem(out.type, 1) < 8 and from != :bytes ->
+          Storage.wrap(AT.as_type(a, stored), out, Storage.auto?([t]))
+
         {stored, from} when stored != :bytes and from != :bytes ->
           Storage.wrap(AT.bitcast(a, stored), out, Storage.auto?([t]))
 
-        # a type stored as its bytes (Nx 0.9+'s sub-byte and f8 types): read and written back
+        # a type stored as its bytes (outside the registry): read and written back
         _bytes ->
           Storage.upload_on(Nx.to_binary(t), out, a.device, Storage.auto?([t]))
       end

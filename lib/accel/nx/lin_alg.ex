@@ -57,8 +57,7 @@ if Code.ensure_loaded?(Nx) do
     def lu({%T{}, %T{type: type}, %T{}} = out, %T{shape: shape} = t, opts, otherwise) do
       {batch, n, n} = matrices(shape)
 
-      compute =
-        if Storage.compute?([t.type]) and match?({k, _} when k in [:f, :bf], t.type), do: type, else: {:f, 64}
+      compute = if Storage.compute?([t.type]) and Storage.float?(t.type), do: type, else: {:f, 64}
 
       decompose(:lu_nx07, Tuple.to_list(out), t, [batch, n, n], opts[:eps] || 1.0e-10, otherwise, compute)
     end

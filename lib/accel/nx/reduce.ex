@@ -105,7 +105,7 @@ if Code.ensure_loaded?(Nx) do
         [a] = Storage.operands!(name, [t])
         a = Storage.cast(a, t.type)
         tie = opts[:tie_break] || :low
-        result = arg_pick(name, a, axis, tie, elem(t.type, 0) in [:f, :bf])
+        result = arg_pick(name, a, axis, tie, Storage.float?(t.type))
         Storage.wrap(result |> AT.reshape(out.shape) |> Storage.cast(type), out, Storage.auto?([t]))
       else
         Fallback.run(name, [out, t, opts])

@@ -10,9 +10,11 @@ if Code.ensure_loaded?(Nx) do
     # u64, u32) compute in themselves; s8, s16 and u16 compute in s32, f16 and bf16 in f32: an
     # operation converts its operands on the device, computes, and wrap/3 converts the result back
     # to its type (integers wrap, f16 rounds to nearest even, bf16 as Nx writes it), so each
-    # operation rounds once, as Nx's does. Complex types have no kernels: Accel.Nx.Complex computes
-    # on their parts with the real ones. Types outside the registry (Nx 0.9+'s sub-byte and f8 types) are stored as their
-    # bytes (a u8 vector) and every operation on them falls back.
+    # operation rounds once, as Nx's does. Nx 0.9+'s sub-byte integers (s2, s4, u2, u4) compute in
+    # s32 too, stored a byte per element (Nx's bitstrings are unpacked on upload and packed on
+    # download), and its 8-bit floats (f8: E5M2, f8_e4m3fn) in f32. Complex types have no kernels:
+    # Accel.Nx.Complex computes on their parts with the real ones. A type outside the registry
+    # would be stored as its bytes (a u8 vector), every operation on it falling back.
 
     alias Accel.Tensor, as: AT
     alias Accel.Tensor.Types
@@ -20,9 +22,13 @@ if Code.ensure_loaded?(Nx) do
 
     # Nx's {kind, bits} of each registry type (the registry's :f32 is Nx's {:f, 32}), and the type
     # it computes in (nil for complex types): maps built once, read on every operation's path
-    @storage Map.new(Types.names(), fn name ->
-               [_, kind, bits] = Regex.run(~r/^([a-z]+)(\d+)$/, Atom.to_string(name))
-               {{String.to_atom(kind), String.to_integer(bits)}, name}
+    @storage Map.new(Types.names(), fn
+               :f8_e4m3fn ->
+                 {{:f8_e4m3fn, 8}, :f8_e4m3fn}
+
+               name ->
+                 [_, kind, bits] = Regex.run(~r/^([a-z]+)(\d+)$/, Atom.to_string(name))
+                 {{String.to_atom(kind), String.to_integer(bits)}, name}
              end)
     @compute Map.new(@storage, fn {nx, name} ->
                {nx, if(Types.kind(name) == :complex, do: nil, else: Types.computes_in(name))}
@@ -43,6 +49,9 @@ if Code.ensure_loaded?(Nx) do
 
     @doc "True when the Nx type computes in itself (its Accel type has kernels of its own)."
     def native?(type), do: compute_type(type) != nil and compute_type(type) == storage_type(type)
+
+    @doc "True for Nx's real float types (f8 ... f64, bf16, f8_e4m3fn)."
+    def float?({kind, _}), do: kind in [:f, :bf, :f8_e4m3fn]
 
     @doc "True when the Nx type is stored element by element (not as bytes)."
     def elements?(type), do: storage_type(type) != :bytes
@@ -121,15 +130,37 @@ if Code.ensure_loaded?(Nx) do
       upload_on(binary, out, {backend, index}, auto)
     end
 
+    @doc """
+    The first `limit` elements of an Accel tensor of Nx type `type` as Nx's binary: a bitstring
+    for sub-byte types (their bytes packed), else the bytes.
+    """
+    def download(%AT{} = a, {_, bits}, limit) when bits < 8 do
+      bytes = Accel.Job.call(&Accel.NIF.tensor_download(a.ref, limit, &1))
+      for <<x::8 <- bytes>>, into: <<>>, do: <<x::size(bits)>>
+    end
+
+    def download(%AT{} = a, _type, limit), do: Accel.Job.call(&Accel.NIF.tensor_download(a.ref, limit, &1))
+
     @doc "A new tensor over `binary` on the device {backend, index}."
     def upload_on(binary, %T{type: type, shape: shape} = out, device, auto),
       do: wrap(upload_to(binary, type, shape, device), out, auto)
 
+    defp upload_to(binary, {_, bits} = type, shape, device) when bits < 8 do
+      # a sub-byte type: Nx's bitstring, a byte per element here (signed ones sign-extended)
+      bytes =
+        case type do
+          {:s, _} -> for <<x::signed-size(bits) <- binary>>, into: <<>>, do: <<x::signed-8>>
+          {:u, _} -> for <<x::size(bits) <- binary>>, into: <<>>, do: <<x::8>>
+        end
+
+      AT.from_binary(bytes, storage_type(type), shape, accel_place(device))
+    end
+
     defp upload_to(binary, type, shape, device) do
       case storage_type(type) do
         :bytes ->
-          # Sub-byte types (Nx 0.9+'s u2, s4 ...) arrive as bitstrings: padded to whole bytes here,
-          # cut back to their bits by Accel.Nx.Backend.to_binary/2.
+          # (a type outside the registry) padded to whole bytes here, cut back to its bits by
+          # Accel.Nx.Backend.to_binary/2
           bytes = <<binary::bitstring, 0::size(rem(8 - rem(bit_size(binary), 8), 8))>>
           AT.from_binary(bytes, :u8, {byte_size(bytes)}, accel_place(device))
 

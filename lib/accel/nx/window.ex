@@ -197,7 +197,7 @@ if Code.ensure_loaded?(Nx) do
       max? = op == :max
 
       case kind do
-        k when k in [:f, :bf] ->
+        k when k in [:f, :bf, :f8_e4m3fn] ->
           case {accel, max?} do
             {:f32, true} -> 0xFF800000
             {:f32, false} -> 0x7F800000

@@ -136,13 +136,48 @@ defmodule Accel.Tensor.Codec do
     end
   end
 
+  # f8 (E5M2) as Nx writes it: the f16's high byte
+  def encode_one(x, :f8) do
+    case encode_one(x, :f16) do
+      nil -> nil
+      <<half::unsigned-16-native>> -> <<bsr(half, 8)>>
+    end
+  end
+
+  # f8_e4m3fn as Nx.Floating writes a finite value within its range (+-448): the exponent
+  # floor(log2), the mantissa rounded half away from zero and capped at 7, below 2^-6 a subnormal
+  def encode_one(x, :f8_e4m3fn) when is_number(x) and x >= -448 and x <= 448 do
+    <<sign::1, _::63>> = <<x * 1.0::float>>
+    a = abs(x * 1.0)
+
+    if a == 0 do
+      <<sign::1, 0::7>>
+    else
+      exp = floor(:math.log2(a))
+
+      if exp + 7 <= 0 do
+        <<sign::1, 0::4, min(7, round(a / :math.pow(2, -6) * 8))::3>>
+      else
+        m = ((a / :math.pow(2, exp) - 1.0) * 8) |> round() |> max(0) |> min(7)
+        <<sign::1, exp + 7::4, m::3>>
+      end
+    end
+  end
+
   def encode_one(x, type) when is_integer(x) do
     bits = Types.bytes(type) * 8
+    # sub-byte types (s4 ...) take a byte each, their values in their own width
+    value_bits = Types.bits(type)
 
     case Types.kind(type) do
-      :int -> if x in -(1 <<< (bits - 1))..((1 <<< (bits - 1)) - 1), do: <<x::signed-size(bits)-native>>
-      :uint -> if x in 0..((1 <<< bits) - 1), do: <<x::unsigned-size(bits)-native>>
-      _ -> nil
+      :int ->
+        if x in -(1 <<< (value_bits - 1))..((1 <<< (value_bits - 1)) - 1), do: <<x::signed-size(bits)-native>>
+
+      :uint ->
+        if x in 0..((1 <<< value_bits) - 1), do: <<x::unsigned-size(bits)-native>>
+
+      _ ->
+        nil
     end
   end
 
@@ -160,6 +195,8 @@ defmodule Accel.Tensor.Codec do
   # Non-finite floats read as :nan, :infinity and :neg_infinity (as in Nx): Elixir floats cannot hold them.
   @doc false
   def decode(bin, :bf16), do: for(<<c::binary-size(2) <- bin>>, do: float(f32_of(c), 32))
+  def decode(bin, :f8), do: for(<<b <- bin>>, do: float(<<bsl(b, 8)::16-native>>, 16))
+  def decode(bin, :f8_e4m3fn), do: for(<<b <- bin>>, do: e4m3fn(<<b>>))
 
   def decode(bin, type) do
     bits = Types.bytes(type) * 8
@@ -171,6 +208,10 @@ defmodule Accel.Tensor.Codec do
       :complex -> raise ArgumentError, "a #{inspect(type)} tensor has no list form; read it with to_binary/1"
     end
   end
+
+  defp e4m3fn(<<_::1, 15::4, 7::3>>), do: :nan
+  defp e4m3fn(<<sign::1, 0::4, m::3>>), do: (1.0 - 2 * sign) * (m / 8 * :math.pow(2, -6))
+  defp e4m3fn(<<sign::1, e::4, m::3>>), do: (1.0 - 2 * sign) * ((1 + m / 8) * :math.pow(2, e - 7))
 
   defp float(chunk, bits) do
     case chunk do

@@ -29,6 +29,12 @@ defmodule Accel.Tensor.Types do
 
   @types types
 
+  # bits per element as Nx counts them: the number in the name (s4: 4, f8_e4m3fn: 8)
+  @bits Map.new(types, fn t ->
+          [digits] = Regex.run(~r/^[a-z]+(\d+)/, Atom.to_string(t.name), capture: :all_but_first)
+          {t.name, String.to_integer(digits)}
+        end)
+
   if length(@types) < 14 or Enum.map(@types, & &1.code) != Enum.to_list(0..(length(@types) - 1)),
     do: raise("the type registry in #{@path} is not a list of codes 0, 1, ...")
 
@@ -44,6 +50,9 @@ defmodule Accel.Tensor.Types do
   def info(name), do: Map.fetch!(@by_name, name)
 
   def bytes(name), do: info(name).bytes
+
+  @doc "A type's bits per element as Nx counts them: the number in its name (s4: 4, f8_e4m3fn: 8)."
+  def bits(name), do: Map.fetch!(@bits, name)
   def kind(name), do: info(name).kind
   def computes_in(name), do: info(name).computes_in
 end
