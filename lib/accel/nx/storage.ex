@@ -16,6 +16,7 @@ if Code.ensure_loaded?(Nx) do
     # Accel.Nx.Complex computes on their parts with the real ones. A type outside the registry
     # would be stored as its bytes (a u8 vector), every operation on it falling back.
 
+    import Bitwise
     alias Accel.Tensor, as: AT
     alias Accel.Tensor.Types
     alias Nx.Tensor, as: T
@@ -132,28 +133,69 @@ if Code.ensure_loaded?(Nx) do
 
     @doc """
     The first `limit` elements of an Accel tensor of Nx type `type` as Nx's binary: a bitstring
-    for sub-byte types (their bytes packed), else the bytes.
+    for sub-byte types (their bytes packed, below), else the bytes.
     """
-    def download(%AT{} = a, {_, bits}, limit) when bits < 8 do
-      bytes = Accel.Job.call(&Accel.NIF.tensor_download(a.ref, limit, &1))
-      for <<x::8 <- bytes>>, into: <<>>, do: <<x::size(bits)>>
+    def download(%AT{} = a, {_, bits}, limit) when bits < 8 and limit > 0 do
+      per = div(8, bits)
+      n = min(limit, AT.size(a))
+      m = div(n + per - 1, per)
+      flat = AT.reshape(a, {AT.size(a)})
+      flat = if n == AT.size(a), do: flat, else: AT.slice(flat, [0], [n])
+      # each value's own bits, zeros after the last, one byte's fields per row
+      values = flat |> AT.as_type(:u8) |> AT.bitwise_and((1 <<< bits) - 1)
+      values = if m * per == n, do: values, else: AT.concatenate([values, zeros(m * per - n, a.device)])
+      rows = AT.reshape(values, {m, per})
+
+      packed =
+        0..(per - 1)
+        |> Enum.map(&(rows |> AT.slice([0, &1], [m, 1]) |> AT.left_shift(8 - bits * (&1 + 1))))
+        |> Enum.reduce(&AT.bitwise_or(&2, &1))
+
+      <<head::bitstring-size(n * bits), _::bitstring>> =
+        Accel.Job.call(&Accel.NIF.tensor_download(packed.ref, m, &1))
+
+      head
     end
 
+    def download(%AT{}, {_, bits}, _limit) when bits < 8, do: <<>>
+
     def download(%AT{} = a, _type, limit), do: Accel.Job.call(&Accel.NIF.tensor_download(a.ref, limit, &1))
+
+    defp zeros(count, device),
+      do: AT.from_binary(:binary.copy(<<0>>, count), :u8, {count}, accel_place(device))
 
     @doc "A new tensor over `binary` on the device {backend, index}."
     def upload_on(binary, %T{type: type, shape: shape} = out, device, auto),
       do: wrap(upload_to(binary, type, shape, device), out, auto)
 
+    # A sub-byte type's bitstring: 8 / bits elements a byte, the first in its highest bits, made a
+    # byte per element (signed ones sign-extended) on the device: the bytes uploaded, each field
+    # shifted out (a pass per field) and the fields interleaved (a concatenation along a new last
+    # axis), the values converted to the type (which wraps). download/3 packs them back likewise.
     defp upload_to(binary, {_, bits} = type, shape, device) when bits < 8 do
-      # a sub-byte type: Nx's bitstring, a byte per element here (signed ones sign-extended)
-      bytes =
-        case type do
-          {:s, _} -> for <<x::signed-size(bits) <- binary>>, into: <<>>, do: <<x::signed-8>>
-          {:u, _} -> for <<x::size(bits) <- binary>>, into: <<>>, do: <<x::8>>
-        end
+      n = Tuple.product(shape)
+      per = div(8, bits)
+      place = accel_place(device)
 
-      AT.from_binary(bytes, storage_type(type), shape, accel_place(device))
+      if n == 0 do
+        AT.from_binary(<<>>, storage_type(type), shape, place)
+      else
+        padded = <<binary::bitstring, 0::size(rem(8 - rem(bit_size(binary), 8), 8))>>
+        m = byte_size(padded)
+        b = AT.from_binary(padded, :u8, {m}, place)
+
+        fields =
+          for f <- 0..(per - 1),
+              do:
+                b
+                |> AT.right_shift(8 - bits * (f + 1))
+                |> AT.bitwise_and((1 <<< bits) - 1)
+                |> AT.reshape({m, 1})
+
+        all = fields |> AT.concatenate(axis: 1) |> AT.reshape({m * per})
+        all = if m * per == n, do: all, else: AT.slice(all, [0], [n])
+        all |> AT.as_type(storage_type(type)) |> AT.reshape(shape)
+      end
     end
 
     defp upload_to(binary, type, shape, device) do
