@@ -1,7 +1,8 @@
 if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.TypesTest do
-    # Every Nx type computes on the device: the integer types of every width (with Nx's wrapping),
-    # f16 and bf16 (stored as themselves, computed in f32, rounded as Nx rounds), complex types
+    # Every Nx type computes on the device: the integer types of every width (with Nx's wrapping;
+    # on Nx 0.9+ the sub-byte ones too), f16, bf16 and Nx 0.9+'s f8 and f8_e4m3fn (stored as
+    # themselves, computed in f32, rounded as Nx rounds), complex types
     # made on the device (their arithmetic: complex_test.exs); each result equal to
     # Nx.BinaryBackend's, and no operation here falls back to it (counted with the fallback
     # telemetry event). On the CPU backend, OpenCL and CUDA (each where it is usable).
