@@ -96,24 +96,19 @@ defmodule ConversionsBench do
     end
   end
 
-  defp median(values), do: values |> Enum.sort() |> Enum.at(div(length(values), 2))
+  defp median(values), do: Accel.Timing.summarize(values).median
 
   defp report(rounds, devices, python) do
-    ms = fn s -> :erlang.float_to_binary(s * 1000, decimals: 2) end
-
     rows =
       for {from, to} = pair <- pairs() do
         name = key(pair)
         xla = if python && hd(rounds).xla[:times], do: median(Enum.map(rounds, & &1.xla.times[name]))
 
         cells =
-          for d <- devices do
-            t = median(Enum.map(rounds, &elem(&1.accel[d][name], 0)))
-            ms.(t) <> if(xla, do: " (#{:erlang.float_to_binary(xla / t, decimals: 2)}x)", else: "")
-          end
+          for d <- devices, do: Results.xla_cell(median(Enum.map(rounds, &elem(&1.accel[d][name], 0))), xla)
 
         "| #{from} -> #{to} | " <>
-          Enum.join(cells, " | ") <> " | " <> if(xla, do: ms.(xla), else: "-") <> " |"
+          Enum.join(cells, " | ") <> " | " <> if(xla, do: Results.ms(xla), else: "-") <> " |"
       end
 
     version = if python, do: hd(rounds).xla[:version], else: "not installed (bin/setup --bench)"
@@ -128,8 +123,7 @@ defmodule ConversionsBench do
     where Nx's conversions and XLA's differ: the script's header). Machine: #{System.schedulers_online()} cores;
     kernels: #{Results.cpu_kernels()}.
 
-    | conversion | #{Enum.map_join(devices, " | ", &"Accel #{&1}")} | XLA (CPU) |
-    |---|#{Enum.map_join(devices, "", fn _ -> "---:|" end)}---:|
+    #{Results.xla_head("conversion", devices)}
     #{Enum.join(rows, "\n")}
     """
 

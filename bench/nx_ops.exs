@@ -198,21 +198,14 @@ defmodule NxOpsBench do
   defp median(values), do: values |> Enum.sort() |> Enum.at(div(length(values), 2))
 
   defp report(rounds, devices, python) do
-    ms = fn s -> :erlang.float_to_binary(s * 1000, decimals: 2) end
     xla_time = fn name -> if python, do: median(Enum.map(rounds, & &1.xla.times[name])) end
 
     rows =
       for name <- @ops do
         times = for d <- devices, do: median(Enum.map(rounds, &elem(&1.accel[d][name], 0)))
         xla = xla_time.(name)
-
-        cells =
-          Enum.map(times, fn t ->
-            ratio = if xla, do: " (#{:erlang.float_to_binary(xla / t, decimals: 2)}x)", else: ""
-            ms.(t) <> ratio
-          end)
-
-        "| #{name} | " <> Enum.join(cells, " | ") <> " | " <> if(xla, do: ms.(xla), else: "-") <> " |"
+        cells = Enum.map(times, &Results.xla_cell(&1, xla))
+        "| #{name} | " <> Enum.join(cells, " | ") <> " | " <> if(xla, do: Results.ms(xla), else: "-") <> " |"
       end
 
     version = if python, do: hd(rounds).xla.version, else: "not installed (bin/setup --bench)"
@@ -228,8 +221,7 @@ defmodule NxOpsBench do
     Machine: #{System.schedulers_online()} cores; kernels: #{Results.cpu_kernels()}. See the script's header
     for the shapes.
 
-    | operation | #{Enum.map_join(devices, " | ", &"Accel #{&1}")} | XLA (CPU) |
-    |---|#{Enum.map_join(devices, "", fn _ -> "---:|" end)}---:|
+    #{Results.xla_head("operation", devices)}
     #{Enum.join(rows, "\n")}
     """
 

@@ -13,6 +13,22 @@ defmodule Accel.Bench.Results do
   end
 
   @doc """
+  The head of a table of Accel's times against XLA's: the first column's title, an `Accel <device>`
+  column per device, XLA's column.
+  """
+  def xla_head(first, devices) do
+    "| #{first} | #{Enum.map_join(devices, " | ", &"Accel #{&1}")} | XLA (CPU) |\n" <>
+      "|---|#{Enum.map_join(devices, "", fn _ -> "---:|" end)}---:|"
+  end
+
+  @doc "Seconds as milliseconds, two decimals."
+  def ms(seconds), do: :erlang.float_to_binary(seconds * 1000, decimals: 2)
+
+  @doc "Accel's time in milliseconds, with XLA's time over it in parentheses where XLA ran (nil where not)."
+  def xla_cell(seconds, nil), do: ms(seconds)
+  def xla_cell(seconds, xla), do: "#{ms(seconds)} (#{:erlang.float_to_binary(xla / seconds, decimals: 2)}x)"
+
+  @doc """
   The CPU's kernels a table's figures came from: OpenBLAS's (the CPU backend's report: what
   OpenBLAS picked for this CPU, what OPENBLAS_CORETYPE named, or what Accel named where OpenBLAS
   took the CPU for an older one: lib/accel/nif.ex) and Accel's own (the instruction set its CPU
