@@ -89,8 +89,10 @@ defmodule NxCompilerBench do
     }
   end
 
+  # (build: :wait: a first call builds its kernels, rather than running unfused while they build
+  # in the background, so that every timed call runs fused and the first calls time the compiler)
   defp jits(device, fuse) do
-    opts = [compiler: Accel.Nx.Compiler, device: device, fuse: fuse]
+    opts = [compiler: Accel.Nx.Compiler, device: device, fuse: fuse, build: :wait]
 
     %{
       chain: Nx.Defn.jit(&chain/1, opts),

@@ -16,7 +16,8 @@
 #     softmax, per call (the mean over 2,000 calls).
 # Per workload: the time per call (the fastest of 3 after a first call, medians over rounds; the
 # peers in their own process each round), XLA's time over Accel's (above 1: Accel is faster), the
-# first (compiling) call of each with an empty kernel cache, and the fallbacks to
+# first (compiling) call of each with an empty kernel cache (and, where its kernels build in the
+# background, when later calls run fused: they are timed from there), and the fallbacks to
 # Nx.BinaryBackend counted with the telemetry event [:accel, :nx, :fallback]. Results checked
 # against XLA's: the sums of their magnitudes within 1e-3 (the random draw: the mean of its squares
 # within 1e-2, a different generator). Writes bench/results/nx_xla.md and nx_xla.svg.
@@ -241,6 +242,8 @@ defmodule NxXlaBench do
     fallbacks = :counters.new(1, [])
 
     :telemetry.attach("nx-xla-fallbacks", [:accel, :nx, :fallback], &__MODULE__.count/4, fallbacks)
+    builds = [[:accel, :nx, :compile], [:accel, :nx, :built]]
+    :telemetry.attach_many("nx-xla-builds", builds, &__MODULE__.build_event/4, self())
 
     # first calls, each with an empty kernel cache (of its own), and the results to check
     setup = for d <- devices, into: %{}, do: {d, setup(d, names, fallbacks, calls)}
@@ -262,6 +265,40 @@ defmodule NxXlaBench do
 
   def count(_event, %{count: n}, _meta, counters), do: :counters.add(counters, 1, n)
 
+  def build_event([:accel, :nx, :compile], _, %{key: key, build: build}, pid),
+    do: send(pid, {:compiled, key, build})
+
+  def build_event([:accel, :nx, :built], _, %{key: key, errors: errors}, pid),
+    do: send(pid, {:built, key, errors, System.monotonic_time()})
+
+  # After a first call: the time from its start until every kernel its compilations built in the
+  # background is loaded (later calls run fused: timed from there), or nil where none did.
+  defp until_fused(started) do
+    keys = background_keys([])
+
+    built =
+      for key <- keys do
+        receive do
+          {:built, ^key, [], at} -> at
+          {:built, ^key, errors, _} -> raise "a background build failed: #{Enum.join(errors, "\n")}"
+        after
+          600_000 -> raise "no background build finished in 600 s"
+        end
+      end
+
+    if keys != [],
+      do: System.convert_time_unit(Enum.max(built) - started, :native, :microsecond) / 1.0e6
+  end
+
+  defp background_keys(keys) do
+    receive do
+      {:compiled, key, :background} -> background_keys([key | keys])
+      {:compiled, _key, _} -> background_keys(keys)
+    after
+      0 -> keys
+    end
+  end
+
   # a column's compiler options: a device's, or the CPU's with approximate math
   defp jit_options(:cpu_fast), do: [device: :cpu, math: :fast]
   defp jit_options(device), do: [device: device]
@@ -281,15 +318,19 @@ defmodule NxXlaBench do
         args = Enum.map(inputs(name), &Nx.backend_transfer(&1, backend))
         f = Nx.Defn.jit(function(name), [compiler: Accel.Nx.Compiler] ++ options)
         before = :counters.get(fallbacks, 1)
+        started = System.monotonic_time()
         {first, out} = :timer.tc(fn -> f |> apply(args) |> sync() end)
         fell = :counters.get(fallbacks, 1) - before
+        fused = until_fused(started)
         IO.puts("#{label(column)} #{name}: first call #{div(first, 1000)} ms, #{fell} fallbacks")
+        if fused, do: IO.puts("  fused from #{round(fused * 1000)} ms (built in the background)")
 
         {name,
          %{
            f: f,
            args: args,
            first: first / 1.0e6,
+           fused: fused,
            fallbacks: fell,
            check: checksum(name, out),
            name: name,
@@ -413,7 +454,8 @@ defmodule NxXlaBench do
         xla = if python, do: hd(rounds).xla.first[name]
         cells = Enum.map_join(firsts, " | ", &t(setup[&1][name].first))
         ratio = Enum.map_join(firsts, " / ", &if(xla, do: x(xla / setup[&1][name].first), else: "-"))
-        "| #{@titles[name]} | #{cells} | #{if xla, do: t(xla), else: "-"} | #{ratio} |"
+        fused = Enum.map_join(firsts, " / ", &if(f = setup[&1][name].fused, do: t(f), else: "-"))
+        "| #{@titles[name]} | #{cells} | #{if xla, do: t(xla), else: "-"} | #{ratio} | #{fused} |"
       end
 
     version = if python, do: hd(rounds).xla.version, else: "not installed (bin/setup --bench)"
@@ -450,8 +492,13 @@ defmodule NxXlaBench do
 
     ## First call (tracing and compiling), each with an empty kernel cache
 
-    | workload | #{Enum.map_join(firsts, " | ", &"Accel #{label(&1)}")} | XLA | XLA / Accel |
-    |---|#{Enum.map_join(firsts, "", fn _ -> "---:|" end)}---:|---:|
+    On the CPU backend a function whose kernels are not cached runs unfused (each operation the
+    backend's) while the C compiler builds them, where its unfused operations write 128 MB or less
+    (`Accel.Nx.Compiler`'s `build: :background`, the default); "fused from": the time from the
+    first call's start until they are loaded ("-": the first call waited for them, or no kernel).
+
+    | workload | #{Enum.map_join(firsts, " | ", &"Accel #{label(&1)}")} | XLA | XLA / Accel | fused from |
+    |---|#{Enum.map_join(firsts, "", fn _ -> "---:|" end)}---:|---:|---:|
     #{Enum.join(first_rows, "\n")}
     """
 

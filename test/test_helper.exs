@@ -55,6 +55,11 @@ ExUnit.start(exclude: unavailable ++ no_nvrtc ++ no_pocl ++ no_proper, timeout: 
 # Compiled CPU kernels (Accel.Kernel) go to a cache inside the build, not the user's cache.
 Application.put_env(:accel, :kernel_cache, Path.join(Mix.Project.build_path(), "kernel_cache"))
 
+# Accel.Nx.Compiler builds a function's fused kernels before its first call (rather than running
+# the first calls unfused while they build, its default): every test's first call runs the kernels
+# it compiled. compiler_test.exs tests the default.
+Application.put_env(:accel, :nx_build, :wait)
+
 # Nx (an optional dependency): its tests run where it was built (mix.exs, bin/hexdeps), with
 # tensors inspected as Nx's own doctests print them (no device line).
 if Code.ensure_loaded?(Nx) do

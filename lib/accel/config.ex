@@ -16,6 +16,11 @@ defmodule Accel.Config do
       {nil, {:custom, Accel.Config, :path?, "a directory path (a string)"},
        "where compiled CPU kernels (`Accel.Kernel`) are cached; default: the user cache directory " <>
          "(`:filename.basedir(:user_cache, \"accel\")`), or `ACCEL_KERNEL_CACHE` when set"},
+    nx_build:
+      {:background, {:in, [:background, :wait]},
+       "how `Accel.Nx.Compiler` builds a function's fused kernels on the CPU backend where the " <>
+         "disk cache lacks them (its `:build` option's default): `:background` runs the first " <>
+         "calls unfused while the C compiler builds them, `:wait` builds them before the first call"},
     staged_transfers:
       {:auto, {:in, [:auto, :always, :never]},
        "how GPUs move large transfers (4 MiB and more) of memory that is not page-locked: `:auto` " <>

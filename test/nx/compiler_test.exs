@@ -504,6 +504,80 @@ if Code.ensure_loaded?(Nx) do
 
     def forward(_event, measure, meta, pid), do: send(pid, {:compiled, measure, meta})
 
+    describe "build: :background (the default outside this suite, which waits: test_helper.exs)" do
+      setup do
+        handler = "accel-build-#{inspect(make_ref())}"
+        events = [[:accel, :nx, :compile], [:accel, :nx, :built]]
+        :telemetry.attach_many(handler, events, &__MODULE__.forward_build/4, self())
+        on_exit(fn -> :telemetry.detach(handler) end)
+        # a constant of this run's in every kernel text: no cache holds its kernels
+        %{c: 1.0 + System.unique_integer([:positive]) / 1.0e9}
+      end
+
+      def forward_build([:accel, :nx, :compile], measure, meta, pid),
+        do: send(pid, {:compiled, measure, meta})
+
+      def forward_build([:accel, :nx, :built], measure, meta, pid), do: send(pid, {:built, measure, meta})
+
+      test "the first calls run unfused while the fused kernels build, later calls fused, with the same bits",
+           %{c: c} do
+        # a row region (softmax's shape) and an elementwise one
+        f = fn x ->
+          e = Nx.exp(Nx.subtract(x, Nx.reduce_max(x, axes: [1], keep_axes: true)))
+          {Nx.divide(e, Nx.sum(e, axes: [1], keep_axes: true)), x |> Nx.multiply(c) |> Nx.sin()}
+        end
+
+        x = Nx.iota({64, 100}, type: :f32) |> Nx.multiply(0.37) |> Nx.sin() |> Nx.multiply(5.0)
+        fun = Nx.Defn.jit(f, compiler: Compiler, device: :cpu, build: :background)
+        first = fun.(x)
+        assert_receive {:compiled, _, %{build: :background, key: key, regions: [_, _]}}
+        # the compiler takes about 0.1 s; a call on 6,400 elements well under a millisecond: the
+        # build was still under way, so the first call ran unfused
+        refute_received {:built, _, %{key: ^key}}
+        assert_receive {:built, %{duration: d}, %{key: ^key, errors: []}} when d > 0, 120_000
+
+        fused = fun.(x)
+        unfused = jit(f, [x], device: :cpu, fuse: false)
+        waited = jit(f, [x], device: :cpu, build: :wait)
+
+        for {a, b, u, w} <-
+              [Tuple.to_list(first), Tuple.to_list(fused), Tuple.to_list(unfused), Tuple.to_list(waited)]
+              |> Enum.zip() do
+          assert binary(a) == binary(u)
+          assert binary(b) == binary(w)
+          assert binary(a) == binary(b)
+        end
+
+        # the kernels are built and loaded now: the same regions in another function wait for nothing
+        again = Nx.Defn.jit(fn x -> f.(x) end, compiler: Compiler, device: :cpu, build: :background)
+        again.(x)
+        assert_receive {:compiled, _, %{build: :wait, regions: [_, _]}}
+      end
+
+      test "where the unfused operations would write over 128 MB, the first call waits for the compiler",
+           %{c: c} do
+        # 9 operations on 2^22 f32 elements: 151 MB unfused
+        f = fn x ->
+          x
+          |> Nx.multiply(c)
+          |> Nx.sin()
+          |> Nx.add(1.0)
+          |> Nx.exp()
+          |> Nx.sqrt()
+          |> Nx.cos()
+          |> Nx.negate()
+          |> Nx.abs()
+          |> Nx.log1p()
+        end
+
+        x = Nx.iota({4_194_304}, type: :f32) |> Nx.divide(4_194_304)
+        out = Nx.Defn.jit(f, compiler: Compiler, device: :cpu, build: :background).(x)
+        assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: ops}]}}
+        assert length(ops) == 9
+        assert binary(out) == binary(jit(f, [x], device: :cpu, fuse: false))
+      end
+    end
+
     test "arguments from other backends are copied to the device; the result stays there" do
       x = Nx.tensor([1.0, 2.0], backend: Nx.BinaryBackend)
       out = jit(fn x -> x |> Nx.multiply(3.0) |> Nx.add(1.0) end, [x], device: :cpu)
@@ -994,6 +1068,10 @@ if Code.ensure_loaded?(Nx) do
 
       assert_raise ArgumentError, ~r/option :math must be/, fn ->
         Compiler.report(&Nx.exp/1, [Nx.tensor(1.0)], math: "fast")
+      end
+
+      assert_raise ArgumentError, ~r/option :build must be :background or :wait, got: :later/, fn ->
+        jit(&Nx.exp/1, [Nx.tensor(1.0)], build: :later)
       end
 
       assert_raise ArgumentError, ~r/device: must be/, fn ->

@@ -100,7 +100,17 @@ if Code.ensure_loaded?(Nx) do
     per scheduler, side by side), each group compiled as one unit into one shared object: the
     header is read, the compiler started and the object linked once per group, not per region
     (an MLP training step's 14 regions: its first call 1.08 s -> 0.52 s). `report/3` shows what
-    a function compiles to.
+    a function compiles to. The `compile` event's metadata says `build: :wait` then.
+
+    On the CPU backend, where some of a function's kernels are neither loaded nor cached and its
+    fused operations run one by one would write 128 MB or less, its first calls need not wait for
+    the compiler (`build: :background`, the default): a process builds and loads the kernels
+    while the calls run the function unfused (as `fuse: false`), and the calls after run fused
+    (the `compile` event says `build: :background`). The results are the same, elementwise bit
+    for bit (sums as "Results" above says of fused and unfused ones; with `math: :fast` the first
+    calls compute the exact functions). `[:accel, :nx, :built]` (`%{duration: native_time}`,
+    `%{key: key, errors: [message]}`) is emitted when a background build ends; one that fails is
+    logged, and the calls stay unfused.
 
     ## Options
 
@@ -118,6 +128,8 @@ if Code.ensure_loaded?(Nx) do
         of steps (see above), for comparison; default `true`;
       * `:replay` - `false` runs a function's steps on every call rather than replaying their
         recorded calls in one crossing (see above), for comparison; default `true`;
+      * `:build` - `:background` (see above) or `:wait` (the first call builds the kernels
+        first); default `config :accel, nx_build:` (`Accel.Config`), itself `:background`;
       * `:max_concurrency` - the partitions `Nx.Serving` starts (default 1);
       * `:hooks`, `:garbage_collect` - as for `Nx.Defn.Evaluator`.
 
@@ -126,6 +138,8 @@ if Code.ensure_loaded?(Nx) do
     """
 
     @behaviour Nx.Defn.Compiler
+
+    require Logger
 
     alias Accel.Nx.Compiler.Fusion
     alias Nx.Defn.{Composite, Evaluator}
@@ -156,9 +170,10 @@ if Code.ensure_loaded?(Nx) do
           {runner, compiled} = with_backend(backend, fn -> compile(key, vars, fun, backend, opts) end)
 
           regions = Process.delete({__MODULE__, :regions}) || []
-          prebuild(regions, opts)
+          unfused = fn -> with_backend(backend, fn -> compile(key, vars, fun, backend, unfused(opts)) end) end
+          {compiled, build} = build(regions, compiled, unfused, key, opts)
           duration = System.monotonic_time() - start
-          meta = %{regions: regions, key: key, runner: runner}
+          meta = %{regions: regions, key: key, runner: runner, build: build}
           :telemetry.execute([:accel, :nx, :compile], %{duration: duration}, meta)
           compiled
         end)
@@ -263,6 +278,15 @@ if Code.ensure_loaded?(Nx) do
                 "Accel.Nx.Compiler: option :math must be :exact or :fast, got: #{inspect(v)}"
       end
 
+      case opts[:build] do
+        v when v in [nil, :background, :wait] ->
+          :ok
+
+        v ->
+          raise ArgumentError,
+                "Accel.Nx.Compiler: option :build must be :background or :wait, got: #{inspect(v)}"
+      end
+
       case opts[:max_concurrency] do
         v when (is_integer(v) and v > 0) or v == nil ->
           :ok
@@ -311,23 +335,96 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # On the CPU backend the regions' kernels are built before the first run (which would otherwise
-    # build each in turn as it reaches it): in one shared object per core, each the regions of a
-    # group compiled as one unit (Accel.Kernel.Native.build_together/1), the groups side by side. A
-    # build that fails here is left to the run, which builds each region alone and raises with the
-    # compiler's message.
-    defp prebuild(regions, opts) do
-      if host_device?(opts) and length(regions) > 1 do
-        members = regions |> Enum.map(&{&1.kernel, &1.source}) |> Enum.uniq_by(&elem(&1, 0))
+    # Where the unfused operations write more than this, waiting for the compiler (about 0.1 s
+    # for a few regions) is as fast a first call or faster: faulting in fresh memory costs 0.4-2 ms
+    # a megabyte on the machines measured. First calls here, A/B: a 4096 x 1024 layer norm writes
+    # 192 MB unfused, 75 ms against 73 waiting; a softmax 80 MB, 74-107 ms either way; attention
+    # (8 x 512 x 512 scores) 40-61 against 86-88; a 1 x 8 -> 4 -> 2 training step 10 against 117-133.
+    @background_bytes 128 * 1024 * 1024
 
-        members
-        |> groups(min(System.schedulers_online(), length(members)))
-        |> Task.async_stream(&prebuilt/1, ordered: false, timeout: :infinity)
-        |> Stream.run()
+    # How a function's fused kernels are built on the CPU backend, and what its calls run until
+    # they are (`{compiled function, how}`):
+    #   * :background - where some kernel is neither loaded nor in the disk cache, and the
+    #     function's fused operations, run one by one, would write @background_bytes or less: the
+    #     calls run the function unfused (each operation the backend's, as `fuse: false`) until a
+    #     process has built and loaded every kernel, then fused;
+    #   * :wait - built before the first run, or (another device) as the run reaches each region.
+    # Both build in one shared object per core, each the regions of a group compiled as one unit
+    # (Accel.Kernel.Native.build_together/2), the groups side by side. A build that fails before a
+    # run is left to the run, which builds each region alone and raises with the compiler's
+    # message; a background build that fails is logged, and the calls stay unfused.
+    defp build(regions, fused, unfused, key, opts) do
+      groups = build_groups(regions)
+
+      cond do
+        not host_device?(opts) or groups == [] ->
+          {fused, :wait}
+
+        build_option(opts) == :background and unfused_bytes(regions) <= @background_bytes and
+            not Enum.all?(groups, &Accel.Kernel.Native.built_together?/1) ->
+          {_runner, unfused} = unfused.()
+          ready = :atomics.new(1, [])
+          {:ok, _} = Task.start(fn -> build_in_background(groups, ready, key) end)
+          {fn args -> if :atomics.get(ready, 1) == 1, do: fused.(args), else: unfused.(args) end, :background}
+
+        true ->
+          if length(regions) > 1 do
+            groups
+            |> Task.async_stream(&prebuilt/1, ordered: false, timeout: :infinity)
+            |> Stream.run()
+          end
+
+          {fused, :wait}
       end
     end
 
-    # `count` groups of about equal text (the compiler's work follows it), one per compiler run
+    # (the bytes the regions' operations write, each as a tensor of the region's shape and type)
+    defp unfused_bytes(regions) do
+      Enum.reduce(regions, 0, fn %{ops: ops, shape: shape, type: {_, bits}}, sum ->
+        sum + length(ops) * Nx.size(shape) * max(div(bits, 8), 1)
+      end)
+    end
+
+    defp unfused(opts), do: Keyword.put(opts, :fuse, false)
+
+    defp build_option(opts), do: Keyword.get_lazy(opts, :build, fn -> Accel.Config.get!(:nx_build) end)
+
+    defp build_in_background(groups, ready, key) do
+      start = System.monotonic_time()
+
+      failed =
+        groups
+        |> Task.async_stream(&built/1, ordered: false, timeout: :infinity)
+        |> Enum.flat_map(fn {:ok, result} -> result end)
+
+      if failed == [], do: :atomics.put(ready, 1, 1)
+      measurements = %{duration: System.monotonic_time() - start}
+      :telemetry.execute([:accel, :nx, :built], measurements, %{key: key, errors: failed})
+
+      for message <- failed,
+          do:
+            Logger.error(
+              "Accel.Nx.Compiler: a fused kernel failed to build; calls stay unfused:\n" <> message
+            )
+    end
+
+    # (a group's build: [] or its error's message)
+    defp built(members) do
+      Accel.Kernel.Native.build_together(members, background: true)
+      []
+    rescue
+      e -> [Exception.message(e)]
+    end
+
+    # the regions' kernels, in `count` groups of about equal text (the compiler's work follows it),
+    # one per compiler run
+    defp build_groups(regions) do
+      members = regions |> Enum.map(&{&1.kernel, &1.source}) |> Enum.uniq_by(&elem(&1, 0))
+      groups(members, min(System.schedulers_online(), length(members)))
+    end
+
+    defp groups(_members, 0), do: []
+
     defp groups(members, count) do
       members
       |> Enum.sort_by(&(-byte_size(elem(&1, 1))))
