@@ -1079,4 +1079,55 @@ if Code.ensure_loaded?(Nx) do
       end
     end
   end
+
+  defmodule Accel.Nx.CompilerBackgroundFailureTest do
+    # Points the kernel cache (a global setting) at a directory Accel refuses: a module of its own,
+    # not async, so that no other test's kernels go there.
+    use ExUnit.Case, async: false
+
+    import ExUnit.CaptureLog
+
+    def forward(_event, measure, meta, pid), do: send(pid, {:built, measure, meta})
+
+    test "a background build that fails is logged, and the calls stay unfused, with the same results" do
+      dir = Path.join(System.tmp_dir!(), "accel_refused_cache_#{System.unique_integer([:positive])}")
+      File.mkdir_p!(dir)
+      # writable by every user: Accel refuses to load or build kernels there
+      File.chmod!(dir, 0o777)
+      previous = Application.get_env(:accel, :kernel_cache)
+      Application.put_env(:accel, :kernel_cache, dir)
+      handler = "accel-built-#{inspect(make_ref())}"
+      :telemetry.attach(handler, [:accel, :nx, :built], &__MODULE__.forward/4, self())
+
+      try do
+        c = 1.0 + System.unique_integer([:positive]) / 1.0e9
+        f = fn x -> x |> Nx.multiply(c) |> Nx.exp() |> Nx.add(1.0) end
+        x = Nx.iota({1000}, type: :f32) |> Nx.divide(100.0)
+        fun = Nx.Defn.jit(f, compiler: Accel.Nx.Compiler, device: :cpu, build: :background)
+
+        log =
+          capture_log(fn ->
+            first = fun.(x)
+            assert_receive {:built, _, %{errors: [message]}}, 120_000
+            assert message =~ "kernel cache"
+            # (the log is written after the event)
+            Process.sleep(100)
+            assert Nx.to_binary(fun.(x)) == Nx.to_binary(first)
+
+            unfused = Nx.Defn.jit(f, compiler: Accel.Nx.Compiler, device: :cpu, fuse: false).(x)
+            assert Nx.to_binary(first) == Nx.to_binary(unfused)
+          end)
+
+        assert log =~ "a fused kernel failed to build; calls stay unfused"
+      after
+        :telemetry.detach(handler)
+
+        if previous,
+          do: Application.put_env(:accel, :kernel_cache, previous),
+          else: Application.delete_env(:accel, :kernel_cache)
+
+        File.rm_rf!(dir)
+      end
+    end
+  end
 end
