@@ -44,6 +44,19 @@ defmodule Accel.KernelCacheTest do
              Enum.sort([Path.basename(so), Path.basename(so) <> ".sha256"])
   end
 
+  test "a build removes temporary files over an hour old, which a VM stopped during a build left", %{dir: dir} do
+    File.mkdir_p!(dir)
+    File.chmod!(dir, 0o700)
+    stale = Path.join(dir, "tmp-1-99999.so")
+    recent = Path.join(dir, "tmp-2-99999.so.cpp")
+    File.write!(stale, "half a shared object")
+    File.write!(recent, "a build under way")
+    File.touch!(stale, System.os_time(:second) - 7200)
+    Accel.Kernel.Native.ensure_built(source(7))
+    refute File.exists?(stale)
+    assert File.exists?(recent)
+  end
+
   test "a damaged file fails its checksum and is rebuilt, not loaded" do
     so = Accel.Kernel.Native.ensure_built(source(2))
     good = File.read!(so)

@@ -328,6 +328,7 @@ defmodule Accel.Kernel.Native do
 
   defp store(file, ext, produce) do
     dir = Path.dirname(file)
+    sweep(dir)
     tmp = Path.join(dir, "tmp-#{System.unique_integer([:positive])}-#{:os.getpid()}")
 
     try do
@@ -339,6 +340,25 @@ defmodule Accel.Kernel.Native do
     after
       Enum.each([ext, ".sha256"], &File.rm(tmp <> &1))
     end
+  end
+
+  # A build's temporary files are removed when it ends, but not by a VM that stops during it (a
+  # script's VM may end while a background build runs): once per VM and directory, before its
+  # first build, temporary files over an hour old are removed.
+  @stale_seconds 3600
+  defp sweep(dir) do
+    remembered({:swept, dir}, fn ->
+      now = System.os_time(:second)
+
+      for name <- File.ls!(dir),
+          String.starts_with?(name, "tmp-"),
+          path = Path.join(dir, name),
+          {:ok, %File.Stat{type: :regular, mtime: mtime} = stat} <- [File.lstat(path, time: :posix)],
+          trusted?(stat) and now - mtime > @stale_seconds,
+          do: File.rm(path)
+
+      true
+    end)
   end
 
   # The compiler, and its version: the first of $ACCEL_CC, $ACCEL_CXX, $CC and $CXX that is set and
