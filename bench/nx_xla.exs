@@ -492,6 +492,10 @@ defmodule NxXlaBench do
 
     ## First call (tracing and compiling), each with an empty kernel cache
 
+    (Accel's kernel cache. PoCL keeps the OpenCL programs it compiled in a cache of its own,
+    `~/.cache/pocl`, which this script does not empty: after an earlier run the OpenCL column's
+    first calls skip PoCL's compiler.)
+
     On the CPU backend a function whose kernels are not cached runs unfused (each operation the
     backend's) while the C compiler builds them, where its unfused operations write 128 MB or less
     (`Accel.Nx.Compiler`'s `build: :background`, the default); "fused from": the time from the
