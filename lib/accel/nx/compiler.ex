@@ -378,10 +378,12 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # (the bytes the regions' operations write, each as a tensor of the region's shape and type)
+    # (the bytes the regions' operations write, each as a tensor of the region's type and of its
+    # largest shape: a reduction's operations before it have its input's)
     defp unfused_bytes(regions) do
-      Enum.reduce(regions, 0, fn %{ops: ops, shape: shape, type: {_, bits}}, sum ->
-        sum + length(ops) * Nx.size(shape) * max(div(bits, 8), 1)
+      Enum.reduce(regions, 0, fn %{ops: ops, shape: shape, inputs: inputs, type: {_, bits}}, sum ->
+        elements = Enum.max([Nx.size(shape) | Enum.map(inputs, &Nx.size/1)])
+        sum + length(ops) * elements * max(div(bits, 8), 1)
       end)
     end
 
