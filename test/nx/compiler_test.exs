@@ -575,6 +575,13 @@ if Code.ensure_loaded?(Nx) do
         assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: ops}]}}
         assert length(ops) == 9
         assert binary(out) == binary(jit(f, [x], device: :cpu, fuse: false))
+
+        # the same operations into a sum: a region of the sum's shape, whose operations before it
+        # write tensors of the input's
+        sum = fn x -> x |> f.() |> Nx.sum() end
+        Nx.Defn.jit(sum, compiler: Compiler, device: :cpu, build: :background).(x)
+        assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: ops, shape: {}}]}}
+        assert length(ops) == 10
       end
     end
 
