@@ -554,6 +554,26 @@ if Code.ensure_loaded?(Nx) do
         assert_receive {:compiled, _, %{build: :wait, regions: [_, _]}}
       end
 
+      test "functions compiled at once build one after the other, and each runs fused after", %{c: c} do
+        x = Nx.iota({16, 50}, type: :f32) |> Nx.divide(100.0)
+
+        funs =
+          for k <- 1..3 do
+            f = fn x -> x |> Nx.multiply(c + k) |> Nx.exp() |> Nx.sum(axes: [1]) end
+            {f, Nx.Defn.jit(f, compiler: Compiler, device: :cpu, build: :background)}
+          end
+
+        firsts = funs |> Enum.map(fn {_, fun} -> Task.async(fn -> fun.(x) end) end) |> Task.await_many(60_000)
+        keys = for _ <- funs, do: assert_receive({:compiled, _, %{build: :background, key: key}}) && key
+
+        for key <- keys, do: assert_receive({:built, _, %{key: ^key, errors: []}}, 120_000)
+
+        for {{f, fun}, first} <- Enum.zip(funs, firsts) do
+          assert binary(fun.(x)) == binary(first)
+          assert binary(first) == binary(jit(f, [x], device: :cpu, build: :wait))
+        end
+      end
+
       test "where the unfused operations would write over 128 MB, the first call waits for the compiler",
            %{c: c} do
         # 9 operations on 2^22 f32 elements: 151 MB unfused

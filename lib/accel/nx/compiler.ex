@@ -393,6 +393,7 @@ if Code.ensure_loaded?(Nx) do
 
     defp build_in_background(groups, ready, key) do
       start = System.monotonic_time()
+      hold_builder_name()
 
       failed =
         groups
@@ -408,6 +409,22 @@ if Code.ensure_loaded?(Nx) do
             Logger.error(
               "Accel.Nx.Compiler: a fused kernel failed to build; calls stay unfused:\n" <> message
             )
+    end
+
+    # One background build at a time in the VM (each runs a compiler per core): a burst of new
+    # functions (a serving's batch sizes, say) would otherwise start a compiler per function and
+    # core at once. The builder holds a registered name, which its exit releases, crashed or not;
+    # the others wait for it to go, then try again.
+    @builder __MODULE__.BackgroundBuilder
+    defp hold_builder_name do
+      Process.register(self(), @builder)
+    rescue
+      ArgumentError ->
+        ref = Process.monitor(@builder)
+
+        receive do
+          {:DOWN, ^ref, _, _, _} -> hold_builder_name()
+        end
     end
 
     # (a group's build: [] or its error's message)
