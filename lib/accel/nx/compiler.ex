@@ -435,8 +435,8 @@ if Code.ensure_loaded?(Nx) do
       e -> [Exception.message(e)]
     end
 
-    # the regions' kernels, in `count` groups of about equal text (the compiler's work follows it),
-    # one per compiler run
+    # the regions' kernels, in groups of about equal text (the compiler's work follows it), one per
+    # core at most, each one compiler run
     defp build_groups(regions) do
       members = regions |> Enum.map(&{&1.kernel, &1.source}) |> Enum.uniq_by(&elem(&1, 0))
       groups(members, min(System.schedulers_online(), length(members)))
