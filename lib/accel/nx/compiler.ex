@@ -269,22 +269,15 @@ if Code.ensure_loaded?(Nx) do
         end
       end
 
-      case opts[:math] do
-        v when v in [nil, :exact, :fast] ->
-          :ok
+      for {option, [a, b]} <- [math: [:exact, :fast], build: [:background, :wait]] do
+        case opts[option] do
+          v when v in [nil, a, b] ->
+            :ok
 
-        v ->
-          raise ArgumentError,
-                "Accel.Nx.Compiler: option :math must be :exact or :fast, got: #{inspect(v)}"
-      end
-
-      case opts[:build] do
-        v when v in [nil, :background, :wait] ->
-          :ok
-
-        v ->
-          raise ArgumentError,
-                "Accel.Nx.Compiler: option :build must be :background or :wait, got: #{inspect(v)}"
+          v ->
+            raise ArgumentError,
+                  "Accel.Nx.Compiler: option #{inspect(option)} must be #{inspect(a)} or #{inspect(b)}, got: #{inspect(v)}"
+        end
       end
 
       case opts[:max_concurrency] do
