@@ -25,7 +25,7 @@ defmodule ConversionsBench do
   def main(args) do
     {opts, _} = OptionParser.parse!(args, strict: [runs: :integer])
     runs = opts[:runs] || 5
-    devices = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+    devices = Results.devices()
     python = Accel.Bench.Peers.venv_python()
 
     rounds =

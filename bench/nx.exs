@@ -23,7 +23,7 @@ defmodule NxBench do
   def main(args) do
     {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, tag: :string])
     runs = opts[:runs] || 7
-    devices = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+    devices = Results.devices()
     python = System.find_executable("python3")
 
     rounds =

@@ -56,7 +56,7 @@ defmodule NxCompilerBench do
 
   defp run(opts) do
     runs = opts[:runs] || 7
-    devices = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+    devices = Results.devices()
     python = System.find_executable("python3")
     compile = Map.new(devices, &{&1, compile_times(&1)})
 

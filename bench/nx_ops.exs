@@ -34,7 +34,7 @@ defmodule NxOpsBench do
     {:ok, _} = Application.ensure_all_started(:nx)
     {opts, _} = OptionParser.parse!(args, strict: [runs: :integer])
     runs = opts[:runs] || 5
-    devices = [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+    devices = Results.devices()
     python = Accel.Bench.Peers.venv_python()
 
     rounds =

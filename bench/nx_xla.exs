@@ -229,7 +229,7 @@ defmodule NxXlaBench do
     platform = opts[:xla] || "cpu"
     unless platform in ["cpu", "gpu"], do: raise(ArgumentError, "--xla is cpu or gpu, got: #{platform}")
     file = if tag = opts[:tag], do: "nx_xla_#{tag}", else: "nx_xla"
-    available = [:cpu, :cpu_fast] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+    available = List.insert_at(Results.devices(), 1, :cpu_fast)
 
     devices =
       if d = opts[:devices], do: Enum.map(String.split(d, ","), &String.to_existing_atom/1), else: available

@@ -21,6 +21,9 @@ defmodule Accel.Bench.Results do
       "|---|#{Enum.map_join(devices, "", fn _ -> "---:|" end)}---:|"
   end
 
+  @doc "The devices a benchmark times: the CPU backend's, and OpenCL's where a device is available."
+  def devices, do: [:cpu] ++ for(%{name: :opencl, available: true} <- Accel.backends(), do: :opencl)
+
   @doc "Seconds as milliseconds, two decimals."
   def ms(seconds), do: :erlang.float_to_binary(seconds * 1000, decimals: 2)
 
