@@ -383,8 +383,6 @@ defmodule Accel.Kernel.Native do
     {cc, version(cc)}
   end
 
-  # `cc --version` costs a process start (~0.1 s): remembered in the cache, by the compiler's path,
-  # size and modification time, so a VM that finds its kernels cached starts no process at all.
   defp compiler_path do
     (Enum.map(@compiler_variables, &System.get_env/1) ++ @compiler_names)
     |> Enum.find_value(fn
@@ -394,6 +392,8 @@ defmodule Accel.Kernel.Native do
     end)
   end
 
+  # `cc --version` costs a process start (~0.1 s): remembered in the cache, by the compiler's path,
+  # size and modification time, so a VM that finds its kernels cached starts no process at all.
   defp version_file(cc) do
     stat = File.stat!(cc, time: :posix)
     Path.join(cache_dir(), "cc-" <> hash(:erlang.term_to_binary({cc, stat.size, stat.mtime})) <> ".version")
