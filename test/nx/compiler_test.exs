@@ -1117,6 +1117,24 @@ if Code.ensure_loaded?(Nx) do
 
     def forward(_event, measure, meta, pid), do: send(pid, {:built, measure, meta})
 
+    test "config :accel, nx_build is checked where a function compiles, naming the key" do
+      previous = Application.get_env(:accel, :nx_build)
+      Application.put_env(:accel, :nx_build, :later)
+
+      try do
+        assert_raise ArgumentError,
+                     "config :accel, nx_build: must be one of :background, :wait, got: :later",
+                     fn ->
+                       # (a function of this test's own, which no other compiled: one lone
+                       # operation, no fused region, so nothing is built)
+                       f = fn x -> Nx.exp(x) end
+                       Nx.Defn.jit(f, compiler: Accel.Nx.Compiler, device: :cpu).(Nx.iota({7}, type: :f32))
+                     end
+      after
+        Application.put_env(:accel, :nx_build, previous)
+      end
+    end
+
     test "a background build that fails is logged, and the calls stay unfused, with the same results" do
       dir = Path.join(System.tmp_dir!(), "accel_refused_cache_#{System.unique_integer([:positive])}")
       File.mkdir_p!(dir)

@@ -291,7 +291,8 @@ if Code.ensure_loaded?(Nx) do
 
       # the backend checks the device
       Accel.Nx.Storage.init(Keyword.take(opts, [:device]))
-      opts
+      # (config :accel, nx_build is :build's default, checked here as the options are)
+      Keyword.put_new_lazy(opts, :build, fn -> Accel.Config.get!(:nx_build) end)
     end
 
     defp backend_options(opts), do: Keyword.take(opts, [:device])
@@ -353,7 +354,7 @@ if Code.ensure_loaded?(Nx) do
         not host_device?(opts) or groups == [] ->
           {fused, :wait}
 
-        build_option(opts) == :background and unfused_bytes(regions) <= @background_bytes and
+        opts[:build] == :background and unfused_bytes(regions) <= @background_bytes and
             not Enum.all?(groups, &Accel.Kernel.Native.built_together?/1) ->
           {_runner, unfused} = unfused.()
           ready = :atomics.new(1, [])
@@ -381,8 +382,6 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp unfused(opts), do: Keyword.put(opts, :fuse, false)
-
-    defp build_option(opts), do: Keyword.get_lazy(opts, :build, fn -> Accel.Config.get!(:nx_build) end)
 
     defp build_in_background(groups, ready, key) do
       start = System.monotonic_time()
