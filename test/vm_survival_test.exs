@@ -114,8 +114,13 @@ defmodule Accel.VmSurvivalTest do
   describe "config :accel" do
     setup do
       saved = Application.get_all_env(:accel)
-      on_exit(fn -> for {k, _} <- Application.get_all_env(:accel), do: Application.delete_env(:accel, k) end)
-      on_exit(fn -> for {k, v} <- saved, do: Application.put_env(:accel, k, v) end)
+
+      # (one callback, in this order: on_exit runs callbacks last registered first, and two left
+      # every key deleted after restoring them, test_helper.exs's settings too)
+      on_exit(fn ->
+        for {k, _} <- Application.get_all_env(:accel), do: Application.delete_env(:accel, k)
+        for {k, v} <- saved, do: Application.put_env(:accel, k, v)
+      end)
     end
 
     test "each key is checked when read, and the error names it" do
