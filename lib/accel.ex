@@ -401,20 +401,33 @@ defmodule Accel do
       iex> %Accel.Device{backend: :cpu, id: 0, type: :cpu} = List.last(Accel.devices())
   """
   @spec devices() :: [Accel.Device.t()]
-  def devices do
-    for {backend, id, platform, name, type, memory, max_alloc, units, capability} <- Accel.NIF.devices() do
-      %Accel.Device{
-        backend: backend,
-        id: id,
-        platform: platform,
-        name: name,
-        type: type,
-        memory: memory,
-        max_alloc: max_alloc,
-        compute_units: units,
-        capability: capability
-      }
-    end
+  def devices, do: Enum.map(Accel.NIF.devices(), &device/1)
+
+  @doc """
+  One backend's devices (`:cpu`, `:opencl` or `:cuda`), in `devices/0`'s order. Only that backend
+  is started: `devices(:cpu)` does not wait for the OpenCL or CUDA runtimes to find theirs.
+
+      iex> [%Accel.Device{backend: :cpu, id: 0}] = Accel.devices(:cpu)
+  """
+  @spec devices(:cpu | :opencl | :cuda) :: [Accel.Device.t()]
+  def devices(backend) when backend in [:cpu, :opencl, :cuda],
+    do: Enum.map(Accel.NIF.devices(backend), &device/1)
+
+  def devices(backend),
+    do: raise(ArgumentError, "Accel.devices/1 expects :cpu, :opencl or :cuda, got: #{inspect(backend)}")
+
+  defp device({backend, id, platform, name, type, memory, max_alloc, units, capability}) do
+    %Accel.Device{
+      backend: backend,
+      id: id,
+      platform: platform,
+      name: name,
+      type: type,
+      memory: memory,
+      max_alloc: max_alloc,
+      compute_units: units,
+      capability: capability
+    }
   end
 
   @doc """

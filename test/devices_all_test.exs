@@ -29,6 +29,26 @@ defmodule Accel.DevicesAllTest do
     assert Accel.Devices.co_execution_devices(:cpu) == Enum.filter(Accel.devices(), &(&1.backend == :cpu))
   end
 
+  test "Accel.devices/1: one backend's devices, as devices/0 lists them; a bad backend raises naming it" do
+    for backend <- [:cpu, :opencl, :cuda],
+        do: assert(Accel.devices(backend) == Enum.filter(Accel.devices(), &(&1.backend == backend)))
+
+    assert_raise ArgumentError, "Accel.devices/1 expects :cpu, :opencl or :cuda, got: :gpu", fn ->
+      Accel.devices(:gpu)
+    end
+
+    assert_raise ArgumentError, ~r/unknown backend: :gpu/, fn -> Accel.NIF.devices(:gpu) end
+  end
+
+  # PoCL is what loads when the OpenCL runtime looks for devices: a fresh VM's CPU-backend work
+  # (its devices asked, a kernel built by the host compiler for its instruction set) loads none.
+  @tag :opencl
+  @tag :tmp_dir
+  test "the CPU backend's work in a fresh VM does not start the OpenCL runtime", %{tmp_dir: tmp} do
+    assert Accel.Test.ChildVM.run([], {Accel.Test.ChildVM, :opencl_started_by_cpu_work, [tmp]}) ==
+             {:ok, {false, true}}
+  end
+
   # Co-execution over a list of devices, PoCL included (about 10x slower than the CPU backend
   # here): shares sized by the measured model, then the tail's pieces pulled.
   @tag :opencl

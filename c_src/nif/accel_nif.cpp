@@ -276,26 +276,39 @@ ERL_NIF_TERM backends(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   return list;
 }
 
+// `backend`'s devices, prepended to `list` back to front (so they read in its order).
+ERL_NIF_TERM prepend_devices(ErlNifEnv* env, Backend* backend, ERL_NIF_TERM list) {
+  const auto found = backend->devices();
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    ERL_NIF_TERM fields[] = {enif_make_atom(env, it->backend.c_str()),
+                             enif_make_int(env, it->index),
+                             make_string(env, it->platform),
+                             make_string(env, it->name),
+                             enif_make_atom(env, it->type.c_str()),
+                             enif_make_uint64(env, it->memory),
+                             enif_make_uint64(env, it->max_alloc),
+                             enif_make_uint(env, it->compute_units),
+                             it->capability.empty() ? atoms.nil : make_string(env, it->capability)};
+    list = enif_make_list_cell(env, enif_make_tuple_from_array(env, fields, 9), list);
+  }
+  return list;
+}
+
 ERL_NIF_TERM devices(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   Runtime& rt = runtime();
   ERL_NIF_TERM list = enif_make_list(env, 0);
   // Built back to front: CUDA devices first, then OpenCL, then the host.
-  for (Backend* backend : rt.all) {
-    const auto found = backend->devices();
-    for (auto it = found.rbegin(); it != found.rend(); ++it) {
-      ERL_NIF_TERM fields[] = {enif_make_atom(env, it->backend.c_str()),
-                               enif_make_int(env, it->index),
-                               make_string(env, it->platform),
-                               make_string(env, it->name),
-                               enif_make_atom(env, it->type.c_str()),
-                               enif_make_uint64(env, it->memory),
-                               enif_make_uint64(env, it->max_alloc),
-                               enif_make_uint(env, it->compute_units),
-                               it->capability.empty() ? atoms.nil : make_string(env, it->capability)};
-      list = enif_make_list_cell(env, enif_make_tuple_from_array(env, fields, 9), list);
-    }
-  }
+  for (Backend* backend : rt.all) list = prepend_devices(env, backend, list);
   return list;
+}
+
+// One backend's devices: only that backend is discovered (the CPU backend's instruction set,
+// asked where a kernel is built for it, need not wait for an OpenCL or CUDA runtime to start).
+ERL_NIF_TERM backend_devices(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  Runtime& rt = runtime();
+  for (Backend* backend : rt.all)
+    if (enif_is_identical(argv[0], rt.atom_of(backend))) return prepend_devices(env, backend, enif_make_list(env, 0));
+  throw ArgumentError("unknown backend: " + describe_term(env, argv[0]) + " (one of :cpu, :opencl, :cuda)");
 }
 
 ERL_NIF_TERM host_memory(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
@@ -401,6 +414,7 @@ ErlNifFunc nif_funcs[] = {
     {"host_owned", 1, guarded<host_owned>, 0},
     {"backends", 0, guarded<backends>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"devices", 0, guarded<devices>, ERL_NIF_DIRTY_JOB_IO_BOUND},
+    {"devices", 1, guarded<backend_devices>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"auto_device", 0, guarded<auto_device>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"host_memory", 0, guarded<host_memory>, 0},
     {"device_queues", 0, guarded<device_queues>, 0},

@@ -91,6 +91,7 @@ defmodule Accel.NIF do
   def host_owned(_binary), do: :erlang.nif_error(:not_loaded)
   def backends, do: :erlang.nif_error(:not_loaded)
   def devices, do: :erlang.nif_error(:not_loaded)
+  def devices(_backend), do: :erlang.nif_error(:not_loaded)
   def auto_device, do: :erlang.nif_error(:not_loaded)
   def host_memory, do: :erlang.nif_error(:not_loaded)
   def device_queues, do: :erlang.nif_error(:not_loaded)

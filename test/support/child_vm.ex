@@ -191,6 +191,21 @@ defmodule Accel.Test.ChildVM do
     }
   end
 
+  # Whether PoCL (the OpenCL runtime's device library, loaded when OpenCL looks for devices) is in
+  # this VM: {after the CPU backend's devices were asked and a C kernel was built and run for it,
+  # after every backend's devices were}.
+  def opencl_started_by_cpu_work(cache) do
+    loaded? = fn -> File.read!("/proc/self/maps") =~ "libpocl" end
+    Application.put_env(:accel, :kernel_cache, cache)
+    [%Accel.Device{backend: :cpu}] = Accel.devices(:cpu)
+    # a map of the CPU backend: C built by the host compiler, for the CPU backend's instruction set
+    require Accel
+    [4, 7] = Accel.map([1, 2], Accel.kernel(fn x -> x * 3 + 1 end), backend: :cpu)
+    cpu_only = loaded?.()
+    _ = Accel.devices()
+    {cpu_only, loaded?.()}
+  end
+
   defp outcome(fun) do
     {:ok, fun.()}
   rescue

@@ -442,12 +442,13 @@ defmodule Accel.Kernel.Native do
   # The instruction set the CPU backend's own kernels were built for and chose at load (AVX-512,
   # or AVX2 and FMA, where the CPU has them; ACCEL_HOST_ISA caps it): generated kernels target the
   # same. The flags are part of every cache key and precompiled name, so code built for one is
-  # never loaded where another was chosen.
+  # never loaded where another was chosen. (Asked of the CPU backend alone: discovering the OpenCL
+  # and CUDA devices took 33-45 ms of a first compile.)
   defp isa_flags do
     case :persistent_term.get({__MODULE__, :isa_flags}, nil) do
       nil ->
         flags =
-          case for({:cpu, _, _, _, _, _, _, _, isa} <- Accel.NIF.devices(), do: isa) do
+          case for({:cpu, _, _, _, _, _, _, _, isa} <- Accel.NIF.devices(:cpu), do: isa) do
             [isa | _] when isa in ["x86-64-v3", "x86-64-v4"] -> ["-march=" <> isa]
             _ -> []
           end
