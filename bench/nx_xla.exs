@@ -211,6 +211,12 @@ defmodule NxXlaBench do
 
   def main(args) do
     {:ok, _} = Application.ensure_all_started(:nx)
+    # Every module of the applications in play loaded now, as a release's boot loads them (its
+    # embedded mode): the first calls time tracing and compiling, not `mix run`'s loading of code
+    # from disk on first use, as XLA's first calls come after jax's imports
+    for app <- [:elixir, :logger, :crypto, :telemetry, :complex, :nx, :accel],
+        {:ok, modules} = :application.get_key(app, :modules),
+        do: :ok = :code.ensure_modules_loaded(modules)
 
     {opts, _} =
       OptionParser.parse!(args,
@@ -494,7 +500,8 @@ defmodule NxXlaBench do
 
     (Accel's kernel cache. PoCL keeps the OpenCL programs it compiled in a cache of its own,
     `~/.cache/pocl`, which this script does not empty: after an earlier run the OpenCL column's
-    first calls skip PoCL's compiler.)
+    first calls skip PoCL's compiler.) The modules of Accel, Nx and Elixir are loaded before the
+    first calls, as a release's boot loads them; XLA's come after jax's imports.
 
     On the CPU backend a function whose kernels are not cached runs unfused (each operation the
     backend's) while the C compiler builds them, where its unfused operations write 128 MB or less
