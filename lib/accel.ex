@@ -15,6 +15,8 @@ defmodule Accel do
   """
 
   @backends [:auto, :cpu, :opencl, :cuda]
+  # the backends that have devices of their own (:auto picks one of theirs)
+  @device_backends @backends -- [:auto]
 
   @logistic_options [
     p: [rule: {:integer, 1, 0x7FFFFFFFFFFFFFFF}, default: 6_700_417, doc: "the modulus"],
@@ -410,7 +412,7 @@ defmodule Accel do
       iex> [%Accel.Device{backend: :cpu, id: 0}] = Accel.devices(:cpu)
   """
   @spec devices(:cpu | :opencl | :cuda) :: [Accel.Device.t()]
-  def devices(backend) when backend in [:cpu, :opencl, :cuda],
+  def devices(backend) when backend in @device_backends,
     do: Enum.map(Accel.NIF.devices(backend), &device/1)
 
   def devices(backend),

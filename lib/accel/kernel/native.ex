@@ -448,8 +448,8 @@ defmodule Accel.Kernel.Native do
     case :persistent_term.get({__MODULE__, :isa_flags}, nil) do
       nil ->
         flags =
-          case for({:cpu, _, _, _, _, _, _, _, isa} <- Accel.NIF.devices(:cpu), do: isa) do
-            [isa | _] when isa in ["x86-64-v3", "x86-64-v4"] -> ["-march=" <> isa]
+          case Accel.devices(:cpu) do
+            [%Accel.Device{capability: isa} | _] when isa in ["x86-64-v3", "x86-64-v4"] -> ["-march=" <> isa]
             _ -> []
           end
 
