@@ -462,7 +462,7 @@ ErlNifFunc nif_funcs[] = {
     {"tensor_memory", 2, guarded<tensor_memory>, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"fenced_devices", 0, guarded<fenced_devices>, 0},
     {"simulate_device_fault", 3, guarded<simulate_device_fault>, ERL_NIF_DIRTY_JOB_IO_BOUND},
-    {"tensor_take_pressure", 1, guarded<tensor_take_pressure>, 0},
+    {"tensor_take_pressure", 1, guarded<tensor_take_pressure, false>, 0},
     {"tensor_list_bytes", 2, guarded<tensor_list_bytes>, 0},
     {"tensor_nested_list", 3, guarded<tensor_nested_list>, 0},
     {"kernel_load", 2, guarded<kernel_load>, ERL_NIF_DIRTY_JOB_IO_BOUND},

@@ -5,7 +5,9 @@
 // on the CPU, inline or on the dirty scheduler its NIF sent it to (run_inline, recorded_dirty), is
 // noted: the function, a copy of its arguments and a copy of its result. Every other NIF call the
 // process makes meanwhile (work queued on a device, a read-back to the host, anything not run
-// through run_inline) is counted, and spoils the recording. A plan therefore holds only calls whose results are functions
+// through run_inline) is counted, and spoils the recording; only bookkeeping that neither makes
+// nor reads a tensor is not (guarded<F, false>: the VM-wide tensor-pressure check, which a replay
+// makes in Elixir after it, from the bytes it reports). A plan therefore holds only calls whose results are functions
 // of their tensor arguments and of terms Elixir computed from shapes and types, never from data, so
 // running the same functions over the same terms, with the tensors of a new call in the places the
 // recorded ones had, gives what the Elixir code would have given. A replay also checks every result

@@ -46,9 +46,12 @@ using NifFn = ERL_NIF_TERM (*)(ErlNifEnv*, int, const ERL_NIF_TERM[]);
 extern std::atomic<int> g_recording_processes;
 void count_call_while_recording(ErlNifEnv* env) noexcept;
 
-template <NifFn F>
+// A NIF entry that turns C++ exceptions into Elixir's. `counted` false is for bookkeeping that
+// neither makes nor reads a tensor (tensor_take_pressure, which Elixir calls where the bytes made
+// VM-wide pass a threshold, whatever other processes made): it cannot spoil a recording.
+template <NifFn F, bool counted = true>
 ERL_NIF_TERM guarded(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) noexcept {
-  if (g_recording_processes.load(std::memory_order_relaxed) != 0) count_call_while_recording(env);
+  if (counted && g_recording_processes.load(std::memory_order_relaxed) != 0) count_call_while_recording(env);
   try {
     return F(env, argc, argv);
   } catch (...) {

@@ -1072,6 +1072,43 @@ if Code.ensure_loaded?(Nx) do
         assert Accel.NIF.plan_record_stop(recording) == :ok
         assert Accel.NIF.plan_replay(cell, [], []) == :record
       end
+
+      # (CI once saw a replay missing: the check of the bytes made VM-wide, which Elixir makes
+      # where other processes' tensors passed the threshold, spoiled a recording)
+      test "the tensor-pressure check between a recording's calls does not spoil it; another NIF call does" do
+        x = Accel.Tensor.iota({64}, type: :f32, backend: :cpu)
+
+        record = fn between ->
+          cell = Accel.NIF.plan_cell()
+          assert Accel.NIF.plan_replay(cell, [x.ref], [:sig]) == :none
+          assert Accel.NIF.plan_replay(cell, [x.ref], [:sig]) == :record
+          recording = Accel.NIF.plan_record_start(cell)
+
+          try do
+            y = Accel.Tensor.exp(x)
+            between.()
+            z = Accel.Tensor.add(y, x)
+            {cell, Accel.NIF.plan_record_finish(recording, [x.ref], [z.ref], [:sig], :meta)}
+          after
+            Accel.NIF.plan_record_stop(recording)
+          end
+        end
+
+        # (a threshold no count reaches: the check answers false and resets nothing)
+        {cell, finished} =
+          record.(fn -> assert Accel.NIF.tensor_take_pressure(Integer.pow(2, 62)) == false end)
+
+        assert finished == true
+        other = Accel.Tensor.iota({64}, type: :f32, backend: :cpu) |> Accel.Tensor.multiply(0.5)
+        assert {[out], _since_gc, :meta} = Accel.NIF.plan_replay(cell, [other.ref], [:sig])
+        replayed = %{other | ref: out}
+
+        assert Accel.Tensor.to_binary(replayed) ==
+                 Accel.Tensor.to_binary(Accel.Tensor.add(Accel.Tensor.exp(other), other))
+
+        assert {_, {false, "the call made work other than inline tensor operations on the CPU"}} =
+                 record.(fn -> Accel.NIF.devices(:cpu) end)
+      end
     end
 
     test "bad options raise ArgumentError naming them" do
