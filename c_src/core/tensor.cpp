@@ -440,8 +440,8 @@ Tensor tensor_matmul(const Tensor& a, const Tensor& b, uint64_t batch, uint64_t 
 Tensor tensor_conv_shifted(const Tensor& input, const Tensor& kernel, ShiftedConv c) {
   check_same_place(input, kernel);
   check_same_type(input, kernel);
-  if (!is_float(input.type) || !input.backend->transposed_operands())
-    throw ArgumentError("a shifted convolution takes floats on the cpu backend");
+  if (!(is_float(input.type) || is_complex(input.type)) || !input.backend->transposed_operands())
+    throw ArgumentError("a shifted convolution takes floats or complex numbers on the cpu backend");
   const size_t rank = c.out_sizes.size();
   if (rank == 0 || c.plane_strides.size() != rank || c.offsets.empty())
     throw ArgumentError("a shifted convolution needs one plane stride per output axis and one offset per kernel position");

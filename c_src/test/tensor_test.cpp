@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
@@ -478,17 +480,25 @@ TEST_P(TensorTest, TransposeCastIotaAndMatmul) {
 // last's, those between rows left out), and one image by 64 filters, large enough to be split
 // among the backend's threads by columns. Backends without a strided BLAS refuse it.
 TEST_P(TensorTest, ShiftedConvolutionSumsEachKernelPositionsProducts) {
-  const auto check = [&](size_t n, size_t c, size_t h, size_t w, size_t o, size_t kh, size_t kw) {
-    std::vector<float> x(n * c * h * w), k(kh * kw * o * c);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
-    for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(i % 5) - 2.0f;
+  // (small integers, and complex numbers of them, whose sums of products every order gets exactly)
+  const auto check = [&](auto zero, DType type, size_t n, size_t c, size_t h, size_t w, size_t o, size_t kh, size_t kw) {
+    using E = decltype(zero);
+    const auto value = [](size_t i, int a, int b) {
+      if constexpr (std::is_floating_point_v<E>)
+        return static_cast<E>(static_cast<int>(i % a) - a / 2);
+      else
+        return E(static_cast<int>(i % a) - a / 2, static_cast<int>(i % b) - b / 2);
+    };
+    std::vector<E> x(n * c * h * w), k(kh * kw * o * c);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = value(i, 7, 3);
+    for (size_t i = 0; i < k.size(); ++i) k[i] = value(i, 5, 4);
     const size_t ho = h - kh + 1, wo = w - kw + 1;
     accel::ShiftedConv conv;
     conv.batch = n, conv.channels = c, conv.filters = o, conv.plane = h * w;
     for (size_t p = 0; p < kh * kw; ++p) conv.offsets.push_back(p / kw * w + p % kw);
     conv.out_sizes = {ho, wo};
     conv.plane_strides = {w, 1};
-    std::vector<float> want(n * o * ho * wo, 0.0f);
+    std::vector<E> want(n * o * ho * wo, zero);
     for (size_t i = 0; i < n; ++i)
       for (size_t f = 0; f < o; ++f)
         for (size_t y = 0; y < ho; ++y)
@@ -497,13 +507,13 @@ TEST_P(TensorTest, ShiftedConvolutionSumsEachKernelPositionsProducts) {
               for (size_t ch = 0; ch < c; ++ch)
                 want[((i * o + f) * ho + y) * wo + z] +=
                     k[(p * o + f) * c + ch] * x[(i * c + ch) * h * w + (y + p / kw) * w + z + p % kw];
-    const Tensor input = from<float>(x, DType::F32), kernel = from<float>(k, DType::F32);
+    const Tensor input = from<E>(x, type), kernel = from<E>(k, type);
     if (!backend_->transposed_operands()) {
       EXPECT_THROW(accel::tensor_conv_shifted(input, kernel, conv), accel::ArgumentError);
       return;
     }
     try {
-      EXPECT_EQ(read<float>(accel::tensor_conv_shifted(input, kernel, conv)), want);
+      EXPECT_EQ(read<E>(accel::tensor_conv_shifted(input, kernel, conv)), want) << accel::dtype_name(type);
     } catch (const accel::ArgumentError& e) {  // a build without this backend's BLAS says so
       EXPECT_NE(std::string(e.what()).find("needs"), std::string::npos) << e.what();
     }
@@ -511,8 +521,19 @@ TEST_P(TensorTest, ShiftedConvolutionSumsEachKernelPositionsProducts) {
     conv.offsets.back() += 1;
     EXPECT_THROW(accel::tensor_conv_shifted(input, kernel, conv), accel::ArgumentError);
   };
-  check(2, 3, 5, 6, 4, 3, 2);
-  check(1, 16, 20, 20, 64, 3, 3);
+  check(0.0f, DType::F32, 2, 3, 5, 6, 4, 3, 2);
+  check(0.0f, DType::F32, 1, 16, 20, 20, 64, 3, 3);
+  check(0.0, DType::F64, 2, 3, 5, 6, 4, 3, 2);
+  // complex: std::complex's (re, im) pairs are Nx's layout (BLAS's cgemm and zgemm on the CPU)
+  check(std::complex<float>(), DType::C64, 2, 3, 5, 6, 4, 3, 2);
+  check(std::complex<float>(), DType::C64, 3, 16, 20, 20, 16, 3, 3);
+  check(std::complex<double>(), DType::C128, 2, 5, 7, 6, 3, 2, 3);
+  // integers have no shifted convolution
+  const Tensor ints = from<int32_t>({1, 2, 3, 4}, DType::S32);
+  accel::ShiftedConv conv;
+  conv.batch = 1, conv.channels = 1, conv.filters = 1, conv.plane = 4, conv.offsets = {0};
+  conv.out_sizes = {4}, conv.plane_strides = {1};
+  EXPECT_THROW(accel::tensor_conv_shifted(ints, from<int32_t>({2}, DType::S32), conv), accel::ArgumentError);
 }
 
 TEST_P(TensorTest, SizesThatWouldOverflowAreRefusedBeforeAnyAllocation) {

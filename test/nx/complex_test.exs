@@ -239,8 +239,8 @@ if Code.ensure_loaded?(Nx) do
             same(@device, [Nx.real(w), z], &Nx.dot(&1, [0], &2, [2]), 1.0e-5)
             same(@device, [z, z], &Nx.dot(&1, [2], [0], &2, [2], [0]), 1.0e-5)
 
-            # convolutions: the real convolutions of the parts (Nx conjugates nothing), with
-            # feature and batch groups, strides, dilations, negative padding, real operands
+            # convolutions (Nx conjugates nothing), with feature and batch groups, strides,
+            # dilations, negative padding, real operands
             x = random({2, 4, 6, 5}, type, 11)
             conv_tolerance = if type == {:c, 64}, do: 1.0e-5, else: 1.0e-11
             conv = fn opts -> &Nx.conv(&1, &2, opts) end
@@ -249,6 +249,16 @@ if Code.ensure_loaded?(Nx) do
               @device,
               [x, random({6, 2, 3, 2}, type, 12)],
               conv.(padding: :same, feature_group_size: 2),
+              conv_tolerance
+            )
+
+            # both complex at stride 1 (on the CPU backend, shifted complex products: cgemm/zgemm)
+            same(@device, [x, random({3, 4, 3, 2}, type, 15)], conv.(padding: :same), conv_tolerance)
+
+            same(
+              @device,
+              [x, random({3, 4, 2, 3}, type, 16)],
+              conv.(padding: [{1, -1}, {2, 0}]),
               conv_tolerance
             )
 

@@ -538,5 +538,52 @@ if Code.ensure_loaded?(Nx) do
         end
       end
     end
+
+    describe "conv on the CPU backend" do
+      # The conv tests above pass whichever way a conv runs: these say which one it took. (Both
+      # faster ways once went unused for a month, each guarded by a type check that never matched.)
+      # The NIF calls a conv made, traced to a process of their own.
+      defp nif_calls(fun) do
+        tracer = spawn_link(fn -> receive(do: (:never -> :ok)) end)
+        patterns = [{Accel.NIF, :tensor_conv_shifted, 7}, {Accel.NIF, :tensor_matmul, 8}]
+        Enum.each(patterns, &:erlang.trace_pattern(&1, true, [:local]))
+        :erlang.trace(self(), true, [:call, {:tracer, tracer}])
+
+        try do
+          fun.()
+        after
+          :erlang.trace(self(), false, [:call])
+        end
+
+        ref = :erlang.trace_delivered(self())
+        assert_receive {:trace_delivered, _, ^ref}
+        {:messages, messages} = Process.info(tracer, :messages)
+        for {:trace, _, :call, {Accel.NIF, name, args}} <- messages, do: {name, args}
+      end
+
+      defp conv_calls(x_shape, k_shape, type, opts) do
+        b = {Accel.Nx.Backend, device: :cpu, fallback: :raise}
+        {x, k} = {Nx.iota(x_shape, type: type, backend: b), Nx.iota(k_shape, type: type, backend: b)}
+        Enum.map(nif_calls(fn -> Nx.conv(x, k, opts) end), fn {name, args} -> {name, Enum.at(args, 6)} end)
+      end
+
+      test "stride 1 over a plane wider than the channels: shifted products, real or complex" do
+        for type <- [:f32, :f64, :c64, :c128] do
+          assert [{:tensor_conv_shifted, _}] =
+                   conv_calls({2, 16, 32, 32}, {8, 16, 3, 3}, type, padding: :same)
+        end
+      end
+
+      test "a kernel longer than the output (a kernel's gradient): the patches transposed" do
+        # (tensor_matmul's 7th argument: 2 where its right operand is transposed)
+        assert [{:tensor_matmul, 2}] = conv_calls({2, 4, 12, 12}, {3, 4, 10, 10}, :f32, [])
+        # (a dilated kernel's runs are one element long: the patches as they are)
+        assert [{:tensor_matmul, 0}] = conv_calls({2, 4, 12, 12}, {3, 4, 3, 3}, :f32, kernel_dilation: [2, 2])
+      end
+
+      test "complex, where the shifted products do not apply: the parts stacked, in one real product" do
+        assert [{:tensor_matmul, 0}] = conv_calls({2, 4, 12, 12}, {3, 4, 3, 3}, :c64, kernel_dilation: [2, 2])
+      end
+    end
   end
 end

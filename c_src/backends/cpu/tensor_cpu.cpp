@@ -3,8 +3,10 @@
 // run over the pool; matmul through OpenBLAS's cblas_?gemm when the build found it
 // (ACCEL_WITH_OPENBLAS). Synchronous.
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
@@ -230,6 +232,17 @@ void gemm(int m, int n, int k, const float* a, int lda, const float* b, int ldb,
 void gemm(int m, int n, int k, const double* a, int lda, const double* b, int ldb, double beta, double* c, int ldc) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
+// (complex elements as Nx stores them, (re, im) pairs: std::complex's layout, BLAS's c and z)
+void gemm(int m, int n, int k, const std::complex<float>* a, int lda, const std::complex<float>* b, int ldb,
+          std::complex<float> beta, std::complex<float>* c, int ldc) {
+  const std::complex<float> one(1.0f, 0.0f);
+  cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
+}
+void gemm(int m, int n, int k, const std::complex<double>* a, int lda, const std::complex<double>* b, int ldb,
+          std::complex<double> beta, std::complex<double>* c, int ldc) {
+  const std::complex<double> one(1.0, 0.0);
+  cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
+}
 
 // Columns [c0, c1) of image i's products: each kernel position's filters (filters x channels) by
 // the image's channels shifted by that position (channels x columns, rows a plane apart), summed
@@ -265,39 +278,51 @@ void conv_image(const T* input, const T* kernel, T* out, const ShiftedConv& c, s
   }
 }
 
-}  // namespace
-#endif
-
 // Each image a unit on the backend's threads, or where there are fewer images than threads, a
 // block of an image's columns (OpenBLAS on one thread, as for matmul).
-void CpuBackend::conv_shifted(DType type, const DeviceBuffer& input, const DeviceBuffer& kernel, DeviceBuffer& out,
-                              const ShiftedConv& c) {
-#ifdef ACCEL_WITH_OPENBLAS
+template <typename T>
+void conv_images(ThreadPool& pool, const T* input, const T* kernel, T* out, const ShiftedConv& c) {
   const size_t batch = static_cast<size_t>(c.batch), span = static_cast<size_t>(c.span);
+  // (a complex multiply-add is four real ones)
   const double macs = static_cast<double>(c.batch) * static_cast<double>(c.filters) * static_cast<double>(c.channels) *
-                      static_cast<double>(c.span) * static_cast<double>(c.offsets.size());
-  const size_t threads = pool_.threads();
+                      static_cast<double>(c.span) * static_cast<double>(c.offsets.size()) *
+                      (std::is_floating_point_v<T> ? 1.0 : 4.0);
+  const size_t threads = pool.threads();
   const bool parallel = threads > 1 && macs >= kParallelMacs;
   const size_t blocks = !parallel || batch >= threads
                             ? 1
                             : std::min<size_t>((threads + batch - 1) / batch, std::max<size_t>(span / kMinBlock, 1));
   const size_t per = (span + blocks - 1) / blocks;
   const auto units = [&](size_t begin, size_t end) {
-    std::vector<float> wide32;
-    std::vector<double> wide64;
+    std::vector<T> wide;
     for (size_t u = begin; u < end; ++u) {
       const size_t i = u / blocks, lo = (u % blocks) * per, hi = std::min(span, lo + per);
-      if (lo >= hi) continue;
-      if (type == DType::F32)
-        conv_image(data<float>(input), data<float>(kernel), data<float>(out), c, i, lo, hi, wide32);
-      else
-        conv_image(data<double>(input), data<double>(kernel), data<double>(out), c, i, lo, hi, wide64);
+      if (lo < hi) conv_image(input, kernel, out, c, i, lo, hi, wide);
     }
   };
   if (parallel)
-    pool_.parallel_for(batch * blocks, 1, units);
+    pool.parallel_for(batch * blocks, 1, units);
   else
     units(0, batch * blocks);
+}
+
+}  // namespace
+#endif
+
+void CpuBackend::conv_shifted(DType type, const DeviceBuffer& input, const DeviceBuffer& kernel, DeviceBuffer& out,
+                              const ShiftedConv& c) {
+#ifdef ACCEL_WITH_OPENBLAS
+  const auto run = [&](auto element) {
+    using T = decltype(element);
+    conv_images(pool_, data<T>(input), data<T>(kernel), data<T>(out), c);
+  };
+  switch (type) {
+    case DType::F32: return run(float{});
+    case DType::F64: return run(double{});
+    case DType::C64: return run(std::complex<float>{});
+    case DType::C128: return run(std::complex<double>{});
+    default: throw ArgumentError(std::string("a shifted convolution takes f32, f64, c64 or c128, got: ") + dtype_name(type));
+  }
 #else
   (void)type, (void)input, (void)kernel, (void)out, (void)c;
   throw ArgumentError("conv on :cpu needs OpenBLAS, which this build did not find (run bin/setup, then rebuild)");

@@ -16,30 +16,16 @@ if Code.ensure_loaded?(Nx) do
     alias Accel.Tensor, as: AT
     alias Nx.Tensor, as: T
 
-    # complex: real convolutions of the parts, in the component type. Where both operands are
-    # complex and no group or permutation splits their channels, one: the input's parts stacked
-    # along the channels, [re, im], by the kernel [[kr, -ki], [ki, kr]] (filters by channels)
-    # gives the real parts' filters then the imaginary parts' (one im2col and one product of twice
-    # the filters and twice the depth, rather than four); else four (two with a real operand).
+    # complex: where both operands are complex and the CPU backend's shifted products apply, those
+    # in complex arithmetic (BLAS's cgemm or zgemm over Nx's (re, im) pairs as they are: no part
+    # split off or put back). Elsewhere real convolutions of the parts, in the component type.
+    # Where no group or permutation splits the channels, one: the input's parts stacked along the
+    # channels, [re, im], by the kernel [[kr, -ki], [ki, kr]] (filters by channels) gives the real
+    # parts' filters then the imaginary parts' (one im2col and one product of twice the filters
+    # and twice the depth, rather than four); else four (two with a real operand).
     def conv(%T{type: {:c, _} = type} = out, %T{type: type} = t, %T{type: type} = k, opts) do
       if stackable?(opts) do
-        o = elem(k.shape, 0)
-        real_out = %{out | type: Nx.Type.to_real(type), shape: put_elem(out.shape, 1, 2 * o)}
-
-        Accel.Nx.Complex.of_parts(:conv, out, t, k, [out, t, k, opts], fn {xr, xi}, {kr, ki} ->
-          x2 = Nx.concatenate([xr, xi], axis: 1)
-
-          k2 =
-            Nx.concatenate([Nx.concatenate([kr, Nx.negate(ki)], axis: 1), Nx.concatenate([ki, kr], axis: 1)])
-
-          products = conv(real_out, x2, k2, opts).data.tensor
-          rest = real_out.shape |> Tuple.to_list() |> Enum.drop(2)
-
-          filters =
-            &AT.slice(products, [0, &1 | Enum.map(rest, fn _ -> 0 end)], [elem(out.shape, 0), o | rest])
-
-          {filters.(0), filters.(o)}
-        end)
+        run(out, t, k, opts) || stacked(out, t, k, opts)
       else
         conv_parts(out, t, k, opts)
       end
@@ -55,6 +41,24 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    defp stacked(%T{type: type} = out, t, k, opts) do
+      o = elem(k.shape, 0)
+      real_out = %{out | type: Nx.Type.to_real(type), shape: put_elem(out.shape, 1, 2 * o)}
+
+      Accel.Nx.Complex.of_parts(:conv, out, t, k, [out, t, k, opts], fn {xr, xi}, {kr, ki} ->
+        x2 = Nx.concatenate([xr, xi], axis: 1)
+
+        k2 = Nx.concatenate([Nx.concatenate([kr, Nx.negate(ki)], axis: 1), Nx.concatenate([ki, kr], axis: 1)])
+
+        products = conv(real_out, x2, k2, opts).data.tensor
+        rest = real_out.shape |> Tuple.to_list() |> Enum.drop(2)
+
+        filters = &AT.slice(products, [0, &1 | Enum.map(rest, fn _ -> 0 end)], [elem(out.shape, 0), o | rest])
+
+        {filters.(0), filters.(o)}
+      end)
+    end
+
     defp conv_parts(%T{type: type} = out, t, k, opts) do
       Accel.Nx.Complex.bilinear(:conv, out, t, k, [out, t, k, opts], fn rt, rk ->
         conv(%{out | type: Nx.Type.to_real(type)}, rt, rk, opts).data.tensor
@@ -68,6 +72,7 @@ if Code.ensure_loaded?(Nx) do
         Enum.all?([:input_permutation, :kernel_permutation, :output_permutation], &identity?.(opts[&1]))
     end
 
+    # (nil for a complex conv the shifted products do not take: the caller computes it from parts)
     defp run(%T{type: type} = out, t, k, opts) do
       [a, w] = Storage.operands!(:conv, [t, k]) |> Enum.map(&Storage.cast(&1, type))
       a = permute(a, opts[:input_permutation])
@@ -80,17 +85,21 @@ if Code.ensure_loaded?(Nx) do
       # the output's spatial sizes, from Nx's output shape (in the standard layout)
       out_standard = standard_shape(out.shape, opts[:output_permutation])
       out_spatial = out_standard |> Tuple.to_list() |> Enum.drop(2)
+      padded_shape = padded_shape(a.shape, padding, input_dilation)
+      shifted? = shifted?(a, padded_shape, w, spatial, out_spatial, opts)
 
-      {padded, crop} = pad(a, type, padding, input_dilation)
-      offset = Storage.offset(crop, padded.shape |> Storage.strides() |> Enum.drop(2))
+      if shifted? or not match?({:c, _}, type) do
+        {padded, crop} = pad(a, type, padding, input_dilation)
+        offset = Storage.offset(crop, padded_shape |> Storage.strides() |> Enum.drop(2))
 
-      result =
-        if shifted?(padded, w, spatial, out_spatial, opts),
-          do: shifted(padded, w, spatial, out_spatial, offset),
-          else: patches(padded, w, spatial, out_spatial, offset, opts)
+        result =
+          if shifted?,
+            do: shifted(padded, w, spatial, out_spatial, offset),
+            else: patches(padded, w, spatial, out_spatial, offset, opts)
 
-      result = unpermute(result, opts[:output_permutation])
-      Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([t, k]))
+        result = unpermute(result, opts[:output_permutation])
+        Storage.wrap(AT.reshape(result, out.shape), out, Storage.auto?([t, k]))
+      end
     end
 
     # {batch, filters, output...}: the patches of the padded input (its elements at `offset` in each
@@ -177,21 +186,22 @@ if Code.ensure_loaded?(Nx) do
     # depth are slower than the patches' one (A/B, alternating, medians of 7: 32 x 64 x 32 x 32 by
     # 64 x 64 x 3 x 3 1.15x the patches' speed, 32 x 16 x 14 x 14 by 32 2.04x, 8 x 128 x 28 x 28 by
     # 128 1.10x; left to the patches, 8 x 512 x 8 x 8 by 512 0.79x, 1 x 256 x 16 x 16 0.84x).
-    defp shifted?(padded, w, spatial, out_spatial, opts) do
+    # (`a` the input, `padded` the shape its padding will have)
+    defp shifted?(a, padded, w, spatial, out_spatial, opts) do
       ones? = fn option -> Enum.all?(opts[option] || [], &(&1 == 1)) end
       out_size = Enum.product(out_spatial)
       span = span(padded, out_spatial)
 
-      elem(padded.device, 0) == :cpu and padded.type in [{:f, 32}, {:f, 64}] and spatial != [] and
+      elem(a.device, 0) == :cpu and a.type in [:f32, :f64, :c64, :c128] and spatial != [] and
         (opts[:feature_group_size] || 1) == 1 and (opts[:batch_group_size] || 1) == 1 and
         ones?.(:strides) and ones?.(:kernel_dilation) and Enum.product(spatial) <= min(64, out_size) and
-        Enum.all?(Tuple.to_list(padded.shape) ++ Tuple.to_list(w.shape), &(&1 > 0)) and
-        span <= 2 * out_size and span >= 2 * elem(padded.shape, 1)
+        Enum.all?(Tuple.to_list(padded) ++ Tuple.to_list(w.shape), &(&1 > 0)) and
+        span <= 2 * out_size and span >= 2 * elem(padded, 1)
     end
 
     # a shifted product's columns: from the first output position's in the padded plane to the last's
     defp span(padded, out_spatial) do
-      strides = padded.shape |> Storage.strides() |> Enum.drop(2)
+      strides = padded |> Storage.strides() |> Enum.drop(2)
       Enum.zip_reduce(out_spatial, strides, 1, fn size, stride, acc -> acc + (size - 1) * stride end)
     end
 
@@ -228,11 +238,24 @@ if Code.ensure_loaded?(Nx) do
     # the kernel's last axis is a longer contiguous run of the input than the output's.
     defp transposed_patches?(a, type, spatial, out_spatial, strides, kernel_dilation, work) do
       run = fn size, step -> if step == 1, do: size, else: 1 end
-      cpu_float? = elem(a.device, 0) == :cpu and type in [{:f, 32}, {:f, 64}] and work > 0
+      cpu_float? = elem(a.device, 0) == :cpu and type in [:f32, :f64] and work > 0
 
       cpu_float? and spatial != [] and
         run.(List.last(spatial), List.last(kernel_dilation)) >
           run.(List.last(out_spatial), List.last(strides))
+    end
+
+    # The shape pad/4 gives: each spatial axis with its interior dilation and its padding (the
+    # negative padding cropped later, through the offset).
+    defp padded_shape(shape, padding, input_dilation) do
+      [n, c | sizes] = Tuple.to_list(shape)
+
+      padded =
+        Enum.zip_with([sizes, padding, input_dilation], fn [size, {lo, hi}, d] ->
+          max(lo, 0) + max(size - 1, 0) * d + min(size, 1) + max(hi, 0)
+        end)
+
+      List.to_tuple([n, c | padded])
     end
 
     # The padded, interior-dilated input (zeros), and where the crop of negative padding starts.
