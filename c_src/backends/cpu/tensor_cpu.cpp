@@ -246,18 +246,18 @@ void gemm(int m, int n, int k, const std::complex<double>* a, int lda, const std
 
 // Columns [c0, c1) of image i's products: each kernel position's filters (filters x channels) by
 // the image's channels shifted by that position (channels x columns, rows a plane apart), summed
-// into `wide` (a row per filter, a column per plane position from the first output position's),
-// whose columns at output positions are then copied out, a run along the last axis at a time.
+// into `wide` (filters x (c1 - c0): a row per filter, a column per plane position from the first
+// output position's), whose columns at output positions are then copied out, a run along the last
+// axis at a time.
 template <typename T>
 void conv_image(const T* input, const T* kernel, T* out, const ShiftedConv& c, size_t i, size_t c0, size_t c1,
-                std::vector<T>& wide) {
+                T* wide) {
   const size_t filters = static_cast<size_t>(c.filters), cols = c1 - c0, rank = c.out_sizes.size();
-  wide.resize(filters * cols);
   const int C = static_cast<int>(c.channels), plane = static_cast<int>(c.plane);
   const T* image = input + i * c.channels * c.plane + c0;
   for (size_t p = 0; p < c.offsets.size(); ++p)
     gemm(static_cast<int>(filters), static_cast<int>(cols), C, kernel + p * c.filters * c.channels, C,
-         image + c.offsets[p], plane, p == 0 ? T(0) : T(1), wide.data(), static_cast<int>(cols));
+         image + c.offsets[p], plane, p == 0 ? T(0) : T(1), wide, static_cast<int>(cols));
   size_t out_size = 1;
   for (uint64_t s : c.out_sizes) out_size *= static_cast<size_t>(s);
   const size_t run = static_cast<size_t>(c.out_sizes[rank - 1]);
@@ -269,7 +269,7 @@ void conv_image(const T* input, const T* kernel, T* out, const ShiftedConv& c, s
     const size_t lo = std::max(column, c0), hi = std::min(column + run, c1);
     if (lo < hi)
       for (size_t f = 0; f < filters; ++f)
-        std::memcpy(out + (i * filters + f) * out_size + done + (lo - column), wide.data() + f * cols + (lo - c0),
+        std::memcpy(out + (i * filters + f) * out_size + done + (lo - column), wide + f * cols + (lo - c0),
                     (hi - lo) * sizeof(T));
     for (size_t d = rank - 1; d-- > 0;) {
       if (++at[d] < c.out_sizes[d]) break;
@@ -294,10 +294,13 @@ void conv_images(ThreadPool& pool, const T* input, const T* kernel, T* out, cons
                             : std::min<size_t>((threads + batch - 1) / batch, std::max<size_t>(span / kMinBlock, 1));
   const size_t per = (span + blocks - 1) / blocks;
   const auto units = [&](size_t begin, size_t end) {
-    std::vector<T> wide;
+    // (Accel's host memory: a buffer of a few hundred KiB reuses pages an earlier call touched,
+    // where malloc's would be mapped, faulted and unmapped on every call; products write it before
+    // any read)
+    const HostBuffer wide(static_cast<size_t>(c.filters) * per * sizeof(T));
     for (size_t u = begin; u < end; ++u) {
       const size_t i = u / blocks, lo = (u % blocks) * per, hi = std::min(span, lo + per);
-      if (lo < hi) conv_image(input, kernel, out, c, i, lo, hi, wide);
+      if (lo < hi) conv_image(input, kernel, out, c, i, lo, hi, reinterpret_cast<T*>(wide.data()));
     }
   };
   if (parallel)
