@@ -30,6 +30,14 @@ if Code.ensure_loaded?(Nx) do
 
       x
     end
+
+    # A constant of this run's, to put in a kernel's text so that no cache holds its kernels (a
+    # random one: the test cache outlives the VM; not from :rand, which ExUnit seeds, so a rerun
+    # with the same --seed draws it again), at least 2 f32 ulps from its neighbours.
+    def fresh_constant do
+      <<r::32>> = :crypto.strong_rand_bytes(4)
+      1.5 + rem(r, 2_000_000) / 4_194_304
+    end
   end
 
   defmodule Accel.Nx.CompilerTest do
@@ -510,11 +518,8 @@ if Code.ensure_loaded?(Nx) do
         events = [[:accel, :nx, :compile], [:accel, :nx, :built]]
         :telemetry.attach_many(handler, events, &__MODULE__.forward_build/4, self())
         on_exit(fn -> :telemetry.detach(handler) end)
-        # a constant of this run's in every kernel text, so that no cache holds its kernels (a
-        # random one: the test cache outlives the VM; not from :rand, which ExUnit seeds, so a
-        # rerun with the same --seed draws it again), at least 2 f32 ulps from its neighbours
-        <<r::32>> = :crypto.strong_rand_bytes(4)
-        %{c: 1.5 + rem(r, 2_000_000) / 4_194_304}
+        # a constant of this run's in every kernel text: no cache holds its kernels
+        %{c: Defns.fresh_constant()}
       end
 
       # the handlers are global and other tests compile at the same time: only the events of this
@@ -1192,8 +1197,7 @@ if Code.ensure_loaded?(Nx) do
       :telemetry.attach(handler, [:accel, :nx, :built], &__MODULE__.forward/4, self())
 
       try do
-        <<r::32>> = :crypto.strong_rand_bytes(4)
-        c = 1.5 + rem(r, 2_000_000) / 4_194_304
+        c = Accel.Nx.CompilerTest.Defns.fresh_constant()
         f = fn x -> x |> Nx.multiply(c) |> Nx.exp() |> Nx.add(1.0) end
         x = Nx.iota({1000}, type: :f32) |> Nx.divide(100.0)
         fun = Nx.Defn.jit(f, compiler: Accel.Nx.Compiler, device: :cpu, build: :background)
