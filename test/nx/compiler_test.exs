@@ -949,6 +949,27 @@ if Code.ensure_loaded?(Nx) do
         assert replays >= 3
       end
 
+      test "one tensor as two parameters: its calls replay; a call with two tensors there runs the steps" do
+        {replaying, stepping} = both(fn a, b -> Nx.add(Nx.multiply(a, b), a) end)
+
+        replays =
+          replayed(fn ->
+            for k <- 1..5 do
+              x = accel(ramp({64}, 0.1 * k))
+              assert bits(replaying.(x, x)) == bits(stepping.(x, x))
+            end
+
+            # (another signature than the plan's: a mismatch, and the steps' own result)
+            for k <- 1..2 do
+              {x, y} = {accel(ramp({64}, 0.1 * k)), accel(ramp({64}, 0.3 * k))}
+              assert bits(replaying.(x, y)) == bits(stepping.(x, y))
+              assert bits(replaying.(x, y)) != bits(replaying.(x, x))
+            end
+          end)
+
+        assert replays >= 3
+      end
+
       test "a kernel's division by zero raises on a replay as on the steps, and later calls recover" do
         {replaying, stepping} = both(fn a, b -> Nx.add(Nx.quotient(a, b), 1) end)
         a = accel(Nx.tensor([7, -8, 9], type: :s32))

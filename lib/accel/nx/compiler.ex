@@ -67,7 +67,8 @@ if Code.ensure_loaded?(Nx) do
     per operation (the whole replay runs on one where the recorded calls took 0.5 ms or more),
     each generated kernel's description decoded once, and the tensors made and freed within the
     call kept as buffers with no Erlang term or resource. A replay is taken only for parameters
-    of the recorded places, types and shapes, and checks every operation's outcome against the
+    of the recorded places, types and shapes (and the same tensor in the same parameters where a
+    recorded call was given one tensor twice), and checks every operation's outcome against the
     recording (a kernel's integer division by zero, say): any difference, and any call whose
     parameters are not Accel tensors, runs the steps instead, which give the same bits and raise
     the same errors. A call that reads tensor data back to the host (tensor start indices), runs

@@ -261,6 +261,8 @@ if Code.ensure_loaded?(Nx) do
           run.(steps.())
 
         {refs, signature} ->
+          {refs, signature} = distinct(refs, signature)
+
           case Accel.NIF.plan_replay(cell, refs, signature) do
             {outputs, since_gc, template} ->
               Accel.Tensor.note_made(since_gc)
@@ -272,6 +274,20 @@ if Code.ensure_loaded?(Nx) do
             _none_or_mismatch ->
               run.(steps.())
           end
+      end
+    end
+
+    # One tensor given as several parameters is one parameter of the plan (the NIF takes each
+    # tensor once); the signature then says where each parameter is among the distinct ones, so
+    # that a call repeating other parameters, or none, is another signature: a mismatch.
+    defp distinct(refs, signature) do
+      case Enum.uniq(refs) do
+        ^refs ->
+          {refs, signature}
+
+        unique ->
+          places = Map.new(Enum.with_index(unique))
+          {unique, {signature, Enum.map(refs, &Map.fetch!(places, &1))}}
       end
     end
 
