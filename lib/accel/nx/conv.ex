@@ -245,14 +245,18 @@ if Code.ensure_loaded?(Nx) do
           run.(List.last(out_spatial), List.last(strides))
     end
 
-    # The shape pad/4 gives: each spatial axis with its interior dilation and its padding (the
-    # negative padding cropped later, through the offset).
+    # Nx.pad's configuration of the spatial axes: the positive padding and the interior dilation
+    # (the negative padding is cropped later, through the offset).
+    defp pad_config(padding, input_dilation),
+      do: Enum.zip_with(padding, input_dilation, fn {lo, hi}, d -> {max(lo, 0), max(hi, 0), d - 1} end)
+
+    # The shape pad/4 gives, from the same configuration.
     defp padded_shape(shape, padding, input_dilation) do
       [n, c | sizes] = Tuple.to_list(shape)
 
       padded =
-        Enum.zip_with([sizes, padding, input_dilation], fn [size, {lo, hi}, d] ->
-          max(lo, 0) + max(size - 1, 0) * d + min(size, 1) + max(hi, 0)
+        Enum.zip_with(sizes, pad_config(padding, input_dilation), fn size, {lo, hi, interior} ->
+          lo + max(size - 1, 0) * (interior + 1) + min(size, 1) + hi
         end)
 
       List.to_tuple([n, c | padded])
@@ -263,9 +267,7 @@ if Code.ensure_loaded?(Nx) do
       if Enum.all?(padding, &(&1 == {0, 0})) and Enum.all?(input_dilation, &(&1 == 1)) do
         {a, List.duplicate(0, length(padding))}
       else
-        config =
-          [{0, 0, 0}, {0, 0, 0}] ++
-            Enum.zip_with(padding, input_dilation, fn {lo, hi}, d -> {max(lo, 0), max(hi, 0), d - 1} end)
+        config = [{0, 0, 0}, {0, 0, 0} | pad_config(padding, input_dilation)]
 
         t = Storage.wrap(a, %T{shape: a.shape, type: type, names: List.duplicate(nil, tuple_size(a.shape))})
 
