@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <new>
 #include <string>
@@ -433,6 +434,67 @@ ERL_NIF_TERM transfer_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_transfer(t, backend, device));
 }
 
+
+// ---- what a call's terms bound its work to, for where it runs (the entries below) ----
+
+// The element count of a tensor term's tensor; 0 for any other term (the body reports it).
+uint64_t tensor_count(ErlNifEnv* env, ERL_NIF_TERM term) {
+  TensorResource* r = resource_of(env, term);
+  if (r == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(r->mutex);
+  return r->tensor.count;
+}
+
+// A product that saturates past kInlineWork: only "at most kInlineWork or not" matters.
+uint64_t saturated_product(std::initializer_list<uint64_t> factors) {
+  if (std::find(factors.begin(), factors.end(), uint64_t{0}) != factors.end()) return 0;
+  uint64_t product = 1;
+  for (uint64_t f : factors) product = f > kInlineWork || product > kInlineWork / f ? kInlineWork + 1 : product * f;
+  return product;
+}
+
+// ceil(log2(n)), at least 1: a merge's or a transform's passes over n elements.
+uint64_t log2_steps(uint64_t n) {
+  uint64_t steps = 1;
+  while (steps < 64 && (uint64_t{1} << steps) < n) ++steps;
+  return steps;
+}
+
+// The non-negative integers of a list term of at most `max` of them into out: how many, or 0 where
+// the term is no such list.
+unsigned list_counts(ErlNifEnv* env, ERL_NIF_TERM list, uint64_t* out, unsigned max) {
+  unsigned n = 0;
+  ErlNifUInt64 value = 0;
+  ERL_NIF_TERM head, tail = list;
+  while (enif_get_list_cell(env, tail, &head, &tail)) {
+    if (n == max || !enif_get_uint64(env, head, &value)) return 0;
+    out[n++] = value;
+  }
+  return enif_is_empty_list(env, tail) ? n : 0;
+}
+
+// A window's visits: the product of each dimension's outputs and window (positions 0 and 3 of
+// its seven numbers); a term that is no such list counts as more than kInlineWork.
+uint64_t window_work(ErlNifEnv* env, ERL_NIF_TERM window) {
+  uint64_t work = 1, dim[7];
+  ERL_NIF_TERM head, tail = window;
+  ErlNifUInt64 value = 0;
+  unsigned n = 0;
+  while (enif_get_list_cell(env, tail, &head, &tail)) {
+    if (!enif_get_uint64(env, head, &value)) return kInlineWork + 1;
+    dim[n++] = value;
+    if (n == 7) {
+      work = saturated_product({work, dim[0], dim[3]});
+      n = 0;
+    }
+  }
+  return n == 0 && enif_is_empty_list(env, tail) ? work : kInlineWork + 1;
+}
+
+// Inline where the work is at most kInlineWork and the call's largest tensor no larger (a figure
+// that understates its own tensors is not believed).
+bool small_work(size_t count, uint64_t work) { return work <= kInlineWork && count <= kInlineWork; }
+
 }  // namespace
 
 ERL_NIF_TERM tensor_upload(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
@@ -495,9 +557,19 @@ ERL_NIF_TERM tensor_put_view(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]
   return scheduled_view<put_view_run>(env, argc, argv);
 }
 
-// Scheduled by the first tensor of the list (all must share its place; concatenate_run checks).
+// Scheduled by the first tensor of the list (all must share its place; concatenate_run checks),
+// inline on the CPU where the parts hold kInlineTensorElements or fewer in all (each counted by
+// its tensor and by its shape, whichever is larger: a part is written once).
 ERL_NIF_TERM tensor_concatenate(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<concatenate_run, 0, true>(env, argc, argv);
+  uint64_t total = 0;
+  ERL_NIF_TERM part, parts = argv[0], shape, shapes = argv[1];
+  while (total <= kInlineTensorElements && enif_get_list_cell(env, parts, &part, &parts)) {
+    const uint64_t by_shape = enif_get_list_cell(env, shapes, &shape, &shapes)
+                                  ? shape_count_up_to(env, shape, kInlineTensorElements)
+                                  : kInlineTensorElements + 1;
+    total += std::max<uint64_t>(by_shape, tensor_count(env, part));
+  }
+  return scheduled_if<concatenate_run, 0>(env, argc, argv, [total](size_t) { return total <= kInlineTensorElements; });
 }
 
 ERL_NIF_TERM tensor_unary(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
@@ -521,40 +593,68 @@ ERL_NIF_TERM tensor_reduce(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) 
   return scheduled<reduce_run, 1, false>(env, argc, argv);
 }
 
-// Indexing and windows may read far more than their output (a window reduction) or write far more
-// than they read (a scatter into a large tensor): dirty on the CPU, by the tensor's place elsewhere.
+// Indexing, concatenation, scans, sorts, windows and FFTs run inline on the CPU where their
+// arguments bound the work small, each figure from terms read before anything runs (one that is no such term
+// counts as large: the body, on a dirty scheduler, reports it); dirty otherwise, by the tensors'
+// place elsewhere. A call through a dirty scheduler and back took 27-89 us on the 2-core
+// development VM where the work of a small one takes 1-5 us (a take of 2 rows of a 30 x 5 tensor,
+// a concatenate of two: Scholar's loops make thousands).
+//
+// A gather reads one element per output element and index axis, whatever the size of the tensor it
+// reads from (an embedding table): by its output and index count.
 ERL_NIF_TERM tensor_gather(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<gather_run, 0, true>(env, argc, argv);
+  const uint64_t out = shape_count_up_to(env, argv[2], kInlineTensorElements);
+  const uint64_t indices = tensor_count(env, argv[1]);
+  return scheduled_if<gather_run, 0>(env, argc, argv, [out, indices](size_t) {
+    return out <= kInlineTensorElements && indices <= kInlineTensorElements;
+  });
 }
 
+// A scatter copies its target and reads each update and index once: by the largest of the three.
 ERL_NIF_TERM tensor_scatter(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<scatter_run, 1, true>(env, argc, argv);
+  return scheduled<scatter_run, 1, false>(env, argc, argv);
 }
 
+// A window reduction, or its scatter (pooling's gradient), visits each window's elements once:
+// the product over its dimensions of outputs x window (decode_window's terms, seven a dimension:
+// out, in, in_stride, window, ...), at most kInlineWork inline.
 ERL_NIF_TERM tensor_window(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<window_run, 1, true>(env, argc, argv);
+  const uint64_t work = window_work(env, argv[3]);
+  return scheduled_if<window_run, 1>(env, argc, argv, [work](size_t count) { return small_work(count, work); });
 }
 
 ERL_NIF_TERM tensor_window_scatter(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<window_scatter_run, 1, true>(env, argc, argv);
+  const uint64_t work = window_work(env, argv[4]);
+  return scheduled_if<window_scatter_run, 1>(env, argc, argv, [work](size_t count) { return small_work(count, work); });
 }
 
+// A scan reads and writes each element once.
 ERL_NIF_TERM tensor_scan(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<scan_run, 1, true>(env, argc, argv);
+  return scheduled<scan_run, 1, false>(env, argc, argv);
 }
 
+// A merge sort of rows of `len` (argv[2]): count x log2(len) steps.
 ERL_NIF_TERM tensor_sort(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<sort_run, 0, true>(env, argc, argv);
+  ErlNifUInt64 len = 0;
+  const uint64_t steps = enif_get_uint64(env, argv[2], &len) ? log2_steps(len) : kInlineWork + 1;
+  return scheduled_if<sort_run, 0>(env, argc, argv, [steps](size_t count) { return small_work(count, saturated_product({count, steps})); });
 }
 
+// The linear algebra runs on Accel's one arithmetic thread (core/tensor_linalg.cpp: OpenBLAS's
+// stack and its threaded routines), where a large factorization may hold it for seconds: its
+// caller always waits on a dirty scheduler, however small its own matrices.
 ERL_NIF_TERM tensor_decompose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<decompose_run, 1, true>(env, argc, argv);
 }
 
+// A transform of rows of `n` (dims, argv[1]: [batch, n, inner]): count x log2(n) steps.
 ERL_NIF_TERM tensor_fft(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  return scheduled<fft_run, 0, true>(env, argc, argv);
+  uint64_t dims[3] = {0, 0, 0};
+  const uint64_t steps = list_counts(env, argv[1], dims, 3) == 3 ? log2_steps(dims[1]) : kInlineWork + 1;
+  return scheduled_if<fft_run, 0>(env, argc, argv, [steps](size_t count) { return small_work(count, saturated_product({count, steps})); });
 }
 
+// (on the arithmetic thread too, as tensor_decompose)
 ERL_NIF_TERM tensor_solve(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   return scheduled<solve_run, 0, true>(env, argc, argv);
 }
