@@ -434,7 +434,6 @@ ERL_NIF_TERM transfer_run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return make_tensor(env, accel::tensor_transfer(t, backend, device));
 }
 
-
 // ---- what a call's terms bound its work to, for where it runs (the entries below) ----
 
 // The element count of a tensor term's tensor; 0 for any other term (the body reports it).
@@ -594,9 +593,9 @@ ERL_NIF_TERM tensor_reduce(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) 
 }
 
 // Indexing, concatenation, scans, sorts, windows and FFTs run inline on the CPU where their
-// arguments bound the work small, each figure from terms read before anything runs (one that is no such term
-// counts as large: the body, on a dirty scheduler, reports it); dirty otherwise, by the tensors'
-// place elsewhere. A call through a dirty scheduler and back took 27-89 us on the 2-core
+// arguments bound the work small, each figure from terms read before anything runs (one that is
+// no such term counts as large: the body, on a dirty scheduler, reports it); dirty otherwise, by
+// the tensors' place elsewhere. A call through a dirty scheduler and back took 27-89 us on the 2-core
 // development VM where the work of a small one takes 1-5 us (a take of 2 rows of a 30 x 5 tensor,
 // a concatenate of two: Scholar's loops make thousands).
 //
@@ -637,7 +636,8 @@ ERL_NIF_TERM tensor_scan(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 ERL_NIF_TERM tensor_sort(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   ErlNifUInt64 len = 0;
   const uint64_t steps = enif_get_uint64(env, argv[2], &len) ? log2_steps(len) : kInlineWork + 1;
-  return scheduled_if<sort_run, 0>(env, argc, argv, [steps](size_t count) { return small_work(count, saturated_product({count, steps})); });
+  return scheduled_if<sort_run, 0>(env, argc, argv,
+                                   [steps](size_t count) { return small_work(count, saturated_product({count, steps})); });
 }
 
 // The linear algebra runs on Accel's one arithmetic thread (core/tensor_linalg.cpp: OpenBLAS's
@@ -647,11 +647,15 @@ ERL_NIF_TERM tensor_decompose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[
   return scheduled<decompose_run, 1, true>(env, argc, argv);
 }
 
-// A transform of rows of `n` (dims, argv[1]: [batch, n, inner]): count x log2(n) steps.
+// Transforms of length n of `rows` rows (dims, argv[1]: [rows, len, n], n the result's length, a
+// row padded or cut to it): each a power-of-two transform of at most 4n points (Bluestein's, where
+// n has large prime factors) of log2(4n) passes.
 ERL_NIF_TERM tensor_fft(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   uint64_t dims[3] = {0, 0, 0};
-  const uint64_t steps = list_counts(env, argv[1], dims, 3) == 3 ? log2_steps(dims[1]) : kInlineWork + 1;
-  return scheduled_if<fft_run, 0>(env, argc, argv, [steps](size_t count) { return small_work(count, saturated_product({count, steps})); });
+  const bool read = list_counts(env, argv[1], dims, 3) == 3;
+  const uint64_t points = saturated_product({dims[2], 4});
+  const uint64_t work = read ? saturated_product({dims[0], points, log2_steps(points)}) : kInlineWork + 1;
+  return scheduled_if<fft_run, 0>(env, argc, argv, [work](size_t count) { return small_work(count, work); });
 }
 
 // (on the arithmetic thread too, as tensor_decompose)

@@ -116,6 +116,8 @@ if Code.ensure_loaded?(Nx) do
           concatenate: fn -> Nx.concatenate([large, large]) end,
           sort: fn -> Nx.sort(large, axis: 1) end,
           window_sum: fn -> Nx.window_sum(large, {1, 64}) end,
+          # (5 elements, a result of 65,536: the work is the result's)
+          fft: fn -> Nx.fft(on_accel[0], length: 65_536) end,
           solve: fn -> Nx.LinAlg.solve(spd(on_accel), Nx.iota({5}, type: :f32)) end,
           cholesky: fn -> Nx.LinAlg.cholesky(spd(on_accel)) end
         ]
