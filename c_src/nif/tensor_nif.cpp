@@ -473,7 +473,8 @@ unsigned list_counts(ErlNifEnv* env, ERL_NIF_TERM list, uint64_t* out, unsigned 
 }
 
 // A window's visits: the product of each dimension's outputs and window (positions 0 and 3 of
-// its seven numbers); a term that is no such list counts as more than kInlineWork.
+// its seven numbers; a window of 0, which the body refuses, as 1: the outputs bound what it
+// writes); a term that is no such list counts as more than kInlineWork.
 uint64_t window_work(ErlNifEnv* env, ERL_NIF_TERM window) {
   uint64_t work = 1, dim[7];
   ERL_NIF_TERM head, tail = window;
@@ -483,7 +484,7 @@ uint64_t window_work(ErlNifEnv* env, ERL_NIF_TERM window) {
     if (!enif_get_uint64(env, head, &value)) return kInlineWork + 1;
     dim[n++] = value;
     if (n == 7) {
-      work = saturated_product({work, dim[0], dim[3]});
+      work = saturated_product({work, dim[0], std::max<uint64_t>(dim[3], 1)});
       n = 0;
     }
   }
