@@ -444,7 +444,8 @@ uint64_t tensor_count(ErlNifEnv* env, ERL_NIF_TERM term) {
   return r->tensor.count;
 }
 
-// A product that saturates past kInlineWork: only "at most kInlineWork or not" matters.
+// A product that saturates past kInlineWork: only "at most kInlineWork or not" matters (for
+// scheduled_by_work and the like).
 uint64_t saturated_product(std::initializer_list<uint64_t> factors) {
   if (std::find(factors.begin(), factors.end(), uint64_t{0}) != factors.end()) return 0;
   uint64_t product = 1;
@@ -490,10 +491,6 @@ uint64_t window_work(ErlNifEnv* env, ERL_NIF_TERM window) {
   }
   return n == 0 && enif_is_empty_list(env, tail) ? work : kInlineWork + 1;
 }
-
-// Inline where the work is at most kInlineWork and the call's largest tensor no larger (a figure
-// that understates its own tensors is not believed).
-bool small_work(size_t count, uint64_t work) { return work <= kInlineWork && count <= kInlineWork; }
 
 }  // namespace
 
@@ -620,12 +617,12 @@ ERL_NIF_TERM tensor_scatter(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[])
 // out, in, in_stride, window, ...), at most kInlineWork inline.
 ERL_NIF_TERM tensor_window(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   const uint64_t work = window_work(env, argv[3]);
-  return scheduled_if<window_run, 1>(env, argc, argv, [work](size_t count) { return small_work(count, work); });
+  return scheduled_by_work<window_run, 1>(env, argc, argv, work);
 }
 
 ERL_NIF_TERM tensor_window_scatter(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   const uint64_t work = window_work(env, argv[4]);
-  return scheduled_if<window_scatter_run, 1>(env, argc, argv, [work](size_t count) { return small_work(count, work); });
+  return scheduled_by_work<window_scatter_run, 1>(env, argc, argv, work);
 }
 
 // A scan reads and writes each element once.
@@ -637,8 +634,8 @@ ERL_NIF_TERM tensor_scan(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
 ERL_NIF_TERM tensor_sort(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   ErlNifUInt64 len = 0;
   const uint64_t steps = enif_get_uint64(env, argv[2], &len) ? log2_steps(len) : kInlineWork + 1;
-  return scheduled_if<sort_run, 0>(env, argc, argv,
-                                   [steps](size_t count) { return small_work(count, saturated_product({count, steps})); });
+  // (steps >= 1: a product within kInlineWork bounds the tensor too)
+  return scheduled_if<sort_run, 0>(env, argc, argv, [steps](size_t count) { return saturated_product({count, steps}) <= kInlineWork; });
 }
 
 // The linear algebra runs on Accel's one arithmetic thread (core/tensor_linalg.cpp: OpenBLAS's
@@ -656,7 +653,7 @@ ERL_NIF_TERM tensor_fft(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
   const bool read = list_counts(env, argv[1], dims, 3) == 3;
   const uint64_t points = saturated_product({dims[2], 4});
   const uint64_t work = read ? saturated_product({dims[0], points, log2_steps(points)}) : kInlineWork + 1;
-  return scheduled_if<fft_run, 0>(env, argc, argv, [work](size_t count) { return small_work(count, work); });
+  return scheduled_by_work<fft_run, 0>(env, argc, argv, work);
 }
 
 // (on the arithmetic thread too, as tensor_decompose)
@@ -670,36 +667,22 @@ ERL_NIF_TERM tensor_transpose(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[
 
 // By its multiply-adds (batch * m * k * n; unknown where a count does not decode: matmul_run raises).
 ERL_NIF_TERM tensor_matmul(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  uint64_t work = 1;
-  for (int i = 2; i <= 5; ++i) {
-    ErlNifUInt64 v = 0;
-    if (argc <= i || !enif_get_uint64(env, argv[i], &v) || (v != 0 && work > UINT64_MAX / v)) {
-      work = UINT64_MAX;
-      break;
-    }
-    work *= v;
-  }
+  ErlNifUInt64 d[4] = {0, 0, 0, 0};
+  bool read = argc > 5;
+  for (int i = 0; read && i < 4; ++i) read = enif_get_uint64(env, argv[i + 2], &d[i]);
+  const uint64_t work = read ? saturated_product({d[0], d[1], d[2], d[3]}) : kInlineWork + 1;
   return scheduled_by_work<matmul_run, 0>(env, argc, argv, work);
 }
 
 // By its multiply-adds, about batch * channels * filters * plane * kernel positions (unknown where
 // the sizes do not decode: conv_shifted_run raises).
 ERL_NIF_TERM tensor_conv_shifted(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]) {
-  uint64_t work = UINT64_MAX;
+  uint64_t sizes[4] = {0, 0, 0, 0};
   unsigned positions = 0;
-  ERL_NIF_TERM head, tail = argv[2];
-  ErlNifUInt64 v = 0;
-  if (enif_get_list_length(env, argv[3], &positions)) {
-    work = positions;
-    for (int i = 0; i < 4; ++i) {
-      if (!enif_get_list_cell(env, tail, &head, &tail) || !enif_get_uint64(env, head, &v) ||
-          (v != 0 && work > UINT64_MAX / v)) {
-        work = UINT64_MAX;
-        break;
-      }
-      work *= v;
-    }
-  }
+  const uint64_t work =
+      enif_get_list_length(env, argv[3], &positions) && list_counts(env, argv[2], sizes, 4) == 4
+          ? saturated_product({positions, sizes[0], sizes[1], sizes[2], sizes[3]})
+          : kInlineWork + 1;
   return scheduled_by_work<conv_shifted_run, 0>(env, argc, argv, work);
 }
 
