@@ -31,6 +31,46 @@ if Code.ensure_loaded?(Nx) do
       x
     end
 
+    # A loop inside a loop, a cond in the inner body with three clauses: the first clause's
+    # predicate and a value two clauses read are computed in the body before the cond (Nx's
+    # scopes), a clause's own values only where it is taken; the outer loop's state a nested tuple.
+    defn nested_branches(x, n) do
+      {{x, _}, _} =
+        while {{x, i = 0}, n}, i < n do
+          shared = Nx.sum(x)
+
+          {_, x, _, _} =
+            while {j = 0, x, i, shared}, j < 3 do
+              y =
+                cond do
+                  j == 0 -> x + i
+                  shared > 50.0 -> x - shared / 100.0
+                  Nx.any(x < 0) -> Nx.abs(x) * 2.0 + shared
+                  true -> x * 2.0
+                end
+
+              {j + 1, y, i, shared}
+            end
+
+          {{x, i + 1}, n}
+        end
+
+      x
+    end
+
+    # An integer division in a branch that is not taken when its divisor is 0 (nothing computes
+    # it then), and a branch giving a constant as the function's result.
+    defn guarded(i) do
+      q = if i > 0, do: Nx.quotient(100, i), else: -1
+      {q, if(i > 5, do: 7, else: i * 2)}
+    end
+
+    # A constant a loop hands back as its result when it runs no iteration, and one made in it.
+    defn steps_or_constant(n) do
+      {x, _, _} = while({x = 0.5, i = 0, n}, i < n, do: {Nx.cos(x) + 0.25, i + 1, n})
+      x
+    end
+
     # A constant of this run's, to put in a kernel's text so that no cache holds its kernels (a
     # random one: the test cache outlives the VM; not from :rand, which ExUnit seeds, so a rerun
     # with the same --seed draws it again), at least 2 f32 ulps from its neighbours.
@@ -835,14 +875,57 @@ if Code.ensure_loaded?(Nx) do
         assert Nx.to_flat_list(Nx.devectorize(out)) == [6.0, 14.0]
       end
 
-      test "while, cond, inner functions and :garbage_collect run on the evaluator" do
+      test "hooks, inner functions and :garbage_collect run on the evaluator" do
         x = Nx.tensor([1.0, -2.0, 3.0])
-        assert {:evaluator, _} = runs(&Defns.counted/2, [x, Nx.tensor(4)])
-        # (a loop of a constant count is unrolled: straight-line code, planned)
-        assert {:plan, _} = runs(&Defns.looped/1, [x])
-        assert {:evaluator, _} = runs(&Defns.branchy/1, [x])
         assert {:evaluator, _} = runs(fn x -> Nx.reduce(x, 0.0, fn a, b -> Nx.add(a, b) end) end, [x])
         assert {:evaluator, _} = runs(fn x -> Nx.exp(x) end, [x], garbage_collect: true)
+        hooked = fn x -> Nx.Defn.Kernel.hook(Nx.exp(x), fn _ -> :ok end) end
+        assert {:evaluator, _} = runs(hooked, [x])
+      end
+
+      test "while and cond are steps: loops, branches, nested, each the evaluator's bits" do
+        x = Nx.tensor([1.0, -2.0, 3.0])
+        assert {:plan, _} = runs(&Defns.counted/2, [x, Nx.tensor(4)])
+        # (each call a shape of its own: compiled anew, so that its runner is reported)
+        assert {:plan, _} = runs(&Defns.counted/2, [Nx.tensor([1.0, 2.0]), Nx.tensor(0)])
+        # (a loop of a constant count is unrolled: straight-line code, planned)
+        assert {:plan, _} = runs(&Defns.looped/1, [x])
+        # both branches
+        assert {:plan, _} = runs(&Defns.branchy/1, [x])
+        assert {:plan, _} = runs(&Defns.branchy/1, [Nx.tensor([10.0, -20.0, 30.0, 4.0])])
+
+        # every clause of the inner cond taken on some iteration, the state a nested tuple
+        for {x, n} <- [{x, 4}, {Nx.tensor([30.0, 20.0, 10.0, 5.0]), 2}, {Nx.tensor([-1.0, -2.0]), 3}] do
+          assert {:plan, got} = runs(&Defns.nested_branches/2, [x, Nx.tensor(n)])
+          assert bits(got) == bits(reference(&Defns.nested_branches/2, [binary(x), Nx.tensor(n)]))
+        end
+      end
+
+      test "a branch not taken computes nothing; constants of loops and branches stay the plan's" do
+        # (i = 0: the quotient's branch is not taken, so no division by zero raises)
+        assert {:plan, {q, r}} = runs(&Defns.guarded/1, [Nx.tensor(0)])
+        assert {Nx.to_number(q), Nx.to_number(r)} == {-1, 0}
+
+        f = Nx.Defn.jit(&Defns.guarded/1, compiler: Compiler, device: :cpu)
+        assert {q, r} = f.(Nx.tensor(8))
+        assert {Nx.to_number(q), Nx.to_number(r)} == {12, 7}
+        assert_raise ArgumentError, fn -> Nx.quotient(Nx.tensor(100, backend: Accel.Nx.Backend), 0) end
+
+        # A constant the function returns is the caller's own: deallocating it leaves the next
+        # call's result whole.
+        for _ <- 1..3 do
+          {_, r} = f.(Nx.tensor(8))
+          assert Nx.to_number(r) == 7
+          assert Nx.backend_deallocate(r) == :ok
+        end
+
+        g = Nx.Defn.jit(&Defns.steps_or_constant/1, compiler: Compiler, device: :cpu)
+
+        for n <- [0, 3, 0, 2] do
+          got = g.(Nx.tensor(n))
+          assert bits(got) == bits(reference(&Defns.steps_or_constant/1, [Nx.tensor(n)]))
+          Nx.backend_deallocate(got)
+        end
       end
 
       test "a long chain: values in reused slots, each read before its slot is written again" do

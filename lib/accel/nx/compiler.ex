@@ -49,14 +49,21 @@ if Code.ensure_loaded?(Nx) do
 
     ## A call's steps
 
-    A function without `while`, `cond`, hooks or inner functions (`Nx.reduce/4`'s) is compiled
-    into a list of steps: each operation that remains, in order, with where its operands come
-    from and which backend runs it worked out once, and its value kept in a slot that a later
-    value reuses once it is no longer needed. A call runs the steps (no walk of the expression,
-    no per-node bookkeeping): a 1 x 8 -> 4 -> 2 training step took a median 0.8x the time
-    `Nx.Defn.Evaluator` takes over the same operations, a 1 x 8 softmax 0.86x. Other functions
-    run as `Nx.Defn.Evaluator` runs them, over the same operations. The telemetry event says
-    which (`runner: :plan` or `:evaluator`).
+    A function without hooks or inner functions (`Nx.reduce/4`'s) is compiled into a list of
+    steps: each operation that remains, in order, with where its operands come from and which
+    backend runs it worked out once, and its value kept in a slot that a later value reuses once
+    it is no longer needed. A call runs the steps (no walk of the expression, no per-node
+    bookkeeping): a 1 x 8 -> 4 -> 2 training step took a median 0.8x the time
+    `Nx.Defn.Evaluator` takes over the same operations, a 1 x 8 softmax 0.86x. A `while` and a
+    `cond` are steps holding steps of their own, compiled once too: a loop's condition and body,
+    each clause's predicate and body. A clause computes what Nx's scopes give it (the values it
+    alone reads) and only when it is taken; the values it shares with its function are computed
+    before the `cond`, as the evaluator computes them. The tensors an iteration makes and does not
+    hand to the next are freed at its end, and the small constants (4 KiB or less) of loops and
+    branches are made once, when the function compiles, rather than uploaded on every iteration
+    (one the function would return is copied first). Other functions run as
+    `Nx.Defn.Evaluator` runs them, over the same operations. The telemetry event says which
+    (`runner: :plan` or `:evaluator`).
 
     ## One crossing per call
 
@@ -72,7 +79,8 @@ if Code.ensure_loaded?(Nx) do
     recording (a kernel's integer division by zero, say): any difference, and any call whose
     parameters are not Accel tensors, runs the steps instead, which give the same bits and raise
     the same errors. A call that reads tensor data back to the host (tensor start indices), runs
-    on a device, or falls back to `Nx.BinaryBackend`, is never recorded. Measured against
+    on a device, or falls back to `Nx.BinaryBackend`, is never recorded, nor is a function with a
+    `while` or a `cond` (whose data chooses the operations). Measured against
     `jax.jit` (`bench/nx_xla.exs`): the 1 x 8 -> 4 -> 2 training step 27-32 us per call against
     36-37 in two runs (1.15-1.36x; 74 us before the replay kept tensors as buffers), and the
     128 x 784 -> 256 -> 10 step 1.10-1.30 ms against 1.53-1.95 ms when each of its large

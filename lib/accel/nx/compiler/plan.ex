@@ -1,15 +1,21 @@
 if Code.ensure_loaded?(Nx) do
   defmodule Accel.Nx.Compiler.Plan do
     @moduledoc false
-    # A traced function without control flow, compiled once into a list of steps that a call runs
-    # in order: what Nx.Defn.Evaluator does on every call (walk the expression, count and look up
-    # each node's uses in maps, work out each operation's arguments and backend) is done here when
-    # the function compiles. Each step calls the backend's callback as the evaluator would, with
-    # the same arguments, so results are the evaluator's; its value lands in a slot of a tuple of
+    # A traced function compiled once into a list of steps that a call runs in order: what
+    # Nx.Defn.Evaluator does on every call (walk the expression, count and look up each node's
+    # uses in maps, work out each operation's arguments and backend) is done here when the
+    # function compiles. Each step calls the backend's callback as the evaluator would, with the
+    # same arguments, so results are the evaluator's; its value lands in a slot of a tuple of
     # registers, slots reused once a value's last use has run (a register file as small as the
-    # values live at once). A function with `while`, `cond`, hooks or inner functions (`reduce`'s
-    # `fn`) is left to the evaluator (compile/2 returns :evaluator), as is a vectorized node (Nx
-    # traces vectorized arguments devectorized; the evaluator raises for one).
+    # values live at once).
+    #
+    # `while` and `cond` are steps holding scopes of their own, compiled likewise once: a loop's
+    # condition and body (whose parameters are the loop's state), each clause's predicate and
+    # body. Which nodes a clause computes and which its enclosing scope computes before the `cond`
+    # (and hands it) is Nx.Defn.Tree.scope_ids's split, the evaluator's, so the same operations run
+    # whichever branch is taken. A function with hooks or inner functions (`reduce`'s `fn`) is
+    # left to the evaluator (compile/2 returns :evaluator), as is a vectorized node (Nx traces
+    # vectorized arguments devectorized; the evaluator raises for one).
 
     alias Accel.Tensor, as: AT
     alias Nx.Defn.{Composite, Expr, Tree}
@@ -17,7 +23,8 @@ if Code.ensure_loaded?(Nx) do
     @creation_ops [:eye, :iota, :from_binary]
     @list_ops [:concatenate, :stack]
     @indices_ops [:slice, :put_slice]
-    @unsupported [:fun, :cond, :while, :token, :attach_token, :hook, :runtime_call]
+    @unsupported [:fun, :token, :attach_token, :hook, :runtime_call]
+    @held_bytes 4096
 
     @doc """
     The plan of `expr` (the traced function's result) for `backend` (`{module, options}`, where
@@ -31,19 +38,21 @@ if Code.ensure_loaded?(Nx) do
       {_, outputs} = Composite.traverse(expr, [], &{&1, [Nx.devectorize(&1) | &2]})
       outputs = Enum.reverse(outputs)
 
-      state = %{values: %{}, steps: [], count: 0, backend: backend}
-      {refs, state} = Enum.map_reduce(outputs, state, &value/2)
-      {steps, slots, refs} = allocate(Enum.reverse(state.steps), refs)
+      {%{parts: [steps], slots: slots, refs: [refs]}, [], held} =
+        scope([outputs], backend, %{}, Tree.scope_ids(List.to_tuple(outputs)), nil)
 
       run = fn params ->
-        {registers, made} = run(steps, :erlang.make_tuple(slots, nil), params, [])
-        result = output(skeleton, refs, registers)
+        {registers, made} = run(steps, :erlang.make_tuple(slots, nil), {params, {}}, [])
+        result = output(skeleton, refs, registers) |> unshare(held)
         release(made, result)
         result
       end
 
+      # (a loop or a branch runs operations chosen by the data: no one recording replays them)
+      control? = Enum.any?(steps, fn {_slot, step, _made?} -> elem(step, 0) in [:while, :cond] end)
+
       case backend do
-        {Accel.Nx.Backend, _} when replay ->
+        {Accel.Nx.Backend, _} when replay and not control? ->
           # (only the parameters the steps read: Nx's lazy containers load the others never)
           used = for {_slot, {:parameter, i}, _made?} <- steps, do: i
           cell = Accel.NIF.plan_cell()
@@ -54,6 +63,41 @@ if Code.ensure_loaded?(Nx) do
       end
     catch
       :evaluator -> :evaluator
+    end
+
+    # A scope's steps: `groups` lists of results (a predicate, then a body's), each group's steps
+    # a part of their own, run in turn (a body only where its predicate holds); the nodes that
+    # `parent_ids` (the enclosing scope's, Nx.Defn.Tree.scope_ids) holds are read from the outer
+    # values that the scope's step hands it, in the order of the list returned with the scope.
+    # `held`: the references of the constants made once for the plan (nil: made on each run).
+    defp scope(groups, backend, parent_ids, current_ids, held) do
+      state = %{
+        values: %{},
+        steps: [],
+        count: 0,
+        backend: backend,
+        parent_ids: parent_ids,
+        current_ids: current_ids,
+        outer: [],
+        held: held
+      }
+
+      {groups, state} =
+        Enum.map_reduce(groups, state, fn outputs, state ->
+          {refs, state} = Enum.map_reduce(outputs, state, &value/2)
+          {{refs, state.count}, state}
+        end)
+
+      {steps, slots, refs} = allocate(Enum.reverse(state.steps), Enum.flat_map(groups, &elem(&1, 0)))
+
+      {parts, _} =
+        Enum.map_reduce(groups, {steps, 0}, fn {_, ends}, {steps, start} ->
+          {part, rest} = Enum.split(steps, ends - start)
+          {part, {rest, ends}}
+        end)
+
+      {refs, []} = Enum.map_reduce(groups, refs, fn {group, _}, refs -> Enum.split(refs, length(group)) end)
+      {%{parts: parts, slots: slots, refs: refs}, Enum.reverse(state.outer), state.held}
     end
 
     ## Tracing: each node a step with a value number, arguments as {:value, n}
@@ -68,33 +112,77 @@ if Code.ensure_loaded?(Nx) do
         %{^id => ref} ->
           {ref, state}
 
+        %{} when is_map_key(state.parent_ids, id) ->
+          # (the enclosing scope's: computed there, read from the outer values)
+          outer = [ans | state.outer]
+          record(id, {:outer, length(outer) - 1}, %{state | outer: outer})
+
         %{} ->
           {step, state} = step(ans, state)
-          n = state.count
-          ref = {:value, n}
-
-          state = %{
-            state
-            | steps: [{n, step} | state.steps],
-              count: n + 1,
-              values: Map.put(state.values, id, ref)
-          }
-
-          {ref, state}
+          record(id, step, state)
       end
     end
 
     # (a number or a tensor that is not an expression: used as it is)
     defp value(other, state), do: {{:literal, other}, state}
 
+    defp record(id, step, state) do
+      n = state.count
+      ref = {:value, n}
+
+      state = %{
+        state
+        | steps: [{n, step} | state.steps],
+          count: n + 1,
+          values: Map.put(state.values, id, ref)
+      }
+
+      {ref, state}
+    end
+
     defp step(%Nx.Tensor{vectorized_axes: [_ | _]}, _state), do: throw(:evaluator)
     defp step(%Nx.Tensor{data: %Expr{op: op}}, _state) when op in @unsupported, do: throw(:evaluator)
 
     defp step(%Nx.Tensor{data: %Expr{op: :tensor, args: [t]}}, state), do: {{:literal, t}, state}
 
+    # A loop: its initial state's values here, its condition and body a scope of their own whose
+    # parameters are the state's tensors (in the order Nx numbers them: the tuples flattened).
+    defp step(%Nx.Tensor{data: %Expr{op: :while, args: [initial, _arg, condition, body]}}, state) do
+      {args, state} = Enum.map_reduce(leaves(initial), state, &value/2)
+      groups = [[condition], leaves(body)]
+      ids = Tree.scope_ids({condition, body})
+      {loop, [], held} = scope(groups, state.backend, %{}, ids, state.held || [])
+      {{:while, args, loop, shape(initial)}, %{state | held: held}}
+    end
+
+    # A branch: each clause's predicate and body, and the last body, a scope whose parent is this
+    # one; the values they read from here are computed here first (the `cond` step's arguments).
+    defp step(%Nx.Tensor{data: %Expr{op: :cond, args: [clauses, last]}}, state) do
+      {clauses, state} =
+        Enum.map_reduce(clauses, state, fn {pred, body} = clause, state ->
+          branch([[pred], leaves(body)], clause, body, state)
+        end)
+
+      {last, state} = branch([leaves(last)], last, last, state)
+      {{:cond, clauses, last}, state}
+    end
+
+    # A small constant of a loop's or a branch's scope is made once, when the plan compiles,
+    # rather than on every iteration (an upload each); one the function would return is copied
+    # first (unshare/2), so that no caller holds it.
     defp step(%Nx.Tensor{data: %Expr{op: :constant, args: [constant]}} = ans, state) do
-      {module, options} = state.backend
-      {{:constant, module, ans, constant, options}, state}
+      case state.backend do
+        {Accel.Nx.Backend = module, options} when is_list(state.held) ->
+          if Nx.byte_size(ans) <= @held_bytes do
+            held = module.constant(ans, constant, options)
+            {{:literal, held}, %{state | held: [accel_ref(held) | state.held]}}
+          else
+            {{:constant, module, ans, constant, options}, state}
+          end
+
+        {module, options} ->
+          {{:constant, module, ans, constant, options}, state}
+      end
     end
 
     defp step(%Nx.Tensor{data: %Expr{op: :parameter, args: [i]}}, state), do: {{:parameter, i}, state}
@@ -172,6 +260,31 @@ if Code.ensure_loaded?(Nx) do
     defp marked?(%{} = map), do: map |> Map.values() |> marked?()
     defp marked?(_), do: false
 
+    defp branch(groups, clause, body, state) do
+      scope_ids = Tree.scope_ids(clause, state.current_ids)
+      {scope, outer, held} = scope(groups, state.backend, state.current_ids, scope_ids, state.held || [])
+      {args, state} = Enum.map_reduce(outer, %{state | held: held}, &value/2)
+      {{scope, args, shape(body)}, state}
+    end
+
+    # A loop's state or a branch's result: tuples of tensors, flattened in order (as the
+    # evaluator hands a loop's state to its body); `shape/1` keeps the tuples to rebuild it.
+    defp leaves(tuple) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> Enum.flat_map(&leaves/1)
+    defp leaves(%Nx.Tensor{} = t), do: [t]
+    defp leaves(_other), do: throw(:evaluator)
+
+    defp shape(tuple) when is_tuple(tuple),
+      do: tuple |> Tuple.to_list() |> Enum.map(&shape/1) |> List.to_tuple()
+
+    defp shape(%Nx.Tensor{}), do: :tensor
+
+    defp rebuild(:tensor, [value | rest]), do: {value, rest}
+
+    defp rebuild(tuple, values) do
+      {items, rest} = tuple |> Tuple.to_list() |> Enum.map_reduce(values, &rebuild/2)
+      {List.to_tuple(items), rest}
+    end
+
     ## Registers: a slot per value live at once
 
     # Values become slots (1-based tuple positions); a slot is free again after its value's last
@@ -222,6 +335,11 @@ if Code.ensure_loaded?(Nx) do
     defp refs({:apply, _op, _call, args}), do: Enum.flat_map(args, &refs/1)
     defp refs({:optional, _, _, args, _, _}), do: Enum.flat_map(args, &refs/1)
     defp refs({:block, _, _, args, _, _}), do: Enum.flat_map(args, &refs/1)
+    defp refs({:while, args, _loop, _shape}), do: Enum.flat_map(args, &refs/1)
+
+    defp refs({:cond, clauses, last}),
+      do: Enum.flat_map([last | clauses], fn {_scope, args, _shape} -> Enum.flat_map(args, &refs/1) end)
+
     defp refs(_), do: []
 
     defp resolve({:elem, ref, i}, slot_of), do: {:elem, resolve_ref(ref, slot_of), i}
@@ -232,6 +350,13 @@ if Code.ensure_loaded?(Nx) do
 
     defp resolve({:block, struct, out, args, n, callback}, slot_of),
       do: {:block, struct, out, resolve_args(args, slot_of), n, callback}
+
+    defp resolve({:while, args, loop, shape}, slot_of), do: {:while, resolve_args(args, slot_of), loop, shape}
+
+    defp resolve({:cond, clauses, last}, slot_of) do
+      resolve_branch = fn {scope, args, shape} -> {scope, resolve_args(args, slot_of), shape} end
+      {:cond, Enum.map(clauses, resolve_branch), resolve_branch.(last)}
+    end
 
     defp resolve(step, _slot_of), do: step
 
@@ -351,13 +476,14 @@ if Code.ensure_loaded?(Nx) do
     # The registers at the end, and the references of the tensors the steps made that are no
     # operand's (an operation may give an operand back as its result: a reshape of a contiguous
     # tensor, say).
-    defp run([{slot, step, made?} | steps], registers, params, made) do
-      value = exec(step, registers, params)
+    # (`env`: the parameters, and the outer values of a branch's scope)
+    defp run([{slot, step, made?} | steps], registers, env, made) do
+      value = exec(step, registers, env)
       made = if made?, do: made(value, step, registers, made), else: made
-      run(steps, :erlang.setelement(slot, registers, value), params, made)
+      run(steps, :erlang.setelement(slot, registers, value), env, made)
     end
 
-    defp run([], registers, _params, made), do: {registers, made}
+    defp run([], registers, _env, made), do: {registers, made}
 
     defp made(%Nx.Tensor{data: %Accel.Nx.Backend{tensor: %AT{ref: ref}}}, step, registers, made) do
       if ref in operand_refs(step, registers), do: made, else: [ref | made]
@@ -399,7 +525,20 @@ if Code.ensure_loaded?(Nx) do
       apply(module, op, prefix ++ args ++ suffix)
     end
 
-    defp exec({:parameter, i}, _registers, params), do: parameter(elem(params, i))
+    defp exec({:parameter, i}, _registers, {params, _outer}), do: parameter(elem(params, i))
+    defp exec({:outer, k}, _registers, {_params, outer}), do: elem(outer, k)
+
+    # A loop: the condition's part, then (while it holds) the body's, whose results are the
+    # next state; the tensors an iteration made and does not hand on are freed at its end.
+    defp exec({:while, args, loop, shape}, registers, _env) do
+      state = Enum.map(args, &read(&1, registers))
+      {value, []} = rebuild(shape, iterate(loop, state))
+      value
+    end
+
+    # A branch: the first clause whose predicate holds (the last body where none does).
+    defp exec({:cond, clauses, last}, registers, {params, _outer}),
+      do: choose(clauses, last, registers, params)
 
     defp exec({:constant, module, ans, constant, options}, _registers, _params),
       do: module.constant(ans, constant, options)
@@ -422,6 +561,54 @@ if Code.ensure_loaded?(Nx) do
       backend.block(struct, out, args, callback)
     end
 
+    defp iterate(%{parts: [condition, body], slots: slots, refs: [[pred], results]} = loop, state) do
+      env = {List.to_tuple(state), {}}
+      {registers, made} = run(condition, :erlang.make_tuple(slots, nil), env, [])
+
+      if Nx.to_number(read(pred, registers)) != 0 do
+        {registers, made} = run(body, registers, env, made)
+        state = Enum.map(results, &read(&1, registers))
+        release(made, List.to_tuple(state))
+        iterate(loop, state)
+      else
+        release(made, {})
+        state
+      end
+    end
+
+    defp choose(
+           [{%{parts: [condition, body], slots: slots, refs: [[pred], results]}, args, shape} | clauses],
+           last,
+           registers,
+           params
+         ) do
+      env = {params, args |> Enum.map(&read(&1, registers)) |> List.to_tuple()}
+      {branch, made} = run(condition, :erlang.make_tuple(slots, nil), env, [])
+
+      if Nx.to_number(read(pred, branch)) != 0 do
+        finish(body, branch, env, made, results, shape)
+      else
+        release(made, {})
+        choose(clauses, last, registers, params)
+      end
+    end
+
+    defp choose([], {%{parts: [body], slots: slots, refs: [results]}, args, shape}, registers, params) do
+      env = {params, args |> Enum.map(&read(&1, registers)) |> List.to_tuple()}
+      finish(body, :erlang.make_tuple(slots, nil), env, [], results, shape)
+    end
+
+    defp finish(body, registers, env, made, results, shape) do
+      {registers, made} = run(body, registers, env, made)
+      values = Enum.map(results, &read(&1, registers))
+      release(made, List.to_tuple(values))
+      {value, []} = rebuild(shape, values)
+      value
+    end
+
+    # A parameter of the function (a function giving the tensor) or of a loop's body (the tensor).
+    defp parameter(%Nx.Tensor{} = state), do: state
+
     defp parameter(lazy) do
       case lazy.() do
         %Nx.Tensor{data: %Expr{}} = tensor ->
@@ -439,6 +626,16 @@ if Code.ensure_loaded?(Nx) do
     defp operands(:all, args), do: args
     defp operands(:first_list, [list | _]), do: list
     defp operands(:indices, [tensor, indices | _]), do: [tensor | indices]
+
+    defp unshare(result, held) when held in [nil, []], do: result
+
+    defp unshare(result, held) do
+      Composite.traverse(result, fn t ->
+        if accel_ref(t) in held,
+          do: Accel.Nx.Backend.backend_copy(t, Accel.Nx.Backend, device: :auto),
+          else: t
+      end)
+    end
 
     # The function's results: each template (its names and vectorized axes as the function
     # returned it) with its value's data.
