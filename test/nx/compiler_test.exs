@@ -65,6 +65,14 @@ if Code.ensure_loaded?(Nx) do
       {q, if(i > 5, do: 7, else: i * 2)}
     end
 
+    # A value two branches read, each of another cond (Nx's scopes give it to the function's),
+    # computed only where one of them is taken, and once: the evaluator computes it on their
+    # first demand.
+    defn shared_by_branches(i) do
+      q = Nx.quotient(100, i)
+      {if(i > 0, do: q + 1, else: 0), if(i > 0, do: q * 2, else: 1)}
+    end
+
     # A constant a loop hands back as its result when it runs no iteration, and one made in it.
     defn steps_or_constant(n) do
       {x, _, _} = while({x = 0.5, i = 0, n}, i < n, do: {Nx.cos(x) + 0.25, i + 1, n})
@@ -905,6 +913,11 @@ if Code.ensure_loaded?(Nx) do
         # (i = 0: the quotient's branch is not taken, so no division by zero raises)
         assert {:plan, {q, r}} = runs(&Defns.guarded/1, [Nx.tensor(0)])
         assert {Nx.to_number(q), Nx.to_number(r)} == {-1, 0}
+        assert {:plan, {a, b}} = runs(&Defns.shared_by_branches/1, [Nx.tensor(0)])
+        assert {Nx.to_number(a), Nx.to_number(b)} == {0, 1}
+        # (another type: compiled anew)
+        assert {:plan, {a, b}} = runs(&Defns.shared_by_branches/1, [Nx.tensor(4, type: :s16)])
+        assert {Nx.to_number(a), Nx.to_number(b)} == {26, 50}
 
         f = Nx.Defn.jit(&Defns.guarded/1, compiler: Compiler, device: :cpu)
         assert {q, r} = f.(Nx.tensor(8))

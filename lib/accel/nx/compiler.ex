@@ -56,14 +56,15 @@ if Code.ensure_loaded?(Nx) do
     bookkeeping): a 1 x 8 -> 4 -> 2 training step took a median 0.8x the time
     `Nx.Defn.Evaluator` takes over the same operations, a 1 x 8 softmax 0.86x. A `while` and a
     `cond` are steps holding steps of their own, compiled once too: a loop's condition and body,
-    each clause's predicate and body. A clause computes what Nx's scopes give it (the values it
-    alone reads) and only when it is taken; the values it shares with its function are computed
-    before the `cond`, as the evaluator computes them. The tensors an iteration makes and does not
-    hand to the next are freed at its end, and the small constants (4 KiB or less) of loops and
-    branches are made once, when the function compiles, rather than uploaded on every iteration
-    (one the function would return is copied first). Other functions run as
-    `Nx.Defn.Evaluator` runs them, over the same operations. The telemetry event says which
-    (`runner: :plan` or `:evaluator`).
+    each clause's predicate and body. A clause computes the values only it reads when it is
+    taken, and a value of the function that only branches read is computed once, on the first
+    branch's demand, as the evaluator computes them: a branch not taken costs nothing. The
+    tensors an iteration makes and does not hand to the next are freed at its end, and the small
+    constants (4 KiB or less) of loops and branches are made once, when the function compiles,
+    rather than uploaded on every iteration (one the function would return is copied first): a
+    1,000-iteration loop with a `cond` over 8 `f32` took 10.7 ms against 15.6 ms on the
+    evaluator. Other functions run as `Nx.Defn.Evaluator` runs them, over the same operations.
+    The telemetry event says which (`runner: :plan` or `:evaluator`).
 
     ## One crossing per call
 

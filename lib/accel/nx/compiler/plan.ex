@@ -11,11 +11,12 @@ if Code.ensure_loaded?(Nx) do
     #
     # `while` and `cond` are steps holding scopes of their own, compiled likewise once: a loop's
     # condition and body (whose parameters are the loop's state), each clause's predicate and
-    # body. Which nodes a clause computes and which its enclosing scope computes before the `cond`
-    # (and hands it) is Nx.Defn.Tree.scope_ids's split, the evaluator's, so the same operations run
-    # whichever branch is taken. A function with hooks or inner functions (`reduce`'s `fn`) is
-    # left to the evaluator (compile/2 returns :evaluator), as is a vectorized node (Nx traces
-    # vectorized arguments devectorized; the evaluator raises for one).
+    # body. Which scope computes a node is Nx.Defn.Tree.scope_ids's split, the evaluator's; an
+    # enclosing scope's node that only branches read is computed on the first branch's demand, as
+    # the evaluator computes it, so that a branch not taken costs nothing (scope/4). A function
+    # with hooks or inner functions (`reduce`'s `fn`) is left to the evaluator (compile/2 returns
+    # :evaluator), as is a vectorized node (Nx traces vectorized arguments devectorized; the
+    # evaluator raises for one).
 
     alias Accel.Tensor, as: AT
     alias Nx.Defn.{Composite, Expr, Tree}
@@ -38,8 +39,7 @@ if Code.ensure_loaded?(Nx) do
       {_, outputs} = Composite.traverse(expr, [], &{&1, [Nx.devectorize(&1) | &2]})
       outputs = Enum.reverse(outputs)
 
-      {%{parts: [steps], slots: slots, refs: [refs]}, [], held} =
-        scope([outputs], backend, %{}, Tree.scope_ids(List.to_tuple(outputs)), nil)
+      {%{parts: [steps], slots: slots, refs: [refs]}, [], held} = scope([outputs], backend, nil, nil)
 
       run = fn params ->
         {registers, made} = run(steps, :erlang.make_tuple(slots, nil), {params, {}}, [])
@@ -49,7 +49,8 @@ if Code.ensure_loaded?(Nx) do
       end
 
       # (a loop or a branch runs operations chosen by the data: no one recording replays them)
-      control? = Enum.any?(steps, fn {_slot, step, _made?} -> elem(step, 0) in [:while, :cond] end)
+      control? = Enum.any?(steps, fn {_slot, step, _made?} -> elem(step, 0) in [:while, :cond, :lazy] end)
+      run = if control?, do: &with_lazy(run, &1), else: run
 
       case backend do
         {Accel.Nx.Backend, _} when replay and not control? ->
@@ -66,18 +67,29 @@ if Code.ensure_loaded?(Nx) do
     end
 
     # A scope's steps: `groups` lists of results (a predicate, then a body's), each group's steps
-    # a part of their own, run in turn (a body only where its predicate holds); the nodes that
-    # `parent_ids` (the enclosing scope's, Nx.Defn.Tree.scope_ids) holds are read from the outer
-    # values that the scope's step hands it, in the order of the list returned with the scope.
-    # `held`: the references of the constants made once for the plan (nil: made on each run).
-    defp scope(groups, backend, parent_ids, current_ids, held) do
+    # a part of their own, run in turn (a body only where its predicate holds). `parent`, for a
+    # branch, is what its enclosing scopes compute: `ids` their nodes (Nx.Defn.Tree.scope_ids, the
+    # evaluator's split), which the branch reads from the outer values its step hands it (in the
+    # order of the list returned with the scope), and `eager` those they compute whatever a branch
+    # does (eager_ids/2). A scope's other nodes, which only its branches read (one that two
+    # `cond`s read, say), are lazy steps: computed once, on a branch's first demand, as the
+    # evaluator computes them, so that a branch not taken costs nothing. `held`: the references of
+    # the constants made once for the plan (nil: made on each run).
+    defp scope(groups, backend, parent, held) do
+      results = Enum.concat(groups)
+      %{ids: parent_ids, eager: parent_eager} = parent || %{ids: %{}, eager: %{}}
+
       state = %{
         values: %{},
         steps: [],
         count: 0,
         backend: backend,
         parent_ids: parent_ids,
-        current_ids: current_ids,
+        # (what this scope's branches see as their parent)
+        scope: %{
+          ids: Tree.scope_ids(List.to_tuple(results), parent_ids),
+          eager: eager_ids(results, parent_eager)
+        },
         outer: [],
         held: held
       }
@@ -127,6 +139,7 @@ if Code.ensure_loaded?(Nx) do
     defp value(other, state), do: {{:literal, other}, state}
 
     defp record(id, step, state) do
+      step = if is_map_key(state.scope.eager, id), do: step, else: {:lazy, step}
       n = state.count
       ref = {:value, n}
 
@@ -150,20 +163,20 @@ if Code.ensure_loaded?(Nx) do
     defp step(%Nx.Tensor{data: %Expr{op: :while, args: [initial, _arg, condition, body]}}, state) do
       {args, state} = Enum.map_reduce(leaves(initial), state, &value/2)
       groups = [[condition], leaves(body)]
-      ids = Tree.scope_ids({condition, body})
-      {loop, [], held} = scope(groups, state.backend, %{}, ids, state.held || [])
+      {loop, [], held} = scope(groups, state.backend, nil, state.held || [])
       {{:while, args, loop, shape(initial)}, %{state | held: held}}
     end
 
     # A branch: each clause's predicate and body, and the last body, a scope whose parent is this
-    # one; the values they read from here are computed here first (the `cond` step's arguments).
+    # one; the values they read that this one computes anyway are computed here first (the `cond`
+    # step's arguments).
     defp step(%Nx.Tensor{data: %Expr{op: :cond, args: [clauses, last]}}, state) do
       {clauses, state} =
-        Enum.map_reduce(clauses, state, fn {pred, body} = clause, state ->
-          branch([[pred], leaves(body)], clause, body, state)
+        Enum.map_reduce(clauses, state, fn {pred, body}, state ->
+          branch([[pred], leaves(body)], body, state)
         end)
 
-      {last, state} = branch([leaves(last)], last, last, state)
+      {last, state} = branch([leaves(last)], last, state)
       {{:cond, clauses, last}, state}
     end
 
@@ -177,11 +190,11 @@ if Code.ensure_loaded?(Nx) do
             held = module.constant(ans, constant, options)
             {{:literal, held}, %{state | held: [accel_ref(held) | state.held]}}
           else
-            {{:constant, module, ans, constant, options}, state}
+            {{:constant, module, out(ans), constant, options}, state}
           end
 
         {module, options} ->
-          {{:constant, module, ans, constant, options}, state}
+          {{:constant, module, out(ans), constant, options}, state}
       end
     end
 
@@ -198,7 +211,7 @@ if Code.ensure_loaded?(Nx) do
     defp step(%Nx.Tensor{data: %Expr{op: :optional, args: [call, default, _callback]}}, state) do
       %{data: %{args: call_args, op: name}} = call
       {args, state} = Enum.map_reduce(call_args, state, &argument/2)
-      out = if match?({:tuple, _}, call.type), do: default, else: call
+      out = if match?({:tuple, _}, call.type), do: out(default), else: out(call)
       tensors = call_args |> Enum.take_while(&(not is_list(&1))) |> length()
       {{:optional, name, out, args, tensors, default}, state}
     end
@@ -207,7 +220,7 @@ if Code.ensure_loaded?(Nx) do
     # where it has no implementation of its own).
     defp step(%Nx.Tensor{data: %Expr{op: :block, args: [struct, in_args, default, callback]}} = ans, state) do
       {args, state} = Enum.map_reduce(in_args, state, &argument/2)
-      out = if match?({:tuple, _}, ans.type), do: default, else: ans
+      out = if match?({:tuple, _}, ans.type), do: out(default), else: out(ans)
       prefix = Enum.take_while(in_args, &(not is_list(&1))) |> length()
       {{:block, struct, out, args, prefix, callback}, state}
     end
@@ -227,15 +240,20 @@ if Code.ensure_loaded?(Nx) do
 
       call =
         cond do
-          op in @creation_ops -> {:module, module, [ans], [options]}
-          op in @list_ops -> {:list_impl, :first_list, [ans], []}
-          op in @indices_ops -> {:list_impl, :indices, [ans], []}
+          op in @creation_ops -> {:module, module, [out(ans)], [options]}
+          op in @list_ops -> {:list_impl, :first_list, [out(ans)], []}
+          op in @indices_ops -> {:list_impl, :indices, [out(ans)], []}
           match?({:tuple, _}, ans.type) -> {:list_impl, :all, [], []}
-          true -> {:list_impl, :all, [ans], []}
+          true -> {:list_impl, :all, [out(ans)], []}
         end
 
       {{:apply, op, call, args}, state}
     end
+
+    # The result's template that a step hands its callback as `out` (the backend reads its shape,
+    # type and names): not the node, whose arguments reach back through the whole expression,
+    # which the compiled function (kept for the VM's life) then need not hold.
+    defp out(ans), do: Composite.traverse(ans, &Nx.to_template/1)
 
     # An argument: {:value, n}, {:literal, term}, or {:list, arguments} (a list that holds values).
     defp argument(%Nx.Tensor{} = t, state), do: value(t, state)
@@ -260,12 +278,34 @@ if Code.ensure_loaded?(Nx) do
     defp marked?(%{} = map), do: map |> Map.values() |> marked?()
     defp marked?(_), do: false
 
-    defp branch(groups, clause, body, state) do
-      scope_ids = Tree.scope_ids(clause, state.current_ids)
-      {scope, outer, held} = scope(groups, state.backend, state.current_ids, scope_ids, state.held || [])
+    defp branch(groups, body, state) do
+      {scope, outer, held} = scope(groups, state.backend, state.scope, state.held || [])
       {args, state} = Enum.map_reduce(outer, %{state | held: held}, &value/2)
       {{scope, args, shape(body)}, state}
     end
+
+    # The nodes a scope computes whatever its branches do: those its results read outside any
+    # `cond`, and each `cond`'s first predicate (which decides the branch), with theirs; not a
+    # loop's body (a scope of its own) nor a block's default expression. (Added to `ids`, the
+    # enclosing scopes', whose nodes are not visited again.)
+    defp eager_ids(results, ids), do: Enum.reduce(results, ids, &eager/2)
+
+    defp eager(%Nx.Tensor{data: %Expr{id: id, op: op, args: args}} = t, ids) do
+      case ids do
+        %{^id => _} ->
+          ids
+
+        %{} when op == :cond ->
+          [[{pred, _} | _], _] = args
+          eager(pred, Map.put(ids, id, true))
+
+        %{} ->
+          {_, ids} = Tree.apply_args(t, :scope, Map.put(ids, id, true), &{&1, eager(&1, &2)})
+          ids
+      end
+    end
+
+    defp eager(_other, ids), do: ids
 
     # A loop's state or a branch's result: tuples of tensors, flattened in order (as the
     # evaluator hands a loop's state to its body); `shape/1` keeps the tuples to rebuild it.
@@ -336,6 +376,7 @@ if Code.ensure_loaded?(Nx) do
     defp refs({:optional, _, _, args, _, _}), do: Enum.flat_map(args, &refs/1)
     defp refs({:block, _, _, args, _, _}), do: Enum.flat_map(args, &refs/1)
     defp refs({:while, args, _loop, _shape}), do: Enum.flat_map(args, &refs/1)
+    defp refs({:lazy, step}), do: refs(step)
 
     defp refs({:cond, clauses, last}),
       do: Enum.flat_map([last | clauses], fn {_scope, args, _shape} -> Enum.flat_map(args, &refs/1) end)
@@ -358,6 +399,7 @@ if Code.ensure_loaded?(Nx) do
       {:cond, Enum.map(clauses, resolve_branch), resolve_branch.(last)}
     end
 
+    defp resolve({:lazy, step}, slot_of), do: {:lazy, resolve(step, slot_of)}
     defp resolve(step, _slot_of), do: step
 
     defp resolve_args(args, slot_of), do: Enum.map(args, &resolve_ref(&1, slot_of))
@@ -479,7 +521,14 @@ if Code.ensure_loaded?(Nx) do
     # (`env`: the parameters, and the outer values of a branch's scope)
     defp run([{slot, step, made?} | steps], registers, env, made) do
       value = exec(step, registers, env)
-      made = if made?, do: made(value, step, registers, made), else: made
+
+      made =
+        cond do
+          made? -> made(value, step, registers, made)
+          match?({:accel_lazy, _, _}, value) -> [{:lazy, elem(value, 1)} | made]
+          true -> made
+        end
+
       run(steps, :erlang.setelement(slot, registers, value), env, made)
     end
 
@@ -509,9 +558,50 @@ if Code.ensure_loaded?(Nx) do
 
     defp release(made, result) do
       kept = Composite.reduce(result, [], &[accel_ref(&1) | &2])
-      for ref <- made, ref not in kept, do: Accel.NIF.tensor_free(ref)
+
+      for item <- made do
+        case item do
+          {:lazy, key} -> forget(key)
+          ref -> if ref not in kept, do: Accel.NIF.tensor_free(ref)
+        end
+      end
+
       :ok
     end
+
+    ## Lazy steps: a value only branches read, computed on the first one's demand
+
+    # A lazy step's value is a thunk over the registers as they are where the step stands (its
+    # operands are live there); the first read computes it and keeps the value, in a map in the
+    # process dictionary that a scope's run empties of its own when it ends (release/2) and that a
+    # call restores, whatever happens, when it returns (with_lazy/2).
+    @lazy {__MODULE__, :lazy}
+
+    defp with_lazy(run, params) do
+      outer = Process.put(@lazy, %{})
+
+      try do
+        run.(params)
+      after
+        if outer == nil, do: Process.delete(@lazy), else: Process.put(@lazy, outer)
+      end
+    end
+
+    defp force({:accel_lazy, key, fun}) do
+      case Process.get(@lazy) do
+        %{^key => value} ->
+          value
+
+        _ ->
+          value = fun.()
+          Process.put(@lazy, Map.put(Process.get(@lazy), key, value))
+          value
+      end
+    end
+
+    defp force(value), do: value
+
+    defp forget(key), do: Process.put(@lazy, Map.delete(Process.get(@lazy), key))
 
     defp exec({:apply, op, {how, rule, prefix, suffix}, args}, registers, _params) do
       args = Enum.map(args, &read(&1, registers))
@@ -526,7 +616,10 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp exec({:parameter, i}, _registers, {params, _outer}), do: parameter(elem(params, i))
-    defp exec({:outer, k}, _registers, {_params, outer}), do: elem(outer, k)
+    defp exec({:outer, k}, _registers, {_params, outer}), do: force(elem(outer, k))
+
+    defp exec({:lazy, step}, registers, env),
+      do: {:accel_lazy, make_ref(), fn -> exec(step, registers, env) end}
 
     # A loop: the condition's part, then (while it holds) the body's, whose results are the
     # next state; the tensors an iteration made and does not hand on are freed at its end.
@@ -582,7 +675,7 @@ if Code.ensure_loaded?(Nx) do
            registers,
            params
          ) do
-      env = {params, args |> Enum.map(&read(&1, registers)) |> List.to_tuple()}
+      env = {params, args |> Enum.map(&peek(&1, registers)) |> List.to_tuple()}
       {branch, made} = run(condition, :erlang.make_tuple(slots, nil), env, [])
 
       if Nx.to_number(read(pred, branch)) != 0 do
@@ -594,7 +687,7 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp choose([], {%{parts: [body], slots: slots, refs: [results]}, args, shape}, registers, params) do
-      env = {params, args |> Enum.map(&read(&1, registers)) |> List.to_tuple()}
+      env = {params, args |> Enum.map(&peek(&1, registers)) |> List.to_tuple()}
       finish(body, :erlang.make_tuple(slots, nil), env, [], results, shape)
     end
 
@@ -619,9 +712,13 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    defp read({:slot, slot}, registers), do: elem(registers, slot - 1)
+    defp read({:slot, slot}, registers), do: force(elem(registers, slot - 1))
     defp read({:literal, term}, _registers), do: term
     defp read({:list, items}, registers), do: Enum.map(items, &read(&1, registers))
+
+    # (a branch's outer values as they stand: lazy ones computed only if the branch reads them)
+    defp peek({:slot, slot}, registers), do: elem(registers, slot - 1)
+    defp peek(ref, registers), do: read(ref, registers)
 
     defp operands(:all, args), do: args
     defp operands(:first_list, [list | _]), do: list
