@@ -32,8 +32,9 @@ if Code.ensure_loaded?(Nx) do
     end
 
     # A loop inside a loop, a cond in the inner body with three clauses: the first clause's
-    # predicate and a value two clauses read are computed in the body before the cond (Nx's
-    # scopes), a clause's own values only where it is taken; the outer loop's state a nested tuple.
+    # predicate is computed in the body before the cond, a value two clauses read (the loop's
+    # `shared`) on the first one's demand, a clause's own values only where it is taken; the outer
+    # loop's state a nested tuple.
     defn nested_branches(x, n) do
       {{x, _}, _} =
         while {{x, i = 0}, n}, i < n do
