@@ -62,8 +62,8 @@ if Code.ensure_loaded?(Nx) do
     tensors an iteration makes and does not hand to the next are freed at its end, and the small
     constants (4 KiB or less) of loops and branches are made once, when the function compiles,
     rather than uploaded on every iteration (one the function would return is copied first): a
-    1,000-iteration loop with a `cond` over 8 `f32` took 10.7 ms against 15.6 ms on the
-    evaluator. Other functions run as `Nx.Defn.Evaluator` runs them, over the same operations.
+    1,000-iteration loop with a `cond` over 8 `f32` took 10.9 ms against 15.2 ms on the
+    evaluator (one VM, medians of 5). Other functions run as `Nx.Defn.Evaluator` runs them, over the same operations.
     The telemetry event says which (`runner: :plan` or `:evaluator`).
 
     ## One crossing per call

@@ -184,17 +184,13 @@ if Code.ensure_loaded?(Nx) do
     # rather than on every iteration (an upload each); one the function would return is copied
     # first (unshare/2), so that no caller holds it.
     defp step(%Nx.Tensor{data: %Expr{op: :constant, args: [constant]}} = ans, state) do
-      case state.backend do
-        {Accel.Nx.Backend = module, options} when is_list(state.held) ->
-          if Nx.byte_size(ans) <= @held_bytes do
-            held = module.constant(ans, constant, options)
-            {{:literal, held}, %{state | held: [accel_ref(held) | state.held]}}
-          else
-            {{:constant, module, out(ans), constant, options}, state}
-          end
+      {module, options} = state.backend
 
-        {module, options} ->
-          {{:constant, module, out(ans), constant, options}, state}
+      if module == Accel.Nx.Backend and is_list(state.held) and Nx.byte_size(ans) <= @held_bytes do
+        held = module.constant(ans, constant, options)
+        {{:literal, held}, %{state | held: [accel_ref(held) | state.held]}}
+      else
+        {{:constant, module, out(ans), constant, options}, state}
       end
     end
 
@@ -675,7 +671,7 @@ if Code.ensure_loaded?(Nx) do
            registers,
            params
          ) do
-      env = {params, args |> Enum.map(&peek(&1, registers)) |> List.to_tuple()}
+      env = branch_env(params, args, registers)
       {branch, made} = run(condition, :erlang.make_tuple(slots, nil), env, [])
 
       if Nx.to_number(read(pred, branch)) != 0 do
@@ -687,9 +683,14 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp choose([], {%{parts: [body], slots: slots, refs: [results]}, args, shape}, registers, params) do
-      env = {params, args |> Enum.map(&peek(&1, registers)) |> List.to_tuple()}
+      env = branch_env(params, args, registers)
       finish(body, :erlang.make_tuple(slots, nil), env, [], results, shape)
     end
+
+    # A branch's parameters (its function's or loop body's) and its outer values as they stand:
+    # lazy ones are computed only if the branch reads them.
+    defp branch_env(params, args, registers),
+      do: {params, args |> Enum.map(&peek(&1, registers)) |> List.to_tuple()}
 
     defp finish(body, registers, env, made, results, shape) do
       {registers, made} = run(body, registers, env, made)
@@ -716,7 +717,7 @@ if Code.ensure_loaded?(Nx) do
     defp read({:literal, term}, _registers), do: term
     defp read({:list, items}, registers), do: Enum.map(items, &read(&1, registers))
 
-    # (a branch's outer values as they stand: lazy ones computed only if the branch reads them)
+    # (a register as it stands: a lazy value stays a thunk)
     defp peek({:slot, slot}, registers), do: elem(registers, slot - 1)
     defp peek(ref, registers), do: read(ref, registers)
 
