@@ -636,9 +636,9 @@ if Code.ensure_loaded?(Nx) do
         end
       end
 
-      test "where the unfused operations would write over 128 MB, the first call waits for the compiler",
+      test "where the unfused operations would write over 256 MB, the first call waits for the compiler",
            %{c: c} do
-        # 9 operations on 2^22 f32 elements: 151 MB unfused
+        # 9 operations on 2^23 f32 elements: 302 MB unfused
         f = fn x ->
           x
           |> Nx.multiply(c)
@@ -652,7 +652,7 @@ if Code.ensure_loaded?(Nx) do
           |> Nx.log1p()
         end
 
-        x = Nx.iota({4_194_304}, type: :f32) |> Nx.divide(4_194_304)
+        x = Nx.iota({8_388_608}, type: :f32) |> Nx.divide(8_388_608)
         out = Nx.Defn.jit(f, compiler: Compiler, device: :cpu, build: :background).(x)
         assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: ops}]}}
         assert length(ops) >= 9
@@ -1343,6 +1343,61 @@ if Code.ensure_loaded?(Nx) do
 
         File.rm_rf!(dir)
       end
+    end
+  end
+
+  defmodule Accel.Nx.CompilerMemoryTest do
+    # Reads Accel's host memory, a count for the whole VM, while calls run: not async, so that no
+    # other test's tensors count.
+    use ExUnit.Case, async: false
+
+    # 20 layout operations in a chain (none fuses), each result read by the next only
+    defp chain(x), do: Enum.reduce(1..20, x, fn i, acc -> Nx.reverse(acc, axes: [rem(i, 2)]) end)
+
+    defp poll(parent, peak) do
+      receive do
+        :stop -> send(parent, {:peak, peak})
+      after
+        0 -> poll(parent, max(peak, Accel.memory(:cpu)))
+      end
+    end
+
+    test "a call frees each tensor it made after its last reader, holding the live ones only" do
+      backend = {Accel.Nx.Backend, device: :cpu}
+      x = Nx.iota({2048, 2048}, type: :f32, backend: backend)
+      bytes = 2048 * 2048 * 4
+      want = x |> Nx.backend_copy(Nx.BinaryBackend) |> chain() |> Nx.to_binary()
+      f = Nx.Defn.jit(&chain/1, compiler: Accel.Nx.Compiler, device: :cpu)
+      first = f.(x)
+      assert Nx.to_binary(first) == want
+      Nx.backend_deallocate(first)
+
+      base = Accel.memory(:cpu)
+      parent = self()
+      poller = spawn_link(fn -> poll(parent, base) end)
+
+      # the steps, their recording, then its replay: each frees as it goes
+      for _ <- 1..3 do
+        result = f.(x)
+        assert Nx.to_binary(result) == want
+        Nx.backend_deallocate(result)
+      end
+
+      send(poller, :stop)
+      assert_receive {:peak, peak}, 5_000
+      # an intermediate, the next and the result at once (20 if each waited for the call's end)
+      assert peak - base <= 4 * bytes, "#{div(peak - base, bytes)} tensors of the chain at once"
+    end
+
+    test "a tensor an operation gave back as its result outlives its operand's last reader" do
+      # (the reshape of the sorted tensor, contiguous, is the sorted tensor; the sum reads it after
+      # the sort's value is read for the last time)
+      f = fn x -> x |> Nx.sort() |> Nx.reshape({4, 2}) |> Nx.sum(axes: [1]) end
+      x = Nx.tensor([5.0, 3.0, 8.0, 1.0, 2.0, 7.0, 6.0, 4.0])
+      want = f.(x)
+      fun = Nx.Defn.jit(f, compiler: Accel.Nx.Compiler, device: :cpu)
+
+      for _ <- 1..3, do: assert(Nx.to_binary(fun.(x)) == Nx.to_binary(want))
     end
   end
 end

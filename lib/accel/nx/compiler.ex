@@ -52,7 +52,11 @@ if Code.ensure_loaded?(Nx) do
     A function without hooks or inner functions (`Nx.reduce/4`'s) is compiled into a list of
     steps: each operation that remains, in order, with where its operands come from and which
     backend runs it worked out once, and its value kept in a slot that a later value reuses once
-    it is no longer needed. A call runs the steps (no walk of the expression, no per-node
+    it is no longer needed. A tensor a call makes is freed as soon as the last step that reads it
+    has run (unless it is returned), so a call holds the tensors live at once, as XLA's buffer
+    assignment does, rather than every one it made until it returns: a chain of 20 layout
+    operations on 16 MB holds 3 at most, not 20 (its memory goes back to Accel's cache for the
+    next step). A call runs the steps (no walk of the expression, no per-node
     bookkeeping): a 1 x 8 -> 4 -> 2 training step took a median 0.8x the time
     `Nx.Defn.Evaluator` takes over the same operations, a 1 x 8 softmax 0.86x. A `while` and a
     `cond` are steps holding steps of their own, compiled once too: a loop's condition and body,
@@ -113,7 +117,7 @@ if Code.ensure_loaded?(Nx) do
     a function compiles to. The `compile` event's metadata says `build: :wait` then.
 
     On the CPU backend, where some of a function's kernels are neither loaded nor cached and its
-    fused operations run one by one would write 128 MB or less, its first calls need not wait for
+    fused operations run one by one would write 256 MB or less, its first calls need not wait for
     the compiler (`build: :background`, the default): a process builds and loads the kernels
     while the calls run the function unfused (as `fuse: false`), and the calls after run fused
     (the `compile` event says `build: :background`); such builds run one at a time in the VM. The results are the same, elementwise bit
@@ -339,12 +343,16 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # Where the unfused operations write more than this, waiting for the compiler (about 0.1 s
-    # for a few regions) is as fast a first call or faster: faulting in fresh memory costs 0.4-2 ms
-    # a megabyte on the machines measured. First calls here, A/B: a 4096 x 1024 layer norm writes
-    # 192 MB unfused, 75 ms against 73 waiting; a softmax 80 MB, 74-107 ms either way; attention
-    # (8 x 512 x 512 scores) 40-61 against 86-88; a 1 x 8 -> 4 -> 2 training step 10 against 117-133.
-    @background_bytes 128 * 1024 * 1024
+    # Where the unfused operations write more than this, waiting for the compiler (80-110 ms for
+    # one region here, whatever its size) is as fast a first call or faster. A call frees each
+    # tensor after its last reader (Plan), so the unfused operations touch fresh memory for the
+    # few tensors live at once, not for each one. First calls on the 2-core EPYC, empty kernel
+    # cache, unfused against waiting: a 4096 x 1024 layer norm (192 MB unfused) 22-34 ms against
+    # 90-110; a 5-operation chain on 2^23 f32 (160 MB) 19-46 against 89-96, on 2^24 (320 MB)
+    # 141-173 against 83-120; a layer norm of 8192 rows (384 MB) 88-113 against 79-106, of
+    # 16384 (768 MB) 300-337 against 79-101. (Before the frees, 128 MB: the 192 MB layer norm
+    # took 75 ms unfused, as long as waiting.)
+    @background_bytes 256 * 1024 * 1024
 
     # How a function's fused kernels are built on the CPU backend, and what its calls run until
     # they are (`{compiled function, how}`):

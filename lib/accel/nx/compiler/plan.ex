@@ -49,13 +49,15 @@ if Code.ensure_loaded?(Nx) do
       end
 
       # (a loop or a branch runs operations chosen by the data: no one recording replays them)
-      control? = Enum.any?(steps, fn {_slot, step, _made?} -> elem(step, 0) in [:while, :cond, :lazy] end)
+      control? =
+        Enum.any?(steps, fn {_slot, step, _made?, _dying} -> elem(step, 0) in [:while, :cond, :lazy] end)
+
       run = if control?, do: &with_lazy(run, &1), else: run
 
       case backend do
         {Accel.Nx.Backend, _} when replay and not control? ->
           # (only the parameters the steps read: Nx's lazy containers load the others never)
-          used = for {_slot, {:parameter, i}, _made?} <- steps, do: i
+          used = for {_slot, {:parameter, i}, _made?, _dying} <- steps, do: i
           cell = Accel.NIF.plan_cell()
           fn [params] -> [call(cell, run, params, used)] end
 
@@ -324,7 +326,11 @@ if Code.ensure_loaded?(Nx) do
     ## Registers: a slot per value live at once
 
     # Values become slots (1-based tuple positions); a slot is free again after its value's last
-    # use, so a step may write where one of its own operands was.
+    # use, so a step may write where one of its own operands was. Each step lists the slots whose
+    # values its run reads last (`dying`) among those an operation made: the run frees such a
+    # tensor there (run/4), so that a call holds the tensors live at once rather than every one
+    # it made, as XLA's buffer assignment reuses memory. Not in a scope with lazy steps, whose
+    # values read their operands later, when a branch first demands them.
     defp allocate(steps, results) do
       # value number -> the step that reads it last; the results are read after every step
       last_use =
@@ -339,11 +345,18 @@ if Code.ensure_loaded?(Nx) do
           acc -> Map.update(acc, n, [m], &[m | &1])
         end
 
+      makers =
+        if Enum.any?(steps, &match?({_n, {:lazy, _}}, &1)),
+          do: MapSet.new(),
+          else: for({n, step} <- steps, made?(step), into: MapSet.new(), do: n)
+
       {steps, {slot_of, _free, slots}} =
         Enum.map_reduce(steps, {%{}, [], 0}, fn {n, step}, {slot_of, free, slots} ->
           made? = made?(step) and not MapSet.member?(outputs, n)
           step = resolve(step, slot_of)
-          free = freed_by |> Map.get(n, []) |> Enum.reduce(free, &[Map.fetch!(slot_of, &1) | &2])
+          dead = Map.get(freed_by, n, [])
+          dying = for m <- dead, MapSet.member?(makers, m), do: Map.fetch!(slot_of, m)
+          free = Enum.reduce(dead, free, &[Map.fetch!(slot_of, &1) | &2])
 
           {slot, free, slots} =
             case free do
@@ -351,7 +364,7 @@ if Code.ensure_loaded?(Nx) do
               [] -> {slots + 1, [], slots + 1}
             end
 
-          {{slot, step, made?}, {Map.put(slot_of, n, slot), free, slots}}
+          {{slot, step, made?, dying}, {Map.put(slot_of, n, slot), free, slots}}
         end)
 
       {steps, max(slots, 1), Enum.map(results, &resolve_ref(&1, slot_of))}
@@ -515,7 +528,7 @@ if Code.ensure_loaded?(Nx) do
     # operand's (an operation may give an operand back as its result: a reshape of a contiguous
     # tensor, say).
     # (`env`: the parameters, and the outer values of a branch's scope)
-    defp run([{slot, step, made?} | steps], registers, env, made) do
+    defp run([{slot, step, made?, dying} | steps], registers, env, made) do
       value = exec(step, registers, env)
 
       made =
@@ -525,7 +538,17 @@ if Code.ensure_loaded?(Nx) do
           true -> made
         end
 
-      run(steps, :erlang.setelement(slot, registers, value), env, made)
+      case dying do
+        [] ->
+          run(steps, :erlang.setelement(slot, registers, value), env, made)
+
+        _ ->
+          # (the values read last here leave the registers, which then hold the live values only)
+          gone = for s <- dying, do: elem(registers, s - 1)
+          registers = Enum.reduce(dying, registers, &:erlang.setelement(&1, &2, nil))
+          registers = :erlang.setelement(slot, registers, value)
+          run(steps, registers, env, drop(gone, registers, made))
+      end
     end
 
     defp run([], registers, _env, made), do: {registers, made}
@@ -535,6 +558,27 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp made(_value, _step, _registers, made), do: made
+
+    # Frees each tensor of `gone` that this run made (in `made`, which no longer lists it) and
+    # that no live register holds (an operation may give an operand back: a no-op reshape's
+    # result is its operand's tensor).
+    defp drop([], _registers, made), do: made
+
+    defp drop([value | gone], registers, made) do
+      ref = accel_ref(value)
+
+      if ref != nil and ref in made and not held?(registers, ref) do
+        Accel.NIF.tensor_free(ref)
+        drop(gone, registers, List.delete(made, ref))
+      else
+        drop(gone, registers, made)
+      end
+    end
+
+    defp held?(tuple, ref) when is_tuple(tuple), do: held?(Tuple.to_list(tuple), ref)
+    defp held?([value | rest], ref), do: held?(value, ref) or held?(rest, ref)
+    defp held?(%Nx.Tensor{} = t, ref), do: accel_ref(t) == ref
+    defp held?(_other, _ref), do: false
 
     defp operand_refs({_kind, _op, _call, args}, registers), do: tensor_refs(args, registers)
     defp operand_refs({_kind, _name, _out, args, _n, _default}, registers), do: tensor_refs(args, registers)
