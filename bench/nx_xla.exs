@@ -40,6 +40,8 @@ defmodule NxXlaBench do
   import Nx.Defn
 
   @threads System.schedulers_online()
+  # memory written (and freed) before anything is timed
+  @warm_bytes 2 * 1024 * 1024 * 1024
   # the workloads timed per call, as the mean of --per-call calls (default 2000)
   @per_call [:toy_step, :toy_softmax]
   @workloads [
@@ -250,6 +252,12 @@ defmodule NxXlaBench do
     :telemetry.attach("nx-xla-fallbacks", [:accel, :nx, :fallback], &__MODULE__.count/4, fallbacks)
     builds = [[:accel, :nx, :compile], [:accel, :nx, :built]]
     :telemetry.attach_many("nx-xla-builds", builds, &__MODULE__.build_event/4, self())
+
+    # (the memory every side is given touched once before, by a process of neither: see
+    # Accel.Bench.Peers.warm_memory/1)
+    if warmed = Accel.Bench.Peers.warm_memory(@warm_bytes),
+      do:
+        IO.puts("memory warmed: #{div(@warm_bytes, 1024 * 1024)} MiB written in #{Float.round(warmed, 2)} s")
 
     # first calls, each with an empty kernel cache (of its own), and the results to check
     setup = for d <- devices, into: %{}, do: {d, setup(d, names, fallbacks, calls)}
@@ -501,10 +509,13 @@ defmodule NxXlaBench do
     (Accel's kernel cache. PoCL keeps the OpenCL programs it compiled in a cache of its own,
     `~/.cache/pocl`, which this script does not empty: after an earlier run the OpenCL column's
     first calls skip PoCL's compiler.) The modules of Accel, Nx and Elixir are loaded before the
-    first calls, as a release's boot loads them; XLA's come after jax's imports.
+    first calls, as a release's boot loads them; XLA's come after jax's imports. Before anything
+    is timed, a process of neither side writes and frees 2 GiB (`Accel.Bench.Peers.warm_memory/1`):
+    on a virtual machine whose host backs guest memory on first use, the first side to touch fresh
+    memory would otherwise pay for both (Accel's first calls run before XLA's process).
 
     On the CPU backend a function whose kernels are not cached runs unfused (each operation the
-    backend's) while the C compiler builds them, where its unfused operations write 128 MB or less
+    backend's) while the C compiler builds them, where its unfused operations write 256 MB or less
     (`Accel.Nx.Compiler`'s `build: :background`, the default); "fused from": the time from the
     first call's start until they are loaded ("-": the first call waited for them, or no kernel).
 
