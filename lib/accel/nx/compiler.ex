@@ -55,8 +55,8 @@ if Code.ensure_loaded?(Nx) do
     it is no longer needed. A tensor a call makes is freed as soon as the last step that reads it
     has run (unless it is returned), so a call holds the tensors live at once, as XLA's buffer
     assignment does, rather than every one it made until it returns: a chain of 20 layout
-    operations on 16 MB holds 3 at most, not 20 (its memory goes back to Accel's cache for the
-    next step). A call runs the steps (no walk of the expression, no per-node
+    operations on 16 MB holds 4 at most with its result, not 20 (their memory goes back to
+    Accel's cache for the next step). A call runs the steps (no walk of the expression, no per-node
     bookkeeping): a 1 x 8 -> 4 -> 2 training step took a median 0.8x the time
     `Nx.Defn.Evaluator` takes over the same operations, a 1 x 8 softmax 0.86x. A `while` and a
     `cond` are steps holding steps of their own, compiled once too: a loop's condition and body,
