@@ -318,18 +318,28 @@ if Code.ensure_loaded?(Nx) do
             long_tolerance = if @device == :cpu, do: 0, else: long_tolerance
             same(@device, [long], &Nx.window_product(&1, {1, 1200}, strides: [1, 300]), long_tolerance)
 
-            # a complex cumulative product: on Nx 0.8 and later Nx's composition (a pairwise scan of
-            # products) on the device; Nx 0.7 calls the backend, which computes that composition
-            # on the host (Nx.BinaryBackend has no scan of its own to call)
-            if Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.8.0") do
-              same(@device, [z], &Nx.cumulative_product(&1, axis: 1, reverse: true), tolerance(@device, type))
-            else
-              expected = Nx.cumulative_product(host(z), axis: 1, reverse: true)
-              actual = Nx.cumulative_product(on(@device, z), axis: 1, reverse: true)
-              assert %Accel.Nx.Backend{} = actual.data
-              assert values(host(actual)) == values(expected)
-              assert [%{operation: :cumulative_product}] = Accel.Test.Fallbacks.received()
-            end
+            # a complex cumulative product: Nx's composition, a pairwise scan of products, on the
+            # device (Nx 0.8 and later run it themselves; Nx 0.7 calls the backend, whose port of
+            # it gives the same products in the same order), at either parity of length, and
+            # along a line of 20,001 elements of magnitude near 1 (15 levels of the scan)
+            for axis <- [0, 1, 2],
+                do:
+                  same(
+                    @device,
+                    [z],
+                    &Nx.cumulative_product(&1, axis: axis, reverse: true),
+                    tolerance(@device, type)
+                  )
+
+            same(
+              @device,
+              [Nx.slice_along_axis(z, 0, 3, axis: 1)],
+              &Nx.cumulative_product(&1, axis: 1),
+              tolerance(@device, type)
+            )
+
+            circle = Nx.multiply(random({2, 20_001}, type, 11), 0.01) |> Nx.exp()
+            same(@device, [circle], &Nx.cumulative_product(&1, axis: 1), long_tolerance)
 
             # (the binary backend's all/any compare a Complex struct with 0, never equal, so they
             # take 0 + 0i for true; its logical_* and Accel take it for false)

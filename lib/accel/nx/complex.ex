@@ -368,6 +368,66 @@ if Code.ensure_loaded?(Nx) do
     end
 
     @doc """
+    cumulative_product of a complex tensor (Nx 0.7 calls the backend for it; Nx 0.8 and later
+    run their composition, a block, themselves): Nx's composition, a pairwise scan of products
+    (Nx's `associative_scan`), ported step for step so that each element is the same products in
+    the same order as there, bit for bit, each step the backend's complex multiply on the device.
+    """
+    def cumulative_product(%T{names: names} = out, t, opts) do
+      axis = opts[:axis] || 0
+      reverse = fn x -> if opts[:reverse], do: Nx.reverse(x, axes: [axis]), else: x end
+      result = t |> reverse.() |> pairwise_scan(axis) |> reverse.()
+      %{out | data: Nx.rename(result, names).data}
+    end
+
+    # Nx 0.7's do_associative_scan with multiply: the odd elements are the scan of the pairs'
+    # products (recursively), each even one the scan so far times its own element.
+    defp pairwise_scan(t, axis) do
+      size = Nx.axis_size(t, axis)
+
+      if size < 2 do
+        t
+      else
+        even = Nx.slice_along_axis(t, 0, size - 1, axis: axis, strides: 2)
+        odd = Nx.slice_along_axis(t, 1, size - 1, axis: axis, strides: 2)
+        pairs = Nx.multiply(odd, even)
+        scanned_odd = pairwise_scan(pairs, axis)
+        half = div(size, 2)
+
+        cond do
+          size == 2 ->
+            Nx.concatenate([even, pairs], axis: axis)
+
+          rem(size, 2) == 0 ->
+            rest =
+              Nx.multiply(
+                Nx.slice_along_axis(scanned_odd, 0, half - 1, axis: axis),
+                Nx.slice_along_axis(even, 1, half - 1, axis: axis)
+              )
+
+            scanned_even = Nx.concatenate([Nx.slice_along_axis(even, 0, 1, axis: axis), rest], axis: axis)
+            interleave(scanned_even, scanned_odd, axis)
+
+          true ->
+            scanned_even =
+              Nx.multiply(scanned_odd, Nx.slice_along_axis(t, 2, size - 2, axis: axis, strides: 2))
+
+            Nx.concatenate(
+              [Nx.slice_along_axis(t, 0, 1, axis: axis), interleave(scanned_odd, scanned_even, axis)],
+              axis: axis
+            )
+        end
+      end
+    end
+
+    # same-shaped a and b's elements alternating along the axis (a's first)
+    defp interleave(a, b, axis) do
+      stacked = Nx.concatenate([Nx.new_axis(a, axis + 1), Nx.new_axis(b, axis + 1)], axis: axis + 1)
+      shape = stacked.shape |> Tuple.delete_at(axis + 1) |> put_elem(axis, :auto)
+      Nx.reshape(stacked, shape)
+    end
+
+    @doc """
     window_product of a complex tensor: the binary backend's, of the tensor padded with 1 + 0i,
     each window's elements (row-major over the window, dilated) times the product so far; one
     pass per position in the window, over every window at once (a strided view of the padded

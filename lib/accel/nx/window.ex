@@ -112,6 +112,10 @@ if Code.ensure_loaded?(Nx) do
     end
 
     def cumulative_sum(out, t, opts), do: cumulative(:sum, :cumulative_sum, out, t, opts)
+
+    def cumulative_product(%T{type: {:c, _} = c} = out, %T{type: c} = t, opts),
+      do: Accel.Nx.Complex.cumulative_product(out, t, opts)
+
     def cumulative_product(out, t, opts), do: cumulative(:product, :cumulative_product, out, t, opts)
     def cumulative_max(out, t, opts), do: cumulative(:max, :cumulative_max, out, t, opts)
     def cumulative_min(out, t, opts), do: cumulative(:min, :cumulative_min, out, t, opts)
