@@ -95,8 +95,8 @@ constexpr size_t kMaxSourceInputs = 32;
 constexpr size_t kMaxSourceScalars = 64;
 
 SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, int device,
-                                  const std::vector<Tensor>& inputs, uint64_t n, const std::vector<uint64_t>& scalars,
-                                  const Cancellation* cancel) {
+                                  const std::vector<const Tensor*>& inputs, uint64_t n,
+                                  const std::vector<uint64_t>& scalars, const Cancellation* cancel) {
   if (inputs.size() > kMaxSourceInputs || scalars.size() > kMaxSourceScalars)
     throw ArgumentError("a kernel takes at most " + std::to_string(kMaxSourceInputs) + " inputs and " +
                         std::to_string(kMaxSourceScalars) + " scalars");
@@ -110,7 +110,7 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
     throw ArgumentError(":" + backend.status().name + " device " + std::to_string(device) +
                         " has no double precision, which this kernel computes in (as Elixir does)");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
+    const Tensor& t = *inputs[i];
     if (t.backend != &backend || t.device != device)
       throw ArgumentError("input " + std::to_string(i) + " is on " + detail::where(t) + ", not on :" +
                           backend.status().name + " device " + std::to_string(device) +
@@ -124,14 +124,18 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
                           std::to_string(expected) + ": the kernel was compiled for that length");
   }
   SourceLaunch result;
-  const Tensor* given = kernel.out_into >= 0 ? &inputs[static_cast<size_t>(kernel.out_into)] : nullptr;
+  const Tensor* given = kernel.out_into >= 0 ? inputs[static_cast<size_t>(kernel.out_into)] : nullptr;
   const bool overwrite = given != nullptr && backend.waits_on_device() && kernel.flag && kernel.resume_words == 0 &&
                          kernel.input_counts.empty() && given->type == kernel.out_type && given->count == n;
-  result.out = overwrite ? *given : detail::allocate_like(backend, device, kernel.out_type, n);
+  // (two statements: `c ? *given : allocate_like(...)` is a const prvalue, which copy-assigns)
+  if (overwrite)
+    result.out = *given;
+  else
+    result.out = detail::allocate_like(backend, device, kernel.out_type, n);
   if (n == 0) return result;
   if (kernel.resume_words > 0 && backend.waits_on_device()) {
     std::vector<const DeviceBuffer*> buffers{result.out.buffer.get()};
-    for (const Tensor& t : inputs) buffers.push_back(t.buffer.get());
+    for (const Tensor* t : inputs) buffers.push_back(t->buffer.get());
     result.flagged = run_resumable(kernel, backend, device, n, std::move(buffers), scalars, cancel);
     return result;
   }
@@ -144,7 +148,7 @@ SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, 
     backend.zero(*flag);
     buffers.push_back(flag.get());
   }
-  for (const Tensor& t : inputs) buffers.push_back(t.buffer.get());
+  for (const Tensor* t : inputs) buffers.push_back(t->buffer.get());
   backend.launch_source(kernel, device, n, buffers, scalars, cancel, 0);
   if (flag) {
     int32_t raised = 0;

@@ -67,8 +67,9 @@ struct SourceLaunch {
 // Runs `kernel` over n elements of `inputs` (each exactly n elements, or its `input_counts`, of the type the kernel reads,
 // all on one device; none for a kernel that generates its input) into a new tensor of the
 // kernel's out_type on `backend`/`device`.
+// (The inputs by pointer: a launch takes no share of their buffers, which their holders keep.)
 SourceLaunch tensor_source_kernel(const SourceKernel& kernel, Backend& backend, int device,
-                                  const std::vector<Tensor>& inputs, uint64_t n, const std::vector<uint64_t>& scalars,
-                                  const Cancellation* cancel);
+                                  const std::vector<const Tensor*>& inputs, uint64_t n,
+                                  const std::vector<uint64_t>& scalars, const Cancellation* cancel);
 
 }  // namespace accel

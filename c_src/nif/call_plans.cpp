@@ -473,10 +473,12 @@ struct ScopeGuard {
 
 // A launch step: the kernel over the slots' tensors, its result a tensor of the slots; false where
 // it raised its flag (the recorded launch did not: the caller's own run raises what it raises).
-bool launch_step(const PlanCall& call, Slots& slots, std::vector<Tensor>& inputs, const Cancellation& cancel) {
+// (The inputs by pointer into the slots, which hold them through the launch: a copy of a tensor
+// takes a share of its buffer, an atomic increment and a decrement for every input of every step.)
+bool launch_step(const PlanCall& call, Slots& slots, std::vector<const Tensor*>& inputs, const Cancellation& cancel) {
   inputs.clear();
-  for (size_t slot : call.inputs) inputs.push_back(slots.tensor(slot));
-  SourceLaunch launched = launch_placed(*call.kernel, *inputs[0].backend, inputs[0].device, inputs, call.n, call.scalars, &cancel);
+  for (size_t slot : call.inputs) inputs.push_back(&slots.tensor(slot));
+  SourceLaunch launched = launch_placed(*call.kernel, *inputs[0]->backend, inputs[0]->device, inputs, call.n, call.scalars, &cancel);
   if (launched.flagged) return false;
   slots.hold(call.out, std::move(launched.out));
   return true;
@@ -504,7 +506,7 @@ ERL_NIF_TERM replay(ErlNifEnv* env, const CallPlan& plan, const std::vector<ERL_
   for (const auto& [slot, term] : plan.externals) slots.terms[slot] = enif_make_copy(env, term);
   ErlNifUInt64& since_gc = slots.since_gc;
   const Cancellation cancel = caller_cancellation(env);
-  std::vector<Tensor> inputs;
+  std::vector<const Tensor*> inputs;
   std::vector<ERL_NIF_TERM> argv;
   for (const PlanCall& call : plan.calls) {
     // (a long replay, on a dirty scheduler, stops between steps once its caller is gone)

@@ -158,7 +158,7 @@ std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term) {
   return slots;
 }
 
-SourceLaunch launch_placed(const SourceKernel& kernel, Backend& backend, int device, const std::vector<Tensor>& inputs,
+SourceLaunch launch_placed(const SourceKernel& kernel, Backend& backend, int device, const std::vector<const Tensor*>& inputs,
                            uint64_t n, const std::vector<uint64_t>& scalars, const Cancellation* cancel) {
   if (backend.waits_on_device() == false && kernel.host == nullptr)
     throw ArgumentError("this kernel was not compiled for the CPU backend");
@@ -188,7 +188,9 @@ ERL_NIF_TERM launch_decoded(ErlNifEnv* env, const SourceKernel& kernel, const ER
     device = inputs[0].device;
   }
   const Cancellation cancel = caller_cancellation(env);
-  SourceLaunch launched = launch_placed(kernel, *backend, device, inputs, n, scalars, &cancel);
+  std::vector<const Tensor*> pointers;
+  for (const Tensor& t : inputs) pointers.push_back(&t);
+  SourceLaunch launched = launch_placed(kernel, *backend, device, pointers, n, scalars, &cancel);
   return enif_make_tuple2(env, make_tensor(env, std::move(launched.out)), launched.flagged ? atoms.true_ : atoms.false_);
 }
 

@@ -39,7 +39,7 @@ ERL_NIF_TERM source_kernel_with(ErlNifEnv* env, const SourceKernel& kernel, cons
 // (a binary of 8-byte slots) decoded, and the launch on `backend` (ArgumentError where the kernel
 // cannot run there or disagrees with its inputs).
 std::vector<uint64_t> decode_slots(ErlNifEnv* env, ERL_NIF_TERM term);
-SourceLaunch launch_placed(const SourceKernel& kernel, Backend& backend, int device, const std::vector<Tensor>& inputs,
+SourceLaunch launch_placed(const SourceKernel& kernel, Backend& backend, int device, const std::vector<const Tensor*>& inputs,
                            uint64_t n, const std::vector<uint64_t>& scalars, const Cancellation* cancel);
 // (kernel, binaries, n, scalars, backend, device, ref) -> {binary, flagged}: streamed through a device.
 ERL_NIF_TERM map_source(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
