@@ -39,6 +39,27 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    # Which of the elementwise and upload NIFs `fun` called, in order (traced to a process of
+    # their own; only these, so as not to touch other tests' patterns).
+    @traced [{Accel.NIF, :tensor_binary, 6}, {Accel.NIF, :tensor_compare, 6}, {Accel.NIF, :tensor_upload, 5}]
+    defp nif_calls(fun) do
+      tracer = spawn_link(fn -> receive(do: (:never -> :ok)) end)
+      Enum.each(@traced, &:erlang.trace_pattern(&1, true, [:local]))
+      :erlang.trace(self(), true, [:call, {:tracer, tracer}])
+
+      try do
+        fun.()
+      after
+        :erlang.trace(self(), false, [:call])
+        Enum.each(@traced, &:erlang.trace_pattern(&1, false, [:local]))
+      end
+
+      ref = :erlang.trace_delivered(self())
+      assert_receive {:trace_delivered, _, ^ref}
+      {:messages, messages} = Process.info(tracer, :messages)
+      for {:trace, _, :call, {Accel.NIF, name, _args}} <- messages, do: name
+    end
+
     for device <- Accel.Test.Devices.nx() do
       describe "on #{device}" do
         @describetag Accel.Test.Devices.tags(device)
@@ -118,6 +139,73 @@ if Code.ensure_loaded?(Nx) do
           same(@device, [a, b], &Nx.greater_equal/2)
           same(@device, [Nx.remainder(Nx.iota({2, 4, 3}, type: :u8), 2), a, b], &Nx.select/3)
           same(@device, [Nx.iota({3, 4}), Nx.tensor(2), Nx.tensor(7)], &Nx.clip/3)
+        end
+
+        test "a scalar of the binary backend, on either side: the bits of the same scalar on the device" do
+          # (Nx makes `t * 2.0`'s constant on the default backend: such a scalar in the operation's
+          # type goes to the kernel as a number; NaN, the infinities and u64 values past s64's
+          # range are uploaded as before; each is compared with the device scalar's result, and
+          # with the binary backend's)
+          float_ops = [:add, :subtract, :multiply, :divide, :pow, :atan2, :min, :max, :remainder]
+
+          int_ops =
+            [:add, :subtract, :multiply, :quotient, :remainder, :min, :max, :bitwise_and, :bitwise_or] ++
+              [:bitwise_xor, :left_shift, :right_shift]
+
+          compare = [
+            :equal,
+            :not_equal,
+            :less,
+            :greater,
+            :less_equal,
+            :greater_equal,
+            :logical_and,
+            :logical_xor
+          ]
+
+          cases = [
+            {:f32, float_ops, [2.0, -0.0, 0.1, -3.5e38, 1.0e-40, :nan, :infinity, :neg_infinity]},
+            {:f64, float_ops, [0.1, -7.25, 1.0e300, 5.0e-324, :nan]},
+            {:s8, int_ops, [3, -1, 127, -128]},
+            {:u8, int_ops, [1, 7, 255]},
+            {:s32, int_ops, [5, -2_147_483_648, 2_147_483_647]},
+            {:s64, int_ops, [3, -9_223_372_036_854_775_808, 9_223_372_036_854_775_807]},
+            {:u64, int_ops, [6, 9_223_372_036_854_775_807, 18_446_744_073_709_551_615]}
+          ]
+
+          for {type, ops, scalars} <- cases, value <- scalars, op <- ops ++ compare do
+            v = Nx.iota({9}, type: type) |> Nx.add(1)
+            v = if type in [:f32, :f64], do: Nx.multiply(v, 0.75), else: v
+            scalar = Nx.tensor(value, type: type)
+            # (shifts by up to the width only, division by a non-zero integer: Nx raises otherwise)
+            scalar = if op in [:left_shift, :right_shift], do: Nx.tensor(3, type: type), else: scalar
+
+            for args <- [[on(@device, v), scalar], [scalar, on(@device, v)]],
+                op not in [:left_shift, :right_shift] or hd(args) != scalar do
+              actual = apply(Nx, op, args)
+              device = apply(Nx, op, Enum.map(args, &on(@device, &1)))
+              assert %Accel.Nx.Backend{} = actual.data
+              message = "#{op} #{inspect(Enum.map(args, & &1.data.__struct__))} #{type} #{inspect(value)}"
+              assert Nx.to_binary(host(actual)) == Nx.to_binary(host(device)), message
+              # (and the binary backend's for ordinary values: its Elixir arithmetic raises on
+              # x / 0.0 and on a negative float to a fractional power, and its pow gives 0.0 where
+              # Elixir's overflows)
+              ordinary = is_float(value) and abs(value) > 1.0e-30 and abs(value) < 1.0e30
+              ordinary = ordinary and not (op == :pow and value < 0)
+
+              if is_integer(value) or ordinary,
+                do: assert_close(host(actual), apply(Nx, op, Enum.map(args, &host/1)))
+            end
+          end
+        end
+
+        test "a scalar of the binary backend goes to the kernel as a number, not uploaded" do
+          v = on(@device, Nx.iota({9}, type: :f32))
+
+          assert [:tensor_binary] == nif_calls(fn -> Nx.multiply(v, 2.0) end)
+          assert [:tensor_compare] == nif_calls(fn -> Nx.less(0.5, v) end)
+          # (NaN is uploaded: it has no number)
+          assert :tensor_upload in nif_calls(fn -> Nx.add(v, Nx.tensor(:nan)) end)
         end
 
         test "reductions over axes, with keep_axes, and arg reductions" do

@@ -383,13 +383,39 @@ if Code.ensure_loaded?(Nx) do
             else: Accel.Nx.Complex.binary(op, out, a, b)
 
         Storage.compute?([type, a.type, b.type]) and admits?(op, in_type) ->
-          [x, y] = Storage.operands!(op, [a, b]) |> Enum.map(&Storage.cast(&1, in_type))
+          [x, y] = binary_operands(op, a, b, in_type)
           Storage.wrap(Elementwise.binary(family, op, x, y), out, Storage.auto?([a, b]))
 
         true ->
           Fallback.run(op, [out, a, b])
       end
     end
+
+    # The operands in the type the operation computes in. A scalar of the binary backend in that
+    # type (the constant Nx makes of `t * 2.0` without a default backend) goes to the kernel as
+    # the number it holds, which is that element exactly, rather than uploaded as a tensor of its
+    # own: one NIF call and allocation fewer for the operation (3.0 -> 1.9 us for an f32 scalar).
+    defp binary_operands(op, a, b, in_type) do
+      case {scalar_number(a, in_type), scalar_number(b, in_type)} do
+        {x, nil} when x != nil -> [x, op |> Storage.operands!([b]) |> hd() |> Storage.cast(in_type)]
+        {nil, y} when y != nil -> [op |> Storage.operands!([a]) |> hd() |> Storage.cast(in_type), y]
+        _ -> Storage.operands!(op, [a, b]) |> Enum.map(&Storage.cast(&1, in_type))
+      end
+    end
+
+    # (a type that computes in itself, and a value the kernels' scalar argument holds exactly:
+    # a finite float, an integer of 64 bits at most, signed)
+    defp scalar_number(%T{shape: {}, type: type, data: %Nx.BinaryBackend{}} = t, type) do
+      if Storage.native?(type) do
+        case Nx.to_number(t) do
+          v when is_float(v) -> v
+          v when is_integer(v) and v >= -0x8000000000000000 and v <= 0x7FFFFFFFFFFFFFFF -> v
+          _nan_or_infinity_or_wide -> nil
+        end
+      end
+    end
+
+    defp scalar_number(_t, _type), do: nil
 
     defp unary(op, %T{type: type} = out, %T{} = t) do
       cond do
