@@ -373,11 +373,10 @@ if Code.ensure_loaded?(Nx) do
     (Nx's `associative_scan`), ported step for step so that each element is the same products in
     the same order as there, bit for bit, each step the backend's complex multiply on the device.
     """
-    def cumulative_product(%T{names: names} = out, t, opts) do
+    def cumulative_product(out, t, opts) do
       axis = opts[:axis] || 0
       reverse = fn x -> if opts[:reverse], do: Nx.reverse(x, axes: [axis]), else: x end
-      result = t |> reverse.() |> pairwise_scan(axis) |> reverse.()
-      %{out | data: Nx.rename(result, names).data}
+      %{out | data: (t |> reverse.() |> pairwise_scan(axis) |> reverse.()).data}
     end
 
     # Nx 0.7's do_associative_scan with multiply: the odd elements are the scan of the pairs'
