@@ -39,26 +39,9 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # Which of the elementwise and upload NIFs `fun` called, in order (traced to a process of
-    # their own; only these, so as not to touch other tests' patterns).
+    # Which of the elementwise and upload NIFs `fun` called, in order.
     @traced [{Accel.NIF, :tensor_binary, 6}, {Accel.NIF, :tensor_compare, 6}, {Accel.NIF, :tensor_upload, 5}]
-    defp nif_calls(fun) do
-      tracer = spawn_link(fn -> receive(do: (:never -> :ok)) end)
-      Enum.each(@traced, &:erlang.trace_pattern(&1, true, [:local]))
-      :erlang.trace(self(), true, [:call, {:tracer, tracer}])
-
-      try do
-        fun.()
-      after
-        :erlang.trace(self(), false, [:call])
-        Enum.each(@traced, &:erlang.trace_pattern(&1, false, [:local]))
-      end
-
-      ref = :erlang.trace_delivered(self())
-      assert_receive {:trace_delivered, _, ^ref}
-      {:messages, messages} = Process.info(tracer, :messages)
-      for {:trace, _, :call, {Accel.NIF, name, _args}} <- messages, do: name
-    end
+    defp nif_calls(fun), do: for({name, _args} <- Accel.Test.NifCalls.traced(@traced, fun), do: name)
 
     for device <- Accel.Test.Devices.nx() do
       describe "on #{device}" do

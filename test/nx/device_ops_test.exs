@@ -542,24 +542,13 @@ if Code.ensure_loaded?(Nx) do
     describe "conv on the CPU backend" do
       # The conv tests above pass whichever way a conv runs: these say which one it took. (Both
       # faster ways once went unused for a month, each guarded by a type check that never matched.)
-      # The NIF calls a conv made, traced to a process of their own.
-      defp nif_calls(fun) do
-        tracer = spawn_link(fn -> receive(do: (:never -> :ok)) end)
-        patterns = [{Accel.NIF, :tensor_conv_shifted, 7}, {Accel.NIF, :tensor_matmul, 8}]
-        Enum.each(patterns, &:erlang.trace_pattern(&1, true, [:local]))
-        :erlang.trace(self(), true, [:call, {:tracer, tracer}])
-
-        try do
-          fun.()
-        after
-          :erlang.trace(self(), false, [:call])
-        end
-
-        ref = :erlang.trace_delivered(self())
-        assert_receive {:trace_delivered, _, ^ref}
-        {:messages, messages} = Process.info(tracer, :messages)
-        for {:trace, _, :call, {Accel.NIF, name, args}} <- messages, do: {name, args}
-      end
+      # The NIF calls a conv made.
+      defp nif_calls(fun),
+        do:
+          Accel.Test.NifCalls.traced(
+            [{Accel.NIF, :tensor_conv_shifted, 7}, {Accel.NIF, :tensor_matmul, 8}],
+            fun
+          )
 
       defp conv_calls(x_shape, k_shape, type, opts) do
         b = {Accel.Nx.Backend, device: :cpu, fallback: :raise}
