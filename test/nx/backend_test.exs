@@ -360,6 +360,13 @@ if Code.ensure_loaded?(Nx) do
         test "an integer zero divisor raises ArgumentError" do
           a = on(@device, Nx.tensor([1, 2]))
           assert_raise ArgumentError, ~r/zero/, fn -> Nx.quotient(a, on(@device, Nx.tensor([1, 0]))) end
+          # a zero of the binary backend, which reaches the kernel as a number, on either side
+          assert_raise ArgumentError, ~r/zero/, fn -> Nx.quotient(a, 0) end
+          assert_raise ArgumentError, ~r/zero/, fn -> Nx.remainder(a, Nx.tensor(0)) end
+          assert_raise ArgumentError, ~r/zero/, fn -> Nx.quotient(7, on(@device, Nx.tensor([1, 0]))) end
+          # and a shift by a negative amount, or a negative integer exponent
+          assert_raise ArgumentError, ~r/-1/, fn -> Nx.right_shift(a, -1) end
+          assert_raise ArgumentError, ~r/negative exponent/, fn -> Nx.pow(a, -1) end
         end
       end
     end
