@@ -189,6 +189,15 @@ if Code.ensure_loaded?(Nx) do
           assert [:tensor_compare] == nif_calls(fn -> Nx.less(0.5, v) end)
           # (NaN is uploaded: it has no number)
           assert :tensor_upload in nif_calls(fn -> Nx.add(v, Nx.tensor(:nan)) end)
+
+          # at 10^7 elements, the bits of the same scalar on the device
+          big = on(@device, Nx.iota({10_000_000}, type: :f32) |> Nx.multiply(1.0e-3))
+          scalar = Nx.tensor(0.3, type: :f32)
+
+          for op <- [:multiply, :divide, :subtract] do
+            assert Nx.to_binary(apply(Nx, op, [scalar, big])) ==
+                     Nx.to_binary(apply(Nx, op, [on(@device, scalar), big]))
+          end
         end
 
         test "reductions over axes, with keep_axes, and arg reductions" do
