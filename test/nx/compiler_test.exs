@@ -187,6 +187,46 @@ if Code.ensure_loaded?(Nx) do
         assert region.shape == {4}
       end
 
+      test "an iota a region reads is computed from each element's index, never stored" do
+        f32 = &Nx.template(&1, :f32)
+
+        # a one-hot of labels (the iota broadcast along the rows)
+        onehot = fn y, x -> Nx.equal(Nx.new_axis(y, 1), Nx.iota({1, 10})) |> Nx.multiply(x) end
+        [region] = Compiler.report(onehot, [Nx.template({33}, :s64), f32.({33, 10})])
+        assert region.ops == [:equal, :multiply]
+        assert region.inputs == [{33, 1}, {33, 10}]
+        assert region.iotas == [{1, 10}]
+
+        # a causal mask: two iotas along either axis, in the softmax's row region
+        masked = fn s ->
+          mask = Nx.greater_equal(Nx.iota(s.shape, axis: 1), Nx.iota(s.shape, axis: 2))
+          softmax(Nx.select(mask, s, -1.0e9))
+        end
+
+        [region] = Compiler.report(masked, [f32.({8, 64, 64})])
+        assert [:greater_equal, :select, :reduce_max | _] = region.ops
+        assert region.inputs == [{8, 64, 64}]
+        assert region.iotas == [{8, 64, 64}, {8, 64, 64}]
+
+        # Nx.Random's counters (each half of an iota, xs[0] and xs[1]), a strided slice of one,
+        # a lone operation reading one
+        draw = fn key -> Nx.Random.uniform_split(key, 0.0, 1.0, shape: {1000}) end
+
+        assert [{500}, {500}] =
+                 Compiler.report(draw, [Nx.template({2}, :u32)]) |> Enum.flat_map(& &1.iotas) |> Enum.take(-2)
+
+        strided = fn x ->
+          Nx.add(x, Nx.slice(Nx.iota({300, 7}, type: :u8), [5, 2], [200, 5], strides: [3, 2]))
+        end
+
+        assert [%{ops: [:add], inputs: [{67, 3}], iotas: [{67, 3}]}] =
+                 Compiler.report(strided, [f32.({67, 3})])
+
+        # a region of iotas alone is not one: a kernel is placed by the tensors it reads
+        mask = fn _x -> Nx.greater_equal(Nx.iota({4, 1}), Nx.iota({1, 4})) end
+        assert Compiler.report(mask, [f32.({1})]) == []
+      end
+
       test "types Accel does not compute in are not fused" do
         f = fn x -> x |> Nx.add(1) |> Nx.multiply(3) end
         assert Compiler.report(f, [Nx.template({4}, :s16)]) == []
@@ -290,6 +330,60 @@ if Code.ensure_loaded?(Nx) do
           key = Nx.Random.key(7)
           draw = fn k -> Nx.Random.uniform_split(k, 0.0, 1.0, shape: {3000}) end
           assert binary(jit(draw, [key], device: @device)) == reference(draw, [key])
+        end
+
+        test "iotas computed in a region give the backend's values, in every type and layout" do
+          x = Nx.iota({67, 3}, type: :f32) |> Nx.multiply(0.5)
+
+          fs = [
+            # along each axis, over the whole shape, broadcast from a smaller one
+            fn x -> Nx.add(x, Nx.iota({67, 3}, axis: 0, type: :f32)) end,
+            fn x -> Nx.multiply(x, Nx.iota({67, 3}, axis: 1, type: :f64)) end,
+            fn x -> Nx.subtract(x, Nx.iota({67, 3}, type: :s32)) end,
+            fn x -> Nx.add(x, Nx.iota({1, 3})) |> Nx.multiply(Nx.iota({67, 1}, type: :f32)) end,
+            # wrapped into u8 (300 x 7 > 255) and u32, sliced with offsets and strides
+            fn x -> Nx.add(x, Nx.slice(Nx.iota({300, 7}, type: :u8), [5, 2], [200, 5], strides: [3, 2])) end,
+            fn x ->
+              half = Nx.squeeze(Nx.slice(Nx.iota({2, 3 * 67}, type: :u32), [1, 0], [1, 3 * 67]), axes: [0])
+              Nx.add(Nx.as_type(x, :u32), Nx.multiply(Nx.reshape(half, {67, 3}), 2_654_435_761))
+            end,
+            # in a reduction's loop and in a row region's
+            fn x -> Nx.sum(Nx.multiply(x, Nx.iota({67, 3}, axis: 0)), axes: [0]) end,
+            fn x -> softmax(Nx.multiply(x, Nx.iota({67, 3}, axis: 1, type: :f32))) end
+          ]
+
+          for f <- fs do
+            assert [%{iotas: [_ | _]}] = Compiler.report(f, [x])
+            fused = jit(f, [x], device: @device)
+            assert binary(fused) == binary(jit(f, [x], device: @device, fuse: false))
+            assert binary(fused) == reference(f, [x])
+          end
+
+          # an f32 iota past 2^24 rounds each index once (to even), as Nx writes it: the last
+          # 1000 of 2^25 + 2000 (the iota itself is never made)
+          n = 33_556_432
+          tail = fn x -> Nx.add(x, Nx.slice(Nx.iota({n}, type: :f32), [n - 1000], [1000])) end
+          zeros = Nx.broadcast(Nx.tensor(0.0, type: :f32), {1000})
+          assert [%{iotas: [{1000}]}] = Compiler.report(tail, [zeros])
+          want = Nx.tensor(Enum.to_list((n - 1000)..(n - 1)), type: :f32)
+          assert binary(jit(tail, [zeros], device: @device)) == want
+
+          # no iota is made at run time (Nx.Random's counters, a one-hot)
+          key = Nx.Random.key(7)
+          draw = fn k -> Nx.Random.uniform_split(k, 0.0, 1.0, shape: {3000}) end
+          onehot = fn y -> Nx.equal(Nx.new_axis(y, 1), Nx.iota({1, 10})) |> Nx.multiply(2.5) end
+          y = Nx.iota({40}) |> Nx.remainder(10)
+
+          for {f, args} <- [{draw, [key]}, {onehot, [y]}] do
+            compiled = Nx.Defn.jit(f, compiler: Compiler, device: @device)
+            placed = Enum.map(args, &Nx.backend_copy(&1, {Accel.Nx.Backend, device: @device}))
+            assert binary(apply(compiled, placed)) == reference(f, args)
+
+            calls =
+              Accel.Test.NifCalls.traced([{Accel.NIF, :tensor_iota, 5}], fn -> apply(compiled, placed) end)
+
+            assert calls == []
+          end
         end
 
         test "select, comparisons, clip and conversions" do

@@ -21,11 +21,13 @@ if Code.ensure_loaded?(Nx) do
     operations of the same shape whose types Accel computes in (`f32`, `f64`, `s64`, `s32`, `u32`,
     `u8`): every unary and binary operation and comparison of `Accel.Tensor`'s registry, `logical_not`,
     `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
-    smaller shapes read through Nx's broadcasting in place. A `sum`, `product`, `reduce_max` or
-    `reduce_min` of a region ends it: the region's values are never stored. A lone operation is a
-    kernel of its own where it reads an operand through a broadcast, or (on 4096 elements or more)
-    takes a constant (both faster than the backend's general broadcasting), and otherwise runs as
-    the backend's.
+    smaller shapes read through Nx's broadcasting in place. An iota a region reads (or a slice,
+    squeeze or reshape of one: a one-hot's positions, a causal mask's, `Nx.Random`'s counters) is
+    computed from each element's index in the kernel, never written to memory. A `sum`, `product`,
+    `reduce_max` or `reduce_min` of a region ends it: the region's values are never stored. A lone
+    operation is a kernel of its own where it reads an operand through a broadcast or an iota, or
+    (on 4096 elements or more) takes a constant (all faster than the backend's general
+    broadcasting), and otherwise runs as the backend's.
 
     Reductions over the last axis and the elementwise work around them (softmax, layer norm, a
     log-softmax loss) form one *row region*, where there are 16 rows or more of 8 to 65536

@@ -12,9 +12,11 @@ defmodule Accel.Nx.Compiler.Codegen do
   # kept in 64 bits and wrapped to their type after every operation, f32 in single precision.
   #
   # Inputs are read at their own indices: an operand of a smaller shape (Nx's broadcasting) is
-  # indexed through stride-0 dimensions, never materialised. A region ending in a reduction loops
-  # over the reduced elements for each output element; where there are few output elements the
-  # reduced range is split into parts (partial results, reduced again by the backend).
+  # indexed through stride-0 dimensions, never materialised. An iota the region reads is its index
+  # expression over the same strides, plus an offset (y0, y1, ...: Fusion's index leaves). A region
+  # ending in a reduction loops over the reduced elements for each output element; where there are
+  # few output elements the reduced range is split into parts (partial results, reduced again by
+  # the backend).
 
   use Accel.Kernel.Prelude, files: ["dialect.h", "ops.h", "types.h", "tensor.h", "user.h"]
 
@@ -81,7 +83,8 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp uses_f64?(region) do
     types =
       Enum.flat_map(region.nodes, &[&1.type, &1.compute, &1[:reduce][:acc_type]]) ++
-        Enum.map(region.inputs, & &1.type) ++ if(region.reduce, do: [region.reduce.acc_type], else: [])
+        Enum.map(region.inputs ++ region.iotas, & &1.type) ++
+        if(region.reduce, do: [region.reduce.acc_type], else: [])
 
     :f64 in types
   end
@@ -112,10 +115,12 @@ defmodule Accel.Nx.Compiler.Codegen do
   end
 
   defp operand({:input, j, from}, _values, type), do: convert("x#{j}", from, type)
+  defp operand({:iota, j, from}, _values, type), do: convert("y#{j}", from, type)
   defp operand({:const, number, from}, _values, type), do: convert(literal(number, from), from, type)
 
   defp operand_type({:node, k}, values), do: elem(Map.fetch!(values, k), 1)
   defp operand_type({:input, _, t}, _values), do: t
+  defp operand_type({:iota, _, t}, _values), do: t
   defp operand_type({:const, _, t}, _values), do: t
 
   defp node_text(%{op: :as_type, args: [a]} = node, values), do: operand(a, values, node.type)
@@ -250,11 +255,12 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp iteration(%{reduce: nil} = region, lines, {result, _type}, _values) do
     row = row_length(region)
 
-    loads =
-      loads(region, fn j ->
-        pairs = Enum.zip(region.dims, Enum.at(region.inputs, j).strides)
-        if row, do: row_index_text(pairs), else: index_text("i", pairs)
-      end)
+    index = fn strides ->
+      pairs = Enum.zip(region.dims, strides)
+      if row, do: row_index_text(pairs), else: index_text("i", pairs)
+    end
+
+    loads = loads(region, &index.(Enum.at(region.inputs, &1).strides)) ++ iota_loads(region.iotas, index)
 
     col = if row, do: ["const accel_u64 col = i - row * #{row}UL;"], else: []
     n = Enum.product(region.dims)
@@ -293,10 +299,16 @@ defmodule Accel.Nx.Compiler.Codegen do
 
     value = convert(value, vtype, acc_type)
 
+    iotas =
+      iota_loads(region.iotas, fn strides ->
+        pick = fn dims -> Enum.map(dims, fn {d, a} -> {d, Enum.at(strides, a)} end) end
+        sum_text([index_text("g", pick.(kept)), index_text("r", pick.(reduced))])
+      end)
+
     loop =
       head ++
         bases ++
-        reduce_loop(red.op, acc_type, loads(region, index) ++ lines, value, "r", "r0", "r1") ++
+        reduce_loop(red.op, acc_type, loads(region, index) ++ iotas ++ lines, value, "r", "r0", "r1") ++
         ["out[i] = (#{@c_types[kernel_out_type(region)]})#{convert("acc", acc_type, red.out_type)};"]
 
     {groups * parts, parts, loop}
@@ -364,6 +376,19 @@ defmodule Accel.Nx.Compiler.Codegen do
         "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index}];"
       end
 
+    # iotas: those constant along the row once, the others at each column c as inputs are read
+    row_index = fn strides -> index_text("g", Enum.zip(outer, Enum.drop(strides, -1))) end
+
+    col_index = fn strides ->
+      sum_text([row_index.(strides), index_text("c", [{cols, List.last(strides)}])])
+    end
+
+    {row_iotas, col_iotas} =
+      region.iotas |> Enum.with_index() |> Enum.split_with(&(List.last(elem(&1, 0).strides) == 0))
+
+    row_loads = row_loads ++ Enum.map(row_iotas, fn {leaf, j} -> iota_load(leaf, j, row_index) end)
+    col_iota_ids = MapSet.new(for {_, j} <- col_iotas, do: j)
+
     col_load = fn j ->
       input = Enum.at(inputs, j)
       base = index_text("g", Enum.zip(outer, Enum.drop(input.strides, -1)))
@@ -381,6 +406,7 @@ defmodule Accel.Nx.Compiler.Codegen do
       ks = needed(args, by_k, values, MapSet.new()) |> Enum.sort()
       operands = args ++ Enum.flat_map(ks, &by_k[&1].args)
       js = Enum.sort(for {:input, j, _} <- operands, j in col_ids, uniq: true, do: j)
+      iota_js = Enum.sort(for {:iota, j, _} <- operands, j in col_iota_ids, uniq: true, do: j)
 
       {lines, values} =
         Enum.reduce(ks, {[], values}, fn k, {lines, values} ->
@@ -390,7 +416,8 @@ defmodule Accel.Nx.Compiler.Codegen do
            Map.put(values, k, {"v#{k}", node.type})}
         end)
 
-      {Enum.map(js, col_load) ++ Enum.reverse(lines), values}
+      iota_lines = Enum.map(iota_js, &iota_load(Enum.at(region.iotas, &1), &1, col_index))
+      {Enum.map(js, col_load) ++ iota_lines ++ Enum.reverse(lines), values}
     end
 
     out_t = @c_types[region.out_type]
@@ -501,16 +528,17 @@ defmodule Accel.Nx.Compiler.Codegen do
     end)
   end
 
-  # An elementwise region reading an input through a broadcast (a bias, a row's maximum) runs
-  # row by row on the host: its elements' indices then come from the row, constant along it, and
-  # the column, so that the loop over a row vectorises (a division of each element's index by the
-  # row length does not). The row length, or nil where every input is read at i itself.
+  # An elementwise region reading an input or an iota through a broadcast (a bias, a row's
+  # maximum) runs row by row on the host: its elements' indices then come from the row, constant
+  # along it, and the column, so that the loop over a row vectorises (a division of each element's
+  # index by the row length does not). The row length, or nil where every input is read at i
+  # itself.
   defp row_length(%{kind: :rows}), do: nil
 
   defp row_length(%{reduce: nil, dims: [_, _ | _] = dims} = region) do
     last = List.last(dims)
     flat? = fn input -> index_text("i", Enum.zip(dims, input.strides)) == "(i)" end
-    if last >= 4 and not Enum.all?(region.inputs, flat?), do: last
+    if last >= 4 and not Enum.all?(region.inputs ++ region.iotas, flat?), do: last
   end
 
   defp row_length(_region), do: nil
@@ -566,6 +594,27 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp loads(region, index) do
     for {input, j} <- Enum.with_index(region.inputs),
         do: "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index.(j)}];"
+  end
+
+  # The iotas' values: `index` gives the index text over the region's dimensions for a leaf's
+  # strides (its weights), to which the leaf's offset is added.
+  defp iota_loads(iotas, index),
+    do: for({leaf, j} <- Enum.with_index(iotas), do: iota_load(leaf, j, index))
+
+  # (the index is an accel_u64, converted as the backend's iota converts it: wrapped into an
+  # integer type, rounded once to a float one)
+  defp iota_load(%{type: t, offset: offset, strides: strides}, j, index) do
+    value = sum_text([if(offset == 0, do: "0", else: "#{offset}UL"), index.(strides)])
+    text = if float?(t), do: "(#{@c_types[t]})(#{value})", else: wrap("(accel_i64)(#{value})", t)
+    "const #{c_type(t)} y#{j} = #{text};"
+  end
+
+  # index texts added, "0" where every one is
+  defp sum_text(texts) do
+    case Enum.reject(texts, &(&1 == "0")) do
+      [] -> "0"
+      terms -> Enum.join(terms, " + ")
+    end
   end
 
   @doc """

@@ -10,7 +10,9 @@ if Code.ensure_loaded?(Nx) do
     # fuse, a value used twice) through the operands it alone uses: elementwise operations of the
     # same shape in the types Accel computes in, with scalar and broadcast constants inlined. What
     # it reads and does not fuse (parameters, dots, values used twice, operands of a smaller shape)
-    # are its inputs, read in place through their broadcast strides. A reduction (sum, product,
+    # are its inputs, read in place through their broadcast strides; an iota it reads (or a slice,
+    # squeeze or reshape of one: Nx.Random's counters, a one-hot's or a mask's positions) is
+    # computed from each element's own index, never stored. A reduction (sum, product,
     # reduce_max, reduce_min) of such a region ends it: the region's values are never stored.
     #
     # The new node is an Nx `:optional` expression (Nx 0.7) or `:block` (Nx 0.13, where blocks
@@ -175,9 +177,14 @@ if Code.ensure_loaded?(Nx) do
     defp region(%T{} = t, st) do
       if elementwise?(t) do
         case grow(t, t.shape, st) do
-          %{nodes: [_, _ | _]} = grown -> grown
-          %{nodes: [node], inputs: inputs} = grown -> if lone_kernel?(node, inputs, t, st), do: grown
-          nil -> nil
+          %{nodes: [_, _ | _]} = grown ->
+            grown
+
+          %{nodes: [node], inputs: inputs} = grown ->
+            if lone_kernel?(node, inputs, grown.iotas, t, st), do: grown
+
+          nil ->
+            nil
         end
       end
     end
@@ -186,9 +193,10 @@ if Code.ensure_loaded?(Nx) do
     # constant operand (a scale) is a kernel of its own too, since the backend's broadcasting path
     # is slower than a generated kernel's indexing (a scores tensor divided by 8.0: 3.3 ms on the
     # backend over 2^21 f32, against a pass over memory); a small one stays the backend's.
-    # With `math: :fast` a lone approximate function is one too (the backend's is exact).
-    defp lone_kernel?(node, inputs, t, st) do
-      Enum.any?(inputs, &broadcast?/1) or fast?(node, st.math) or
+    # With `math: :fast` a lone approximate function is one too (the backend's is exact), and so
+    # is one reading an iota (which the backend would write to memory first).
+    defp lone_kernel?(node, inputs, iotas, t, st) do
+      Enum.any?(inputs, &broadcast?/1) or fast?(node, st.math) or iotas != [] or
         (Nx.size(t.shape) >= @parallel_outputs and Enum.any?(node.args, &match?({:const, _, _}, &1)))
     end
 
@@ -229,6 +237,7 @@ if Code.ensure_loaded?(Nx) do
           nodes: Enum.reverse(acc.nodes),
           result: result,
           inputs: Enum.reverse(acc.inputs),
+          iotas: Enum.reverse(acc.iotas),
           dims: Tuple.to_list(shape),
           out_type: Storage.compute_type(type),
           reduce: nil
@@ -247,6 +256,8 @@ if Code.ensure_loaded?(Nx) do
         nodes: [],
         inputs: [],
         input_ids: %{},
+        iotas: [],
+        iota_ids: %{},
         ids: %{},
         refs: %{},
         k: 0,
@@ -300,6 +311,9 @@ if Code.ensure_loaded?(Nx) do
         absorbed?(arg, acc.parts, st, acc.shared) ->
           add_node(arg, if(Map.get(st.uses, id, 0) > 1, do: count_ref(acc, id), else: acc), st)
 
+        leaf = index_leaf(arg) ->
+          iota(arg, leaf, acc)
+
         true ->
           input(arg, acc)
       end
@@ -324,6 +338,61 @@ if Code.ensure_loaded?(Nx) do
            %{acc | inputs: [entry | acc.inputs], input_ids: Map.put(acc.input_ids, id, j)}}
       end
     end
+
+    # An index leaf the region computes (index_leaf/1): {:iota, j, type}, its weights over the
+    # region's dimensions as an input's strides.
+    defp iota(%T{data: %Expr{id: id}} = arg, {offset, coefs}, acc) do
+      type = Storage.compute_type(arg.type)
+
+      case acc.iota_ids do
+        %{^id => j} ->
+          {{:iota, j, type}, acc}
+
+        _ ->
+          j = length(acc.iotas)
+          entry = %{type: type, offset: offset, strides: strides(arg.shape, acc.shape, coefs), expr: arg}
+          {{:iota, j, type}, %{acc | iotas: [entry | acc.iotas], iota_ids: Map.put(acc.iota_ids, id, j)}}
+      end
+    end
+
+    # A value whose element at coordinates c is offset + sum(c[d] * coefs[d]) in its own shape:
+    # an iota (over the whole shape, or along an axis), or a slice with constant starts, a squeeze
+    # or a reshape (of a leaf laid out as its shape) of one; `{offset, coefs}`, or nil. Of a type
+    # generated kernels compute in: the index converted to it as the backend's iota converts it
+    # (wrapped into an integer type, rounded once to a float one).
+    defp index_leaf(%T{type: type, vectorized_axes: []} = t) do
+      if fusable?(type), do: leaf(t)
+    end
+
+    defp index_leaf(_t), do: nil
+
+    defp leaf(%T{data: %Expr{op: :iota, args: [nil]}, shape: shape}), do: {0, Storage.strides(shape)}
+
+    defp leaf(%T{data: %Expr{op: :iota, args: [axis]}, shape: shape}) when is_integer(axis),
+      do: {0, for(d <- 0..(tuple_size(shape) - 1)//1, do: if(d == axis, do: 1, else: 0))}
+
+    defp leaf(%T{data: %Expr{op: :slice, args: [inner, starts, _lengths, steps]}}) do
+      with true <- Enum.all?(starts, &is_integer/1),
+           {offset, coefs} <- index_leaf(inner) do
+        offset = Enum.zip(starts, coefs) |> Enum.reduce(offset, fn {s, c}, acc -> acc + s * c end)
+        {offset, Enum.zip_with(coefs, steps, &(&1 * &2))}
+      end
+    end
+
+    defp leaf(%T{data: %Expr{op: :squeeze, args: [inner, axes]}}) do
+      with {offset, coefs} <- index_leaf(inner) do
+        {offset, for({c, d} <- Enum.with_index(coefs), d not in axes, do: c)}
+      end
+    end
+
+    defp leaf(%T{data: %Expr{op: :reshape, args: [inner]}, shape: shape}) do
+      with {offset, coefs} <- index_leaf(inner),
+           true <- coefs == Storage.strides(inner.shape),
+           do: {offset, Storage.strides(shape)},
+           else: (_ -> nil)
+    end
+
+    defp leaf(_t), do: nil
 
     # An operand is computed inside the region when it is an elementwise operation over the
     # region's whole shape (or a part's, in a concatenation's region: `shapes`) that only this
@@ -383,8 +452,8 @@ if Code.ensure_loaded?(Nx) do
 
     # The operand's strides over the region's dimensions: Nx broadcasts operands aligned at the
     # last dimension, a dimension of 1 (or a missing one) repeating (stride 0).
-    defp strides(shape, region_shape) do
-      own = Storage.strides(shape)
+    defp strides(shape, region_shape, own \\ nil) do
+      own = own || Storage.strides(shape)
       pad = tuple_size(region_shape) - tuple_size(shape)
 
       List.duplicate(0, pad) ++
@@ -442,6 +511,8 @@ if Code.ensure_loaded?(Nx) do
           nodes: [],
           inputs: [],
           input_ids: %{},
+          iotas: [],
+          iota_ids: %{},
           ids: %{},
           k: 0,
           shape: shape,
@@ -459,6 +530,7 @@ if Code.ensure_loaded?(Nx) do
             nodes: Enum.reverse(acc.nodes),
             result: elem(result, 1),
             inputs: Enum.reverse(acc.inputs),
+            iotas: Enum.reverse(acc.iotas),
             dims: Tuple.to_list(shape),
             cols: cols,
             rows: rows,
@@ -516,6 +588,7 @@ if Code.ensure_loaded?(Nx) do
         row_reduction?(arg, acc) -> row_node(arg, :row, acc, st)
         level == :col and arg.shape == acc.shape and elementwise?(arg) -> row_node(arg, :col, acc, st)
         arg.shape == acc.row_shape and elementwise?(arg) -> row_node(arg, :row, acc, st)
+        leaf = index_leaf(arg) -> iota(arg, leaf, acc)
         true -> input(arg, acc)
       end
     end
@@ -637,7 +710,7 @@ if Code.ensure_loaded?(Nx) do
     defp replay(t, region, params) do
       built =
         Enum.reduce(region.nodes, %{}, fn node, built ->
-          args = Enum.map(node.args, &replay_arg(&1, built, params))
+          args = Enum.map(node.args, &replay_arg(&1, built, params, region.iotas))
           Map.put(built, node.k, replay_node(node, args))
         end)
 
@@ -656,9 +729,10 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    defp replay_arg({:node, k}, built, _params), do: Map.fetch!(built, k)
-    defp replay_arg({:input, j, _}, _built, params), do: Enum.at(params, j)
-    defp replay_arg({:const, number, _}, _built, _params), do: number
+    defp replay_arg({:node, k}, built, _params, _iotas), do: Map.fetch!(built, k)
+    defp replay_arg({:input, j, _}, _built, params, _iotas), do: Enum.at(params, j)
+    defp replay_arg({:iota, j, _}, _built, _params, iotas), do: Enum.at(iotas, j).expr
+    defp replay_arg({:const, number, _}, _built, _params, _iotas), do: number
 
     defp replay_node(%{op: :row_reduce, reduce: %{op: op}, expr: e, expr_args: [_, opts]}, [arg]),
       do: apply(Expr, op, [%{e | data: nil}, arg, opts])
@@ -679,6 +753,7 @@ if Code.ensure_loaded?(Nx) do
           Enum.map(region.nodes, &if(&1.op == :row_reduce, do: &1.reduce.op, else: &1.op)) ++
             if(region.reduce, do: [region.reduce.op], else: []),
         inputs: Enum.map(region.inputs, & &1.shape),
+        iotas: Enum.map(region.iotas, & &1.expr.shape),
         shape: t.shape,
         type: t.type,
         kernel: kernel.key,
