@@ -190,12 +190,22 @@ ACCEL_LIBM_SIMD2(atan2)
 
 ACCEL_FN float accel_f32_negate(float x) { return -x; }
 ACCEL_FN float accel_f32_abs(float x) { return ACCEL_F32(fabs)(x); }
-ACCEL_FN float accel_f32_exp(float x) { return ACCEL_F32_VIA_F64(exp, x); }
+/* exp takes an argument below -200 as -200, and sigmoid exp's argument past +-200 as +-200: the
+ * same f32 results (exp(-200) rounds to +0, exp(200) is past f32's range; NaN passes), without
+ * libmvec's special-case path, which computes each vector holding an argument past its range
+ * (below about -708, above 709) lane by lane through the scalar function: a masked softmax's -1e9
+ * or -inf made its exp 8-10x slower (c_src/test/host_math_test.cpp sweeps f32 inputs of every
+ * exponent, the clamps' edges among them, against the unclamped functions). */
+#define ACCEL_F32_EXP_ARG(x) ((x) < -200.0f ? -200.0f : (x))
+ACCEL_FN float accel_f32_exp(float x) { return ACCEL_F32_VIA_F64(exp, ACCEL_F32_EXP_ARG(x)); }
 ACCEL_FN float accel_f32_log(float x) { return ACCEL_F32_VIA_F64(log, x); }
 ACCEL_FN float accel_f32_sqrt(float x) { return ACCEL_F32(sqrt)(x); }
 ACCEL_FN float accel_f32_tanh(float x) { return ACCEL_F32_VIA_F64(tanh, x); }
 #if ACCEL_HAS_F64
-ACCEL_FN float accel_f32_sigmoid(float x) { return (float)(1.0 / (1.0 + ACCEL_F32_LIBM(exp)(-(double)x))); }
+ACCEL_FN float accel_f32_sigmoid(float x) {
+  const float a = x > 200.0f ? 200.0f : ACCEL_F32_EXP_ARG(x);
+  return (float)(1.0 / (1.0 + ACCEL_F32_LIBM(exp)(-(double)a)));
+}
 ACCEL_FN float accel_f32_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
 /* b == 2: the product, which is what the exact square rounded once gives (the square of a float
  * fits a double exactly); a device's pow(double) need not be exact there (CUDA's and NVIDIA
