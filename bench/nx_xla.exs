@@ -7,7 +7,9 @@
 #   * conv, padding same, 32 x 64 x 32 x 32 with a 64 x 64 x 3 x 3 kernel;
 #   * MLP training step: forward, the gradient (Nx.Defn.grad / jax.grad), SGD update, 128 x 784 ->
 #     256 -> 10, softmax cross-entropy;
-#   * attention: softmax(q k^T / sqrt(64)) v for 8 heads x 512 tokens x 64;
+#   * attention: softmax(q k^T / sqrt(64)) v for 8 heads x 512 tokens x 64; and the same with a
+#     causal mask (scores where a token would attend to a later one set to -1e9, the mask from
+#     iotas: a decoder's self-attention);
 #   * CNN training step: conv 1 -> 16 3 x 3, relu, 2 x 2 max-pool, dense 3136 -> 10, cross-entropy,
 #     gradient, SGD, batch 32 x 1 x 28 x 28;
 #   * Nx.Random.normal of 2^24 (jax.random.normal), Nx.sort of 2^20, an embedding take of 512 rows
@@ -52,6 +54,7 @@ defmodule NxXlaBench do
     :conv,
     :mlp_step,
     :attention,
+    :masked_attention,
     :cnn_step,
     :random_normal,
     :sort,
@@ -67,6 +70,7 @@ defmodule NxXlaBench do
     conv: "conv, same, 32x64x32x32 * 64x64x3x3",
     mlp_step: "MLP training step 128x784 -> 256 -> 10",
     attention: "attention, 8 heads x 512 x 64",
+    masked_attention: "causal attention, 8 heads x 512 x 64",
     cnn_step: "CNN training step, 32x1x28x28",
     random_normal: "Nx.Random.normal, 2^24",
     sort: "sort, 2^20",
@@ -122,6 +126,12 @@ defmodule NxXlaBench do
   defn attention(q, k, v) do
     scores = Nx.dot(q, [2], [0], k, [2], [0]) / 8.0
     Nx.dot(softmax(scores), [2], [0], v, [1], [0])
+  end
+
+  defn masked_attention(q, k, v) do
+    scores = Nx.dot(q, [2], [0], k, [2], [0]) / 8.0
+    causal = Nx.greater_equal(Nx.iota(scores.shape, axis: 1), Nx.iota(scores.shape, axis: 2))
+    Nx.dot(softmax(Nx.select(causal, scores, -1.0e9)), [2], [0], v, [1], [0])
   end
 
   defn cnn_step(x, y, kc, bc, wd, bd) do
@@ -186,6 +196,8 @@ defmodule NxXlaBench do
 
   defp inputs(:attention),
     do: [ramp({8, 512, 64}, 1.0e-3), ramp({8, 512, 64}, 1.0e-3, &Nx.cos/1), ramp({8, 512, 64}, 2.0e-3)]
+
+  defp inputs(:masked_attention), do: inputs(:attention)
 
   defp inputs(:cnn_step) do
     [ramp({32, 1, 28, 28}, 1.0e-3), labels(32), ramp({16, 1, 3, 3}, 0.1, &Nx.cos/1, 0.3)] ++

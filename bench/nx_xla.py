@@ -91,6 +91,12 @@ def main():
     def attention(q, k, v):
         return softmax(jnp.einsum("hqd,hkd->hqk", q, k) / 8.0) @ v
 
+    def masked_attention(q, k, v):
+        scores = jnp.einsum("hqd,hkd->hqk", q, k) / 8.0
+        n = scores.shape[-1]
+        causal = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
+        return softmax(jnp.where(causal, scores, -1.0e9)) @ v
+
     toy = (ramp((8, 4), 0.1, np.cos, 0.5), ramp((4,), 1.0, np.sin, 0.1),
            ramp((4, 2), 0.1, np.sin, 0.5), ramp((2,), 1.0, np.cos, 0.1))
 
@@ -109,6 +115,8 @@ def main():
                                 ramp((10,), 1.0, np.sin, 0.01))),
         "attention": (attention, (ramp((8, 512, 64), 1.0e-3), ramp((8, 512, 64), 1.0e-3, np.cos),
                                   ramp((8, 512, 64), 2.0e-3))),
+        "masked_attention": (masked_attention, (ramp((8, 512, 64), 1.0e-3), ramp((8, 512, 64), 1.0e-3, np.cos),
+                                                ramp((8, 512, 64), 2.0e-3))),
         "cnn_step": (cnn_step, (ramp((32, 1, 28, 28), 1.0e-3), labels(32), ramp((16, 1, 3, 3), 0.1, np.cos, 0.3),
                                 ramp((16,), 1.0, np.sin, 0.01), ramp((3136, 10), 1.0e-3, np.sin, 0.02),
                                 ramp((10,), 1.0, np.cos, 0.01))),
