@@ -243,8 +243,9 @@ if Code.ensure_loaded?(Nx) do
 
     @doc """
     What `fun` compiles to for arguments like `args` (tensors or templates): one entry per fused
-    region, in the order they were found, with its operations, its inputs' shapes, its result's
-    shape and type, its kernel's key and text.
+    region, in the order they were found, with its operations, its inputs' shapes, the shapes of
+    the iotas it computes in place (`iotas`), its result's shape and type, its kernel's key and
+    text.
 
         iex> report = Accel.Nx.Compiler.report(fn x -> Nx.exp(Nx.multiply(x, 2.0)) |> Nx.add(1.0) end, [Nx.template({4}, :f32)])
         iex> Enum.map(report, & &1.ops)
