@@ -367,37 +367,24 @@ defmodule Accel.Nx.Compiler.Codegen do
     %{cols: cols, dims: dims, inputs: inputs, nodes: nodes} = region
     outer = Enum.drop(dims, -1)
 
-    {row_inputs, col_inputs} =
-      inputs |> Enum.with_index() |> Enum.split_with(fn {input, _j} -> List.last(input.strides) == 0 end)
-
-    row_loads =
-      for {input, j} <- row_inputs do
-        index = index_text("g", Enum.zip(outer, Enum.drop(input.strides, -1)))
-        "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index}];"
-      end
-
-    # iotas: those constant along the row once, the others at each column c as inputs are read
+    # inputs and iotas constant along the row are read once, at row g; the others at each column c
     row_index = fn strides -> index_text("g", Enum.zip(outer, Enum.drop(strides, -1))) end
 
     col_index = fn strides ->
       sum_text([row_index.(strides), index_text("c", [{cols, List.last(strides)}])])
     end
 
-    {row_iotas, col_iotas} =
-      region.iotas |> Enum.with_index() |> Enum.split_with(&(List.last(elem(&1, 0).strides) == 0))
+    along_row? = fn {x, _j} -> List.last(x.strides) == 0 end
+    {row_inputs, col_inputs} = inputs |> Enum.with_index() |> Enum.split_with(along_row?)
+    {row_iotas, col_iotas} = region.iotas |> Enum.with_index() |> Enum.split_with(along_row?)
 
-    row_loads = row_loads ++ Enum.map(row_iotas, fn {leaf, j} -> iota_load(leaf, j, row_index) end)
-    col_iota_ids = MapSet.new(for {_, j} <- col_iotas, do: j)
+    row_loads =
+      Enum.map(row_inputs, fn {input, j} -> input_load(input, j, row_index.(input.strides)) end) ++
+        Enum.map(row_iotas, fn {leaf, j} -> iota_load(leaf, j, row_index) end)
 
-    col_load = fn j ->
-      input = Enum.at(inputs, j)
-      base = index_text("g", Enum.zip(outer, Enum.drop(input.strides, -1)))
-      step = if (s = List.last(input.strides)) == 1, do: "c", else: "c * #{s}UL"
-      index = if base == "0", do: step, else: "#{base} + #{step}"
-      "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index}];"
-    end
-
+    col_load = fn j -> input_load(Enum.at(inputs, j), j, col_index.(Enum.at(inputs, j).strides)) end
     col_ids = MapSet.new(for {_, j} <- col_inputs, do: j)
+    col_iota_ids = MapSet.new(for {_, j} <- col_iotas, do: j)
     by_k = Map.new(nodes, &{&1.k, &1})
 
     # the statements computing col-level `args` at column c: their inputs' loads and col nodes
@@ -591,10 +578,11 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp initial(:reduce_min, :u32), do: "((accel_i64)4294967295L)"
   defp initial(:reduce_min, :u8), do: "((accel_i64)255)"
 
-  defp loads(region, index) do
-    for {input, j} <- Enum.with_index(region.inputs),
-        do: "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index.(j)}];"
-  end
+  defp loads(region, index),
+    do: for({input, j} <- Enum.with_index(region.inputs), do: input_load(input, j, index.(j)))
+
+  defp input_load(input, j, index),
+    do: "const #{c_type(input.type)} x#{j} = (#{c_type(input.type)})in#{j}[#{index}];"
 
   # The iotas' values: `index` gives the index text over the region's dimensions for a leaf's
   # strides (its weights), to which the leaf's offset is added.
