@@ -332,6 +332,49 @@ if Code.ensure_loaded?(Nx) do
           assert binary(jit(draw, [key], device: @device)) == reference(draw, [key])
         end
 
+        # Nx sums unsigned integers into u64: the gradient of a max counts the elements that reach
+        # it (a sum of u8 flags) and divides by that count
+        test "u64 computes unsigned: a max's gradient in one row kernel, values past 2^63" do
+          grad_max = fn x ->
+            Nx.Defn.grad(x, &(&1 |> Nx.reduce_max(axes: [1]) |> Nx.multiply(3.0) |> Nx.sum()))
+          end
+
+          # rows with 1 to 26 ties at their maximum
+          x = Nx.iota({64, 128}, type: :f32) |> Nx.remainder(Nx.iota({64, 1}, type: :f32) |> Nx.add(5.0))
+          assert [%{ops: [:equal, :multiply, :sum, :divide]}] = Compiler.report(grad_max, [x])
+          assert binary(jit(grad_max, [x], device: @device)) == reference(grad_max, [x])
+
+          a =
+            Nx.tensor([0xFFFFFFFFFFFFFFFF, 0x8000000000000000, 0x7FFFFFFFFFFFFFFF, 12_345, 0, 1], type: :u64)
+
+          b = Nx.tensor([3, 0x8000000000000001, 2, 0xFFFFFFFFFFFFFFFE, 7, 1], type: :u64)
+
+          f = fn a, b ->
+            {Nx.select(Nx.greater(a, b), Nx.quotient(a, b), Nx.remainder(b, Nx.bitwise_or(a, 1))),
+             a |> Nx.right_shift(3) |> Nx.max(b) |> Nx.as_type(:f32), Nx.as_type(Nx.add(a, b), :f64),
+             Nx.multiply(a, b) |> Nx.add(5) |> Nx.reduce_max(), Nx.multiply(a, 3) |> Nx.sum(),
+             a |> Nx.subtract(b) |> Nx.min(Nx.tensor(0xFFFFFFFFFFFFFF00, type: :u64)) |> Nx.as_type(:s64)}
+          end
+
+          # (a sum of u64 is u64 on Nx 0.7, s64 on 0.13)
+          report = Compiler.report(f, [a, b])
+          assert %{type: {:u, 64}} = Enum.find(report, &(:select in &1.ops))
+          assert %{type: {:u, 64}} = Enum.find(report, &(:reduce_max in &1.ops))
+          fused = jit(f, [a, b], device: @device)
+          want = reference(f, [a, b])
+
+          for {got, want} <- Enum.zip(Tuple.to_list(fused), Tuple.to_list(want)),
+              do: assert(binary(got) == want)
+
+          # from floats: truncated (past 2^63 too), and outside u64's range saturated as the
+          # backend's as_type saturates (where the binary backend wraps)
+          g = fn x, a -> x |> Nx.multiply(2.0) |> Nx.as_type(:u64) |> Nx.add(a) end
+          x = Nx.tensor([5.0e18, 1.7, 4.0e18, 0.0, -3.0, 1.0e20], type: :f32)
+          fused = jit(g, [x, a], device: @device)
+          assert binary(fused) == binary(jit(g, [x, a], device: @device, fuse: false))
+          assert binary(fused[0..3]) == reference(g, [x, a])[0..3]
+        end
+
         test "iotas computed in a region give the backend's values, in every type and layout" do
           x = Nx.iota({67, 3}, type: :f32) |> Nx.multiply(0.5)
 

@@ -11,7 +11,7 @@ if Code.ensure_loaded?(Nx) do
     # remote calls: PropEr joins the code path only when the tests start (test_helper.exs)
     alias :proper_types, as: P
 
-    @types [{:f, 32}, {:f, 64}, {:s, 32}, {:s, 64}, {:u, 8}, {:u, 32}]
+    @types [{:f, 32}, {:f, 64}, {:s, 32}, {:s, 64}, {:u, 8}, {:u, 32}, {:u, 64}]
     @int_binary [
       :add,
       :subtract,
@@ -105,6 +105,7 @@ if Code.ensure_loaded?(Nx) do
     defp via({:s, 64}), do: [{:s, 32}, {:u, 8}]
     defp via({:u, 8}), do: [{:s, 32}, {:s, 64}, {:f, 32}, {:f, 64}]
     defp via({:u, 32}), do: [{:s, 64}, {:f, 64}]
+    defp via({:u, 64}), do: [{:s, 64}, {:u, 32}, {:u, 8}]
     defp via({:f, 32}), do: [{:f, 64}]
     defp via({:f, 64}), do: [{:f, 32}]
 
@@ -116,6 +117,14 @@ if Code.ensure_loaded?(Nx) do
           {1, P.elements([0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF])},
           {2, P.integer(0, 1000)},
           {2, P.integer(0, 0xFFFFFFFF)}
+        ])
+
+    defp value({:u, 64}),
+      do:
+        P.frequency([
+          {1, P.elements([0, 1, 0xFFFFFFFFFFFFFFFF, 0x8000000000000000, 0x7FFFFFFFFFFFFFFF])},
+          {2, P.integer(0, 1000)},
+          {2, P.integer(0, 0xFFFFFFFFFFFFFFFF)}
         ])
 
     defp value({:s, bits}), do: int_value(bits)

@@ -19,8 +19,8 @@ if Code.ensure_loaded?(Nx) do
     A region grows from each value that must be stored (an output, an operand of an operation
     that does not fuse, a value used twice) through the operands only it uses: elementwise
     operations of the same shape whose types Accel computes in (`f32`, `f64`, `s64`, `s32`, `u32`,
-    `u8`): every unary and binary operation and comparison of `Accel.Tensor`'s registry, `logical_not`,
-    `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
+    `u8`, `u64`): every unary and binary operation and comparison of `Accel.Tensor`'s registry,
+    `logical_not`, `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
     smaller shapes read through Nx's broadcasting in place. An iota a region reads (or a slice,
     squeeze or reshape of one: a one-hot's positions, a causal mask's, `Nx.Random`'s counters) is
     computed from each element's index in the kernel, never written to memory. A `sum`, `product`,

@@ -9,7 +9,8 @@ defmodule Accel.Nx.Compiler.Codegen do
   # Each element's value is computed by the same per-element functions as Accel.Nx.Backend's
   # operations, one at a time (c_src/kernels/tensor.h, from the registry ops.h), so a fused chain
   # gives the values the backend gives op by op: operands converted to the type Nx computed, integers
-  # kept in 64 bits and wrapped to their type after every operation, f32 in single precision.
+  # kept in 64 bits (unsigned for u64) and wrapped to their type after every operation, f32 in
+  # single precision.
   #
   # Inputs are read at their own indices: an operand of a smaller shape (Nx's broadcasting) is
   # indexed through stride-0 dimensions, never materialised. An iota the region reads is its index
@@ -28,10 +29,17 @@ defmodule Accel.Nx.Compiler.Codegen do
     s32: "accel_i32",
     u32: "accel_u32",
     u8: "accel_u8",
+    u64: "accel_u64",
     f64: "double",
     f32: "float"
   }
-  @type_codes %{s64: "ACCEL_S64_TYPE", s32: "ACCEL_S32_TYPE", u32: "ACCEL_U32_TYPE", u8: "ACCEL_U8_TYPE"}
+  @type_codes %{
+    s64: "ACCEL_S64_TYPE",
+    s32: "ACCEL_S32_TYPE",
+    u32: "ACCEL_U32_TYPE",
+    u8: "ACCEL_U8_TYPE",
+    u64: "ACCEL_U64_TYPE"
+  }
 
   @doc "Integer operations whose element functions raise the flag (a zero divisor, a negative exponent)."
   def flagging?(op, type), do: op in [:divide, :quotient, :remainder, :pow] and not float?(type)
@@ -126,6 +134,9 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp node_text(%{op: :as_type, args: [a]} = node, values), do: operand(a, values, node.type)
 
   # (math: :fast marks the nodes computed by the approximate functions)
+  defp node_text(%{op: op, family: :unary, args: [a], type: :u64}, values),
+    do: "accel_uint_unary(ACCEL_UNARY_#{op}, #{operand(a, values, :u64)})"
+
   defp node_text(%{op: op, family: :unary, args: [a], type: t} = node, values) do
     name = if Map.get(node, :fast), do: "#{op}_fast", else: op
     wrap("accel_#{family(t)}_#{name}(#{operand(a, values, t)})", t)
@@ -146,10 +157,11 @@ defmodule Accel.Nx.Compiler.Codegen do
   # helpers' tests and 64-bit arithmetic shift (none in AVX2) keep a loop from vectorising.
   defp node_text(%{op: op, family: :binary, args: [a, {:const, n, _}], type: t}, values)
        when op in [:left_shift, :right_shift] and is_integer(n) and n in 0..63 and
-              t in [:s64, :s32, :u32, :u8] do
+              t in [:s64, :s32, :u32, :u8, :u64] do
     x = operand(a, values, t)
 
     case {op, t} do
+      {_, :u64} -> "(#{x} #{if op == :left_shift, do: "<<", else: ">>"} #{n})"
       {:left_shift, _} -> wrap("(accel_i64)((accel_u64)#{x} << #{n})", t)
       {:right_shift, t} when t in [:u32, :u8] -> wrap("(accel_i64)((accel_u64)#{x} >> #{n})", t)
       {:right_shift, _} -> wrap("(#{x} >> #{n})", t)
@@ -158,7 +170,12 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   defp node_text(%{op: op, family: :binary, args: [a, b], type: t}, values) do
     args = "#{operand(a, values, t)}, #{operand(b, values, t)}"
-    if float?(t), do: "accel_#{family(t)}_#{op}(#{args})", else: wrap("accel_int_#{op}(#{args}, &bad)", t)
+
+    cond do
+      float?(t) -> "accel_#{family(t)}_#{op}(#{args})"
+      t == :u64 -> "accel_uint_binary(ACCEL_BINARY_#{op}, #{args}, &bad)"
+      true -> wrap("accel_int_#{op}(#{args}, &bad)", t)
+    end
   end
 
   defp node_text(%{op: op, family: :compare, args: [a, b], compute: c}, values),
@@ -188,9 +205,16 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp node_text(%{op: :clip, args: [x, lo, hi], type: t}, values) do
     [x, lo, hi] = Enum.map([x, lo, hi], &operand(&1, values, t))
 
-    if float?(t),
-      do: "accel_#{family(t)}_min(accel_#{family(t)}_max(#{x}, #{lo}), #{hi})",
-      else: "accel_int_min(accel_int_max(#{x}, #{lo}, &bad), #{hi}, &bad)"
+    cond do
+      float?(t) ->
+        "accel_#{family(t)}_min(accel_#{family(t)}_max(#{x}, #{lo}), #{hi})"
+
+      t == :u64 ->
+        "accel_uint_binary(ACCEL_BINARY_min, accel_uint_binary(ACCEL_BINARY_max, #{x}, #{lo}, &bad), #{hi}, &bad)"
+
+      true ->
+        "accel_int_min(accel_int_max(#{x}, #{lo}, &bad), #{hi}, &bad)"
+    end
   end
 
   # ---- values and conversions ----
@@ -200,18 +224,29 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   defp family(:f32), do: "f32"
   defp family(:f64), do: "f64"
+  defp family(:u64), do: "uint"
   defp family(_), do: "int"
 
-  # Integers are held in 64 bits, their value already in their type's range.
-  defp c_type(t) when t in [:f32, :f64], do: @c_types[t]
+  # Integers are held in 64 bits, their value already in their type's range: signed, but for u64,
+  # whose values above 2^63 compare, divide, shift and convert as unsigned (tensor.h's uint family).
+  defp c_type(t) when t in [:f32, :f64, :u64], do: @c_types[t]
   defp c_type(_), do: "accel_i64"
 
   # A 64-bit integer result wrapped into its type (the store's truncation, done after each step).
   defp wrap(text, :s64), do: text
   defp wrap(text, t) when t in [:s32, :u32, :u8], do: "(accel_i64)(#{@c_types[t]})(#{text})"
+  defp wrap(text, :u64), do: "(accel_u64)(#{text})"
   defp wrap(text, _float), do: text
 
   defp convert(text, same, same), do: text
+
+  # u64 to and from the other integers: the same bits, wrapped (Nx's as_type); from a float, the
+  # saturated value's bits (below)
+  defp convert(text, from, :u64) when from in [:f32, :f64],
+    do: "(accel_u64)accel_#{from}_to_int(#{text}, ACCEL_U64_TYPE)"
+
+  defp convert(text, _int, :u64), do: "(accel_u64)(#{text})"
+  defp convert(text, :u64, to) when to not in [:f32, :f64], do: wrap("(accel_i64)(#{text})", to)
 
   defp convert(text, from, to) when from in [:f32, :f64] and to in [:f32, :f64],
     do: "(#{@c_types[to]})#{text}"
@@ -235,6 +270,7 @@ defmodule Accel.Nx.Compiler.Codegen do
       {:s32, v} -> <<v::signed-32>> |> then(fn <<w::signed-32>> -> int_literal(w) end)
       {:u32, v} -> int_literal(Bitwise.band(v, 0xFFFFFFFF))
       {:u8, v} -> int_literal(Bitwise.band(v, 255))
+      {:u64, v} -> "((accel_u64)#{Bitwise.band(v, 0xFFFFFFFFFFFFFFFF)}UL)"
       {_, v} -> <<v::signed-64>> |> then(fn <<w::signed-64>> -> int_literal(w) end)
     end
   end
@@ -560,14 +596,15 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp reduce_expr(:reduce_min, t, acc, value),
     do: "accel_#{family(t)}_pick(ACCEL_REDUCE_MIN, #{acc}, #{value})"
 
+  # (u64 in C's unsigned arithmetic, which wraps as Nx's does)
   defp combine(op, t, a, b) do
-    if float?(t),
+    if float?(t) or t == :u64,
       do: "(#{a} #{if op == :add, do: "+", else: "*"} #{b})",
       else: "accel_int_#{op}(#{a}, #{b}, &bad)"
   end
 
-  defp initial(:sum, t), do: if(float?(t), do: "0", else: "(accel_i64)0")
-  defp initial(:product, t), do: if(float?(t), do: "1", else: "(accel_i64)1")
+  defp initial(:sum, t), do: if(float?(t), do: "0", else: "(#{c_type(t)})0")
+  defp initial(:product, t), do: if(float?(t), do: "1", else: "(#{c_type(t)})1")
   defp initial(:reduce_max, t) when t in [:f32, :f64], do: literal(:neg_infinity, t)
   defp initial(:reduce_min, t) when t in [:f32, :f64], do: literal(:infinity, t)
   defp initial(:reduce_max, :s64), do: "ACCEL_I64_MIN"
@@ -577,6 +614,8 @@ defmodule Accel.Nx.Compiler.Codegen do
   defp initial(:reduce_max, t) when t in [:u32, :u8], do: "((accel_i64)0)"
   defp initial(:reduce_min, :u32), do: "((accel_i64)4294967295L)"
   defp initial(:reduce_min, :u8), do: "((accel_i64)255)"
+  defp initial(:reduce_max, :u64), do: "((accel_u64)0)"
+  defp initial(:reduce_min, :u64), do: "((accel_u64)0xFFFFFFFFFFFFFFFFUL)"
 
   defp loads(region, index),
     do: for({input, j} <- Enum.with_index(region.inputs), do: input_load(input, j, index.(j)))
@@ -593,7 +632,7 @@ defmodule Accel.Nx.Compiler.Codegen do
   # integer type, rounded once to a float one)
   defp iota_load(%{type: t, offset: offset, strides: strides}, j, index) do
     value = sum_text([if(offset == 0, do: "0", else: "#{offset}UL"), index.(strides)])
-    text = if float?(t), do: "(#{@c_types[t]})(#{value})", else: wrap("(accel_i64)(#{value})", t)
+    text = if float?(t) or t == :u64, do: "(#{@c_types[t]})(#{value})", else: wrap("(accel_i64)(#{value})", t)
     "const #{c_type(t)} y#{j} = #{text};"
   end
 

@@ -36,8 +36,8 @@ if Code.ensure_loaded?(Nx) do
     @predicates [:logical_not, :is_nan, :is_infinity]
     @reductions [:sum, :product, :reduce_max, :reduce_min]
     # the types generated kernels compute in (Codegen's); others run as the backend's operations
-    # (integers are held in 64 bits, wrapped into their type after each step: u64 does not fit)
-    @fusable [:f32, :f64, :s64, :s32, :u32, :u8]
+    # (integers are held in 64 bits, wrapped into their type after each step; u64 unsigned)
+    @fusable [:f32, :f64, :s64, :s32, :u32, :u8, :u64]
     # the most inputs a region takes (a kernel takes 32 buffers with its output and flag)
     @max_inputs 30
     # below this many output elements a reduction's range is split, so that the device has work
@@ -215,7 +215,7 @@ if Code.ensure_loaded?(Nx) do
     end
 
     # A reduction a kernel computes: in types generated kernels compute in (Nx's integer sums are
-    # s64, or u64 for unsigned ones, which they do not), nothing vectorized, no options but axes.
+    # s64, or u64 for unsigned ones: a count of u8 flags), nothing vectorized, no options but axes.
     defp reduction_fuses?(%T{type: type, vectorized_axes: []}, %T{vectorized_axes: []} = operand, opts),
       do: fusable?(type) and fusable?(operand.type) and Keyword.keys(opts) -- [:axes, :keep_axes] == []
 
