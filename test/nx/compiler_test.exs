@@ -74,6 +74,25 @@ if Code.ensure_loaded?(Nx) do
       {if(i > 0, do: q + 1, else: 0), if(i > 0, do: q * 2, else: 1)}
     end
 
+    # Softmax of scores under a causal mask built at {s, s}: selected through an explicit broadcast
+    # (Nx's select takes its predicate at the result's shape), or added as a bias (broadcast by
+    # the addition).
+    defn masked_scores(s) do
+      {_, n, _} = Nx.shape(s)
+      mask = Nx.iota({n, n}, axis: 0) >= Nx.iota({n, n}, axis: 1)
+      softmax_rows(Nx.select(Nx.broadcast(mask, s), s, -1.0e9))
+    end
+
+    defn biased_scores(s) do
+      {_, n, _} = Nx.shape(s)
+      softmax_rows(s + Nx.select(Nx.iota({n, n}, axis: 0) >= Nx.iota({n, n}, axis: 1), 0.0, -1.0e9))
+    end
+
+    defnp softmax_rows(s) do
+      e = Nx.exp(s - Nx.reduce_max(s, axes: [-1], keep_axes: true))
+      e / Nx.sum(e, axes: [-1], keep_axes: true)
+    end
+
     # A constant a loop hands back as its result when it runs no iteration, and one made in it.
     defn steps_or_constant(n) do
       {x, _, _} = while({x = 0.5, i = 0, n}, i < n, do: {Nx.cos(x) + 0.25, i + 1, n})
@@ -225,6 +244,34 @@ if Code.ensure_loaded?(Nx) do
         # a region of iotas alone is not one: a kernel is placed by the tensors it reads
         mask = fn _x -> Nx.greater_equal(Nx.iota({4, 1}), Nx.iota({1, 4})) end
         assert Compiler.report(mask, [f32.({1})]) == []
+      end
+
+      test "a value of iotas at a smaller shape is computed in the region that reads it broadcast" do
+        f32 = &Nx.template(&1, :f32)
+
+        # a causal mask at {s, s} for 8 heads' scores: broadcast explicitly, or a bias added
+        for masked <- [&Defns.masked_scores/1, &Defns.biased_scores/1] do
+          [region] = Compiler.report(masked, [f32.({8, 64, 64})])
+          assert :greater_equal in region.ops and :reduce_max in region.ops
+          assert region.inputs == [{8, 64, 64}]
+          assert region.iotas == [{64, 64}, {64, 64}]
+        end
+
+        # in an elementwise region, of arithmetic on iotas of two shapes
+        pattern = fn x -> Nx.add(x, Nx.remainder(Nx.add(Nx.iota({5, 1}), Nx.iota({1, 7})), 3)) end
+
+        assert [%{ops: [:add, :remainder, :add], inputs: [{2, 5, 7}]}] =
+                 Compiler.report(pattern, [f32.({2, 5, 7})])
+
+        # a broadcast along other axes than the last ones is read from memory, as before
+        across = fn x ->
+          x
+          |> Nx.multiply(3.0)
+          |> Nx.add(Nx.broadcast(Nx.iota({5, 1}) |> Nx.multiply(2), {5, 7, 2}, axes: [0, 1]))
+        end
+
+        assert [%{ops: [:multiply, :add], inputs: [{5, 7, 2}, {5, 7, 2}]}] =
+                 Compiler.report(across, [f32.({5, 7, 2})])
       end
 
       test "types Accel does not compute in are not fused" do
@@ -427,6 +474,31 @@ if Code.ensure_loaded?(Nx) do
 
             assert calls == []
           end
+        end
+
+        test "values of iotas at a smaller shape, computed where they are read, give the backend's values" do
+          scores = Nx.iota({8, 64, 64}, type: :f32) |> Nx.multiply(1.0e-3) |> Nx.sin()
+
+          fs = [
+            &Defns.masked_scores/1,
+            &Defns.biased_scores/1,
+            fn x -> Nx.add(x, Nx.remainder(Nx.add(Nx.iota({64, 1}), Nx.iota({1, 64})), 3)) end,
+            fn x -> Nx.add(x, Nx.broadcast(Nx.iota({8, 1}) |> Nx.multiply(2), {8, 64, 64}, axes: [0, 1])) end
+          ]
+
+          for f <- fs do
+            compiled = Nx.Defn.jit(f, compiler: Compiler, device: @device)
+            placed = Nx.backend_copy(scores, {Accel.Nx.Backend, device: @device})
+            fused = compiled.(placed)
+            assert binary(fused) == binary(jit(f, [scores], device: @device, fuse: false))
+            assert binary(fused) == reference(f, [scores])
+          end
+
+          # the mask is never made
+          compiled = Nx.Defn.jit(&Defns.masked_scores/1, compiler: Compiler, device: @device)
+          placed = Nx.backend_copy(scores, {Accel.Nx.Backend, device: @device})
+          _ = compiled.(placed)
+          assert Accel.Test.NifCalls.traced([{Accel.NIF, :tensor_iota, 5}], fn -> compiled.(placed) end) == []
         end
 
         test "select, comparisons, clip and conversions" do

@@ -23,7 +23,9 @@ if Code.ensure_loaded?(Nx) do
     `logical_not`, `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
     smaller shapes read through Nx's broadcasting in place. An iota a region reads (or a slice,
     squeeze or reshape of one: a one-hot's positions, a causal mask's, `Nx.Random`'s counters) is
-    computed from each element's index in the kernel, never written to memory. A `sum`, `product`,
+    computed from each element's index in the kernel, never written to memory, and so is a value
+    of a few operations on iotas and constants that a region reads broadcast (a causal mask built
+    at `{s, s}` for every head's scores). A `sum`, `product`,
     `reduce_max` or `reduce_min` of a region ends it: the region's values are never stored. A lone
     operation is a kernel of its own where it reads an operand through a broadcast or an iota, or
     (on 4096 elements or more) takes a constant (all faster than the backend's general

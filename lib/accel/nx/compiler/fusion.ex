@@ -314,6 +314,12 @@ if Code.ensure_loaded?(Nx) do
         leaf = index_leaf(arg) ->
           iota(arg, leaf, acc)
 
+        index_tree?(arg, acc.shape) ->
+          case arg do
+            %T{data: %Expr{op: :broadcast, args: [inner | _]}} -> operand(inner, acc, st)
+            _ -> add_node(arg, acc, st)
+          end
+
         true ->
           input(arg, acc)
       end
@@ -393,6 +399,58 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defp leaf(_t), do: nil
+
+    # An operand that index leaves and constants alone compute in a few elementwise operations, of
+    # a smaller shape than the region's read through Nx's broadcasting (implicit, or a broadcast
+    # along the last axes): a causal mask built at {s, s}, `iota(axis: 0) >= iota(axis: 1)`, for
+    # the heads' scores. The region computes it for each element from the leaves' indices, as it
+    # computes a leaf, rather than read it from memory; stored, it would be the backend's
+    # operations (a kernel is placed by a tensor it reads, and it reads none). Computed again in
+    # every region that reads it: a few integer operations per element.
+    @max_index_nodes 8
+    defp index_tree?(%T{shape: shape} = t, region_shape),
+      do: broadcasts?(shape, region_shape) and index_nodes(t, 0) != nil
+
+    # (Nx's implicit broadcasting: dimensions aligned at the last, each equal or 1)
+    defp broadcasts?(shape, to) do
+      pad = tuple_size(to) - tuple_size(shape)
+
+      pad >= 0 and
+        Tuple.to_list(shape)
+        |> Enum.zip(Enum.drop(Tuple.to_list(to), pad))
+        |> Enum.all?(fn {d, e} -> d == e or d == 1 end)
+    end
+
+    # The elementwise nodes above `t`'s index leaves and constants, counted from `count`; nil
+    # where it reads anything else or holds more than @max_index_nodes.
+    defp index_nodes(%T{data: %Expr{op: :constant, args: [number]}}, count)
+         when is_number(number) or is_atom(number),
+         do: count
+
+    defp index_nodes(%T{data: %Expr{op: :broadcast, args: [inner, shape, axes]}, vectorized_axes: []}, count) do
+      pad = tuple_size(shape) - tuple_size(inner.shape)
+      if axes == Enum.to_list(pad..(tuple_size(shape) - 1)//1), do: index_nodes(inner, count)
+    end
+
+    defp index_nodes(%T{} = t, count) do
+      cond do
+        index_leaf(t) ->
+          count
+
+        count < @max_index_nodes and elementwise?(t) ->
+          {_op, args} = op_and_args(t)
+
+          Enum.reduce_while(args, count + 1, fn arg, count ->
+            case index_nodes(arg, count) do
+              nil -> {:halt, nil}
+              count -> {:cont, count}
+            end
+          end)
+
+        true ->
+          nil
+      end
+    end
 
     # An operand is computed inside the region when it is an elementwise operation over the
     # region's whole shape (or a part's, in a concatenation's region: `shapes`) that only this
@@ -589,9 +647,15 @@ if Code.ensure_loaded?(Nx) do
         level == :col and arg.shape == acc.shape and elementwise?(arg) -> row_node(arg, :col, acc, st)
         arg.shape == acc.row_shape and elementwise?(arg) -> row_node(arg, :row, acc, st)
         leaf = index_leaf(arg) -> iota(arg, leaf, acc)
+        level == :col and index_tree?(arg, acc.shape) -> row_index_tree(arg, acc, st)
         true -> input(arg, acc)
       end
     end
+
+    defp row_index_tree(%T{data: %Expr{op: :broadcast, args: [inner | _]}}, acc, st),
+      do: row_operand(inner, :col, acc, st)
+
+    defp row_index_tree(t, acc, st), do: row_node(t, :col, acc, st)
 
     # A reduction over the row's last axis, keeping it, of a value over the row's whole shape.
     defp row_reduction?(%T{data: %Expr{op: op, args: [operand, opts]}} = t, acc) when op in @reductions do
