@@ -20,8 +20,8 @@ if Code.ensure_loaded?(Nx) do
     that does not fuse, a value used twice) through the operands only it uses: elementwise
     operations of the same shape whose types Accel computes in (`f32`, `f64`, `s64`, `s32`, `u32`,
     `u8`, `u64`): every unary and binary operation and comparison of `Accel.Tensor`'s registry,
-    `logical_not`, `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined and operands of
-    smaller shapes read through Nx's broadcasting in place. An iota a region reads (or a slice,
+    `logical_not`, `is_nan`, `is_infinity`, `select`, `clip` and `as_type`, with constants inlined
+    and operands of smaller shapes read through Nx's broadcasting in place. An iota a region reads (or a slice,
     squeeze or reshape of one: a one-hot's positions, a causal mask's, `Nx.Random`'s counters) is
     computed from each element's index in the kernel, never written to memory, and so is a value
     of a few operations on iotas and constants that a region reads broadcast (a causal mask built
