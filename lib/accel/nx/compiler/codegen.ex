@@ -240,12 +240,11 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   defp convert(text, same, same), do: text
 
-  # u64 to and from the other integers: the same bits, wrapped (Nx's as_type); from a float, the
-  # saturated value's bits (below)
+  # u64 from a float: the saturated value's bits (below); to the other integers: the same bits,
+  # wrapped (Nx's as_type), as from them (the last clause)
   defp convert(text, from, :u64) when from in [:f32, :f64],
     do: "(accel_u64)accel_#{from}_to_int(#{text}, ACCEL_U64_TYPE)"
 
-  defp convert(text, _int, :u64), do: "(accel_u64)(#{text})"
   defp convert(text, :u64, to) when to not in [:f32, :f64], do: wrap("(accel_i64)(#{text})", to)
 
   defp convert(text, from, to) when from in [:f32, :f64] and to in [:f32, :f64],
@@ -632,7 +631,7 @@ defmodule Accel.Nx.Compiler.Codegen do
   # integer type, rounded once to a float one)
   defp iota_load(%{type: t, offset: offset, strides: strides}, j, index) do
     value = sum_text([if(offset == 0, do: "0", else: "#{offset}UL"), index.(strides)])
-    text = if float?(t) or t == :u64, do: "(#{@c_types[t]})(#{value})", else: wrap("(accel_i64)(#{value})", t)
+    text = if float?(t), do: "(#{@c_types[t]})(#{value})", else: wrap("(accel_i64)(#{value})", t)
     "const #{c_type(t)} y#{j} = #{text};"
   end
 
