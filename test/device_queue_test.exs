@@ -76,11 +76,21 @@ defmodule Accel.DeviceQueueTest do
   end
 
   test "a caller waiting on the device holds no scheduler: a normal scheduler keeps running" do
-    task = Task.async(long_call(iterations_lasting(200)))
+    waiting_status(iterations_lasting(200))
+  end
+
+  # The status of a caller 50 ms into its call, once a call lasts that long: the calibration may
+  # have run while other work slowed the device, and a call that is over has no status to show.
+  defp waiting_status(iterations) do
+    task = Task.async(long_call(iterations))
     # Everything else on the VM continues; the caller itself is merely waiting in receive.
     Process.sleep(50)
-    assert {:status, :waiting} = Process.info(task.pid, :status)
+    status = Process.info(task.pid, :status)
     Task.await(task, :infinity)
+
+    if status == nil and iterations < 1 <<< 24,
+      do: waiting_status(iterations * 4),
+      else: assert({:status, :waiting} = status)
   end
 
   test "a full queue makes callers wait for a place; results are unchanged" do
