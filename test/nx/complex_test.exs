@@ -77,6 +77,21 @@ if Code.ensure_loaded?(Nx) do
     @specials [0.0, -0.0, 1.5, -2.0, :infinity, :neg_infinity, :nan]
     defp specials(type), do: Nx.tensor(for(r <- @specials, i <- @specials, do: Complex.new(r, i)), type: type)
 
+    # {re, im} / |z| in the parts' type by IEEE's rules (0 / inf is 0, where the binary backend
+    # gives NaN), 0 where |z| is 0: XLA's sign of a complex number
+    defp unit(_z, m, _type) when m == 0, do: {0.0, 0.0}
+    defp unit({re, im}, m, type), do: {part_over(re, m, type), part_over(im, m, type)}
+
+    defp part_over(p, m, _type) when p == :nan or m == :nan, do: :nan
+    defp part_over(p, :infinity, _type) when is_float(p), do: 0.0
+    defp part_over(_infinite, :infinity, _type), do: :nan
+    defp part_over(p, m, {:c, 128}), do: p / m
+
+    defp part_over(p, m, {:c, 64}) do
+      <<rounded::float-32>> = <<p / m::float-32>>
+      rounded
+    end
+
     # the binary backend computes in f64: so does the CPU backend, exactly; OpenCL's and CUDA's
     # f64 functions are the device's own, a unit or two of the last place apart, which powers
     # (exp of a product with a log) and differences of products carry further
@@ -200,6 +215,31 @@ if Code.ensure_loaded?(Nx) do
             assert Nx.to_number(Nx.sum(Nx.logical_and(nan.(host_a), equal))) == 0
           end
 
+          Accel.Test.Fallbacks.none!()
+        end
+
+        # XLA's definition (EXLA's and Torchx's results), not the binary backend's, which gives
+        # 1 + 0i for every complex element: each part over |z| in the parts' type, 0 at 0
+        test "sign is z / |z|: random values, special values, 10^6 points of the unit circle" do
+          for type <- [{:c, 64}, {:c, 128}] do
+            for z <- [random({5, 7}, type, 6), specials(type)] do
+              {_, sign} = both(@device, [z], &Nx.sign/1)
+              magnitudes = z |> host() |> Nx.abs() |> Nx.to_flat_list()
+              expected = Enum.zip_with(values(z), magnitudes, &unit(&1, &2, type))
+              assert values(sign) == expected
+            end
+
+            assert values(Nx.sign(on(@device, Nx.tensor([0, Complex.new(0, -3)], type: type)))) ==
+                     [{0.0, 0.0}, {0.0, -1.0}]
+          end
+
+          n = 1_000_000
+          backend = {Accel.Nx.Backend, device: @device, fallback: :raise}
+          theta = Nx.iota({n}, type: :f64, backend: backend) |> Nx.multiply(2 * :math.pi() / n)
+          radius = Nx.iota({n}, type: :f64, backend: backend) |> Nx.remainder(1000) |> Nx.add(0.5)
+          unit = Nx.complex(Nx.cos(theta), Nx.sin(theta))
+          sign = Nx.sign(Nx.multiply(unit, radius))
+          assert Nx.to_number(Nx.reduce_max(Nx.abs(Nx.subtract(sign, unit)))) < 1.0e-15
           Accel.Test.Fallbacks.none!()
         end
 

@@ -65,7 +65,7 @@ if Code.ensure_loaded?(Nx) do
 
     @doc "Whether the operation `op` on these Nx types computes here."
     def handles?(op, types) do
-      Enum.any?(types, &complex?/1) and op in (@unary ++ @binary ++ @compare ++ [:abs])
+      Enum.any?(types, &complex?/1) and op in (@unary ++ @binary ++ @compare ++ [:abs, :sign])
     end
 
     defp complex?({:c, _}), do: true
@@ -97,6 +97,25 @@ if Code.ensure_loaded?(Nx) do
           )
 
         real_result(abs, out)
+      end)
+    end
+
+    # z / |z|, each part divided by the magnitude in the parts' type (IEEE's quotients where it is
+    # NaN or infinite), 0 where it is 0: XLA's definition, so EXLA's and Torchx's results. (Nx's
+    # binary backend gives 1 + 0i for every complex element: Erlang orders its Complex struct
+    # above every number, so its `n > 0` holds.)
+    def unary(:sign, %T{type: ctype} = out, %T{type: ctype} = t) do
+      run(:sign, [out, t], [t], ctype, fn [z], _w ->
+        comp = component(ctype)
+        abs = AT.new(z.shape, comp, &Accel.NIF.tensor_complex_abs(z.ref, &1))
+        {re, im} = parts(z, ctype, comp)
+        zero = zero(abs)
+        on_zero = AT.equal(abs, zero)
+
+        join(
+          {AT.select(on_zero, zero, AT.divide(re, abs)), AT.select(on_zero, zero, AT.divide(im, abs))},
+          out
+        )
       end)
     end
 
