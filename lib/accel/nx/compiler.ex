@@ -43,7 +43,8 @@ if Code.ensure_loaded?(Nx) do
     for `Accel.kernel/1` (cached on disk for `:cpu` and `:cuda`, per device for OpenCL), launched
     like every Accel kernel (on Accel's threads, cancelled when its caller dies). On the CPU a
     region's loop over a row vectorises, the `f32` functions through glibc's vector math
-    (libmvec), their results the scalar functions' rounded once as before.
+    (libmvec) or, for `exp` and `tanh` on a CPU with FMA, Accel's own `f64` code, their results
+    the scalar functions' rounded once as before.
 
     A transpose of a product that swaps the operands' free axes (`Nx.Defn.grad`'s weight
     gradients) is computed as the product the other way round, `(A B)^T = B^T A^T`, with no copy.
