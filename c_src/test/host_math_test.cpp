@@ -6,8 +6,8 @@
 // over every 251st f32 bit pattern (about 1.7 x 10^7 inputs, every exponent, both signs) and the
 // special values. erf_inv's reference is Accel's own f64 erf_inv (Giles' approximation, as Nx's),
 // whose log is the scalar C library's. CMake builds this file a second time as the x86-64-v3 host
-// kernels are built (suite HostMathV3): with FMA there, tensor.h's f32 tanh is its own code rather
-// than libmvec's, and both must give the scalar function's bits.
+// kernels are built (suite HostMathV3): with FMA there, tensor.h's f32 exp and tanh are its own
+// code rather than libmvec's, and both must give the scalar functions' bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
