@@ -86,18 +86,8 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
-    # one kernel of Accel's (accel_complex_abs: Complex.abs/1's formula and cases)
     def unary(:abs, %T{} = out, %T{type: {:c, _} = ctype} = t) do
-      run(:abs, [out, t], [t], ctype, fn [z], _w ->
-        abs =
-          AT.new(
-            z.shape,
-            Storage.storage_type(Nx.Type.to_real(ctype)),
-            &Accel.NIF.tensor_complex_abs(z.ref, &1)
-          )
-
-        real_result(abs, out)
-      end)
+      run(:abs, [out, t], [t], ctype, fn [z], _w -> real_result(magnitude(z, ctype), out) end)
     end
 
     # z / |z|, each part divided by the magnitude in the parts' type (IEEE's quotients where it is
@@ -106,9 +96,8 @@ if Code.ensure_loaded?(Nx) do
     # above every number, so its `n > 0` holds.)
     def unary(:sign, %T{type: ctype} = out, %T{type: ctype} = t) do
       run(:sign, [out, t], [t], ctype, fn [z], _w ->
-        comp = component(ctype)
-        abs = AT.new(z.shape, comp, &Accel.NIF.tensor_complex_abs(z.ref, &1))
-        {re, im} = parts(z, ctype, comp)
+        abs = magnitude(z, ctype)
+        {re, im} = parts(z, ctype, component(ctype))
         zero = zero(abs)
         on_zero = AT.equal(abs, zero)
 
@@ -118,6 +107,11 @@ if Code.ensure_loaded?(Nx) do
         )
       end)
     end
+
+    # |z| in the parts' type: one kernel of Accel's (accel_complex_abs: Complex.abs/1's formula and
+    # cases)
+    defp magnitude(%AT{} = z, ctype),
+      do: AT.new(z.shape, component(ctype), &Accel.NIF.tensor_complex_abs(z.ref, &1))
 
     # a sum or difference of two operands of the result's type: of their buffers read as {..., 2}
     # reals, one pass (each part's f32 sum is the f64 sum rounded once, as the binary backend's)
