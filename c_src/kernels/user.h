@@ -26,6 +26,14 @@
 #define ACCEL_NX_PICK_LANES 64
 #endif
 
+/* A software prefetch of the cache line at `p` for reading (Accel.Nx.Compiler's row regions fetch
+ * the next row while computing over this one): the host's; nothing on a device. */
+#if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
+#define ACCEL_NX_PREFETCH(p) ((void)0)
+#else
+#define ACCEL_NX_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#endif
+
 /* The output's flag (many elements may raise it at once), and a double from its bits. */
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global

@@ -199,6 +199,41 @@ if Code.ensure_loaded?(Nx) do
         assert Compiler.report(&Nx.sum(&1, axes: [1]), [Nx.template({64, 128}, :f32)]) == []
       end
 
+      test "a row region's loops after its first fetch the next row's inputs (host only)" do
+        prefetches = fn f, templates ->
+          [region] = Compiler.report(f, templates)
+          Regex.scan(~r/ACCEL_NX_PREFETCH\(&in(\d+)\[([^\]]*)\]\)/, region.source, capture: :all_but_first)
+        end
+
+        # softmax: its sum's loop (exp over the row in cache) fetches the next row, its max's not
+        assert prefetches.(&softmax/1, [Nx.template({64, 128}, :f32)]) == [["0", "(gn) * 128UL + rb + p"]]
+
+        # layer norm: the row's input, not gamma and beta (the same for every row); f64 rows
+        layer_norm = fn x, gamma, beta ->
+          centred = Nx.subtract(x, Nx.mean(x, axes: [-1], keep_axes: true))
+          var = centred |> Nx.multiply(centred) |> Nx.mean(axes: [-1], keep_axes: true)
+          centred |> Nx.divide(Nx.sqrt(Nx.add(var, 1.0e-5))) |> Nx.multiply(gamma) |> Nx.add(beta)
+        end
+
+        f64 = &Nx.template(&1, :f64)
+
+        assert prefetches.(layer_norm, [f64.({32, 256}), f64.({256}), f64.({256})]) == [
+                 ["0", "(gn) * 256UL + rb + p"]
+               ]
+
+        # a mask broadcast over the heads: its next row is the next query's
+        masked = fn s, m -> softmax(Nx.add(s, m)) end
+
+        assert prefetches.(masked, [Nx.template({8, 64, 64}, :f32), Nx.template({1, 64, 64}, :f32)]) ==
+                 [["0", "(gn) * 64UL + rb + p"], ["1", "(gn % 64UL) * 64UL + rb + p"]]
+
+        # rows past 64 KiB (the row, the next and the output would leave L2), one loop over the
+        # row (nothing computes while the next arrives): none
+        assert prefetches.(&softmax/1, [Nx.template({16, 32768}, :f32)]) == []
+        normalise = fn x -> Nx.divide(x, Nx.sum(x, axes: [-1], keep_axes: true)) end
+        assert prefetches.(normalise, [Nx.template({64, 128}, :f32)]) == []
+      end
+
       test "a reduction ends the region it reduces" do
         f = fn x -> x |> Nx.exp() |> Nx.multiply(2.0) |> Nx.sum(axes: [1]) end
         [region] = Compiler.report(f, [Nx.template({4, 3}, :f32)])

@@ -37,7 +37,8 @@ if Code.ensure_loaded?(Nx) do
     each row's reductions in turn, each a loop that computes again the elementwise values it
     needs, then the row's outputs, so the input is read from memory once;
     a value the outputs need again (softmax's `exp(x - max)`) is kept in the output row by the
-    loop that computed it.
+    loop that computed it. On the host the loops after a row's first fetch the next row into
+    cache as they compute (a software prefetch), so that reading memory and computing overlap.
 
     Each region is one kernel: the system's C compiler for `:cpu`, OpenCL C, CUDA by NVRTC, as
     for `Accel.kernel/1` (cached on disk for `:cpu` and `:cuda`, per device for OpenCL), launched
