@@ -206,7 +206,7 @@ if Code.ensure_loaded?(Nx) do
         end
 
         # softmax: its sum's loop (exp over the row in cache) fetches the next row, its max's not
-        assert prefetches.(&softmax/1, [Nx.template({64, 128}, :f32)]) == [["0", "(gn) * 128UL + rb + p"]]
+        assert prefetches.(&softmax/1, [Nx.template({64, 256}, :f32)]) == [["0", "(gn) * 256UL + rb + p"]]
 
         # layer norm: the row's input, not gamma and beta (the same for every row); f64 rows
         layer_norm = fn x, gamma, beta ->
@@ -224,14 +224,16 @@ if Code.ensure_loaded?(Nx) do
         # a mask broadcast over the heads: its next row is the next query's
         masked = fn s, m -> softmax(Nx.add(s, m)) end
 
-        assert prefetches.(masked, [Nx.template({8, 64, 64}, :f32), Nx.template({1, 64, 64}, :f32)]) ==
-                 [["0", "(gn) * 64UL + rb + p"], ["1", "(gn % 64UL) * 64UL + rb + p"]]
+        assert prefetches.(masked, [Nx.template({8, 256, 256}, :f32), Nx.template({1, 256, 256}, :f32)]) ==
+                 [["0", "(gn) * 256UL + rb + p"], ["1", "(gn % 256UL) * 256UL + rb + p"]]
 
-        # rows past 64 KiB (the row, the next and the output would leave L2), one loop over the
-        # row (nothing computes while the next arrives): none
+        # rows past 64 KiB (the row, the next and the output would leave L2), rows under 1 KiB
+        # (the hardware follows them), one loop over the row (nothing computes while the next
+        # arrives): none
         assert prefetches.(&softmax/1, [Nx.template({16, 32768}, :f32)]) == []
+        assert prefetches.(&softmax/1, [Nx.template({64, 128}, :f32)]) == []
         normalise = fn x -> Nx.divide(x, Nx.sum(x, axes: [-1], keep_axes: true)) end
-        assert prefetches.(normalise, [Nx.template({64, 128}, :f32)]) == []
+        assert prefetches.(normalise, [Nx.template({64, 256}, :f32)]) == []
       end
 
       test "a reduction ends the region it reduces" do
@@ -1014,6 +1016,8 @@ if Code.ensure_loaded?(Nx) do
       graphs = [
         {&chain/2, [Nx.template({64, 33}, :f32), Nx.template({33}, :f32)]},
         {&softmax/1, [Nx.template({8, 5}, :f64)]},
+        # (rows that fetch the next row on the host)
+        {&softmax/1, [Nx.template({16, 256}, :f32)]},
         {fn x -> x |> Nx.multiply(3) |> Nx.quotient(7) |> Nx.sum() end, [Nx.template({100_000}, :s32)]},
         {fn x, y -> Nx.select(Nx.greater(x, y), x, y) |> Nx.as_type(:u8) |> Nx.add(1) end,
          [Nx.template({4}, :f32), Nx.template({4}, :s64)]}

@@ -25,6 +25,7 @@ defmodule Accel.Nx.Compiler.Codegen do
   @lanes 8
   @block 64
   @prefetch_bytes 64 * 1024
+  @prefetch_min_row 1024
   @c_types %{
     s64: "accel_i64",
     s32: "accel_i32",
@@ -516,11 +517,15 @@ defmodule Accel.Nx.Compiler.Codegen do
   # kernels/user.h: the host's, nothing on a device), a cache line of each input per 64 bytes of a
   # block, so that the next row's first loop reads cache, not memory, and the memory's time hides
   # under the computing. For the inputs read along the row in memory order whose next row is
-  # elsewhere, where those rows are @prefetch_bytes or less (the row, the next and the output's
-  # must stay in the core's L2 cache). Measured on the 2-core EPYC, 4096 x 1024 f32, the kernel
-  # with and without, 2 threads, 4 alternating runs of medians of 21: softmax (exact exp)
-  # 2.90-2.94 ms against 3.54-3.68, layer norm 1.34-1.58 against 1.58-2.00; fetching in the first
-  # loop too was slower. The last row fetches itself (gn: no pointer past the input).
+  # elsewhere, where each such row is @prefetch_min_row bytes or more (shorter rows lie next to
+  # each other, where the hardware's own prefetch follows them) and they are @prefetch_bytes or
+  # less in all (the row, the next and the output's must stay in the core's L2 cache). Measured
+  # on the 2-core EPYC, 4096 x 1024 f32, the kernel with and without, 2 threads, 4 alternating
+  # runs of medians of 21: softmax (exact exp) 2.90-2.94 ms against 3.54-3.68, layer norm
+  # 1.34-1.58 against 1.58-2.00; fetching in the first loop too was slower. Softmax over 2^22 f32
+  # in rows of 128: 4.7-5.2 ms against 4.3-4.8 (so none below 1 KiB); of 256: 3.5-3.8 against
+  # 3.8-4.3; of 16384: 3.1-3.6 against 3.7-4.6. The last row fetches itself (gn: no pointer past
+  # the input).
   # {statements before the row's loops, statements for each block of a later loop}
   defp next_row_prefetch(%{cols: cols, dims: dims}, col_inputs) do
     outer = Enum.drop(dims, -1)
@@ -529,6 +534,7 @@ defmodule Accel.Nx.Compiler.Codegen do
     ahead =
       for {input, j} <- col_inputs,
           List.last(input.strides) == 1,
+          cols * type_bytes(input.type) >= @prefetch_min_row,
           (next = index_text("gn", Enum.zip(outer, Enum.drop(input.strides, -1)))) != "0",
           do: {j, next, type_bytes(input.type)}
 
