@@ -534,9 +534,10 @@ defmodule Accel.Nx.Compiler.Codegen do
     ahead =
       for {input, j} <- col_inputs,
           List.last(input.strides) == 1,
-          cols * type_bytes(input.type) >= @prefetch_min_row,
+          bytes = Accel.Tensor.Types.bytes(input.type),
+          cols * bytes >= @prefetch_min_row,
           (next = index_text("gn", Enum.zip(outer, Enum.drop(input.strides, -1)))) != "0",
-          do: {j, next, type_bytes(input.type)}
+          do: {j, next, bytes}
 
     bytes = Enum.sum(for {_j, _next, b} <- ahead, do: b * cols)
 
@@ -549,10 +550,6 @@ defmodule Accel.Nx.Compiler.Codegen do
        end}
     end
   end
-
-  defp type_bytes(:u8), do: 1
-  defp type_bytes(t) when t in [:s32, :u32, :f32], do: 4
-  defp type_bytes(_t), do: 8
 
   # A row region's outputs may need again a value a reduction's loop computed (softmax's
   # exp(x - max), needed by its sum and by the quotient): that loop stores it where the output goes
