@@ -30,6 +30,42 @@ if Code.ensure_loaded?(Nx) do
           assert Nx.to_number(Nx.sum(Nx.add(r, Nx.iota({n}, type: :s64, backend: backend)))) == n * (n - 1)
           Enum.each([v, m, r], &Nx.backend_deallocate/1)
         end
+
+        test "compiled softmax and layer norm over 4096 rows of 4096 f32 (row kernels)" do
+          # each row another ramp, so a kernel that read a neighbour's row (the next row's
+          # prefetch on the host, the last row's own) would give other values
+          backend = {Accel.Nx.Backend, device: @device}
+          x = Nx.iota({4096, 4096}, type: :f32, backend: backend) |> Nx.multiply(1.0e-3) |> Nx.sin()
+          x = Nx.add(x, Nx.iota({4096, 1}, type: :f32, backend: backend) |> Nx.multiply(1.0e-3))
+          gamma = Nx.iota({4096}, type: :f32, backend: backend) |> Nx.divide(4096) |> Nx.add(0.5)
+
+          softmax = fn x ->
+            e = Nx.exp(Nx.subtract(x, Nx.reduce_max(x, axes: [-1], keep_axes: true)))
+            Nx.divide(e, Nx.sum(e, axes: [-1], keep_axes: true))
+          end
+
+          layer_norm = fn x, gamma ->
+            centred = Nx.subtract(x, Nx.mean(x, axes: [-1], keep_axes: true))
+            var = centred |> Nx.multiply(centred) |> Nx.mean(axes: [-1], keep_axes: true)
+            centred |> Nx.divide(Nx.sqrt(Nx.add(var, 1.0e-5))) |> Nx.multiply(gamma)
+          end
+
+          for {f, args} <- [{softmax, [x]}, {layer_norm, [x, gamma]}] do
+            jit = &Nx.Defn.jit(f, compiler: Accel.Nx.Compiler, device: @device, build: :wait, fuse: &1)
+            fused = apply(jit.(true), args)
+            op_by_op = apply(jit.(false), args)
+            assert Nx.all_close(fused, op_by_op, rtol: 1.0e-5, atol: 1.0e-6) |> Nx.to_number() == 1
+            Enum.each([fused, op_by_op], &Nx.backend_deallocate/1)
+          end
+
+          # every row of the softmax sums to 1, the last one too
+          sums =
+            apply(Nx.Defn.jit(softmax, compiler: Accel.Nx.Compiler, device: @device), [x])
+            |> Nx.sum(axes: [1])
+
+          assert Nx.all_close(sums, Nx.broadcast(1.0, {4096}), atol: 1.0e-4) |> Nx.to_number() == 1
+          Enum.each([x, gamma, sums], &Nx.backend_deallocate/1)
+        end
       end
     end
   end
