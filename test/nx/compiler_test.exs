@@ -588,6 +588,17 @@ if Code.ensure_loaded?(Nx) do
             i = Nx.iota({4, cols}, type: :s64) |> Nx.multiply(1_000_003) |> Nx.add(1)
             g = fn i -> i |> Nx.add(7) |> Nx.product(axes: [1]) end
             assert binary(jit(g, [i], device: @device)) == reference(g, [i])
+
+            # a max or min is exact (its lanes combine in a tree): each row holds its extreme in
+            # several lanes, in the tail, or as an infinity
+            y = Nx.iota({4, cols}, type: :f32) |> Nx.multiply(7.0) |> Nx.remainder(cols * 0.5 + 3.0)
+            y = y |> Nx.put_slice([2, cols - 1], Nx.tensor([[:infinity]], type: :f32))
+            y = y |> Nx.put_slice([3, 0], Nx.tensor([[:neg_infinity]], type: :f32))
+
+            for op <- [:reduce_max, :reduce_min] do
+              f = fn y -> apply(Nx, op, [Nx.negate(y), [axes: [1]]]) end
+              assert binary(jit(f, [y], device: @device)) == reference(f, [binary(y)]), "#{op} over #{cols}"
+            end
           end
         end
 

@@ -353,47 +353,80 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   # The statements of a reduction `op` in `acc_type` over `var` from `first` to `last` (excluded):
   # `body` computes the element `value` at `var`; `acc` holds the result after them. Blocks of
-  # @block elements: their values first (a loop that vectorises, the element functions included),
-  # then added into @lanes interleaved accumulators, element r into lane r % @lanes (a loop over
-  # lanes that vectorises, where one accumulator is a chain no compiler may reorder: each step's
-  # sums go through a temporary, without which GCC adds each lane's 8 in turn, scalar); the lanes and
-  # the tail combine in a fixed order, so a result never depends on threads or parts. A max or min
-  # keeps ACCEL_NX_PICK_LANES (kernels/user.h): @block on the host (one pick per element, a flat
-  # loop GCC vectorises, where it leaves the picks of 8 lanes scalar), 8 on a device (its
-  # registers); it is the same value in any order.
+  # @block elements, element r into lane r % lanes; the lanes and the tail combine in a fixed order,
+  # so a result never depends on threads or parts.
+  #   * A sum or product: the block's values first (a loop that vectorises, the element functions
+  #     included), then added into @lanes interleaved accumulators (a loop over lanes that
+  #     vectorises, where one accumulator is a chain no compiler may reorder: each step's sums go
+  #     through a temporary, without which GCC adds each lane's 8 in turn, scalar); then the tail,
+  #     then the lanes in order.
+  #   * A max or min keeps ACCEL_NX_PICK_LANES (kernels/user.h): @block on the host, 8 on a device
+  #     (its registers). Each element is picked into its lane as it is computed (on the host one
+  #     flat loop of values and picks that GCC vectorises, with no block of values stored between
+  #     them: softmax's row kernel 2.81-2.92 ms against 3.05-3.27); then the tail, then the lanes
+  #     in a tree, each pick the lower lane's against the upper's (log2 steps that vectorise, where
+  #     a chain of picks stays scalar). Both give what picking the tail and the lanes in turn gives:
+  #     the value, of equal ones (signed zeros) the first in that order, and of NaNs the last.
   # `prefetch`: statements run once per block (with `rb` its first element), before its values.
   defp reduce_loop(op, acc_type, body, value, var, first, last, prefetch \\ []) do
-    init = initial(op, acc_type)
-    lanes = if op in [:reduce_max, :reduce_min], do: "ACCEL_NX_PICK_LANES", else: @lanes
+    pick? = op in [:reduce_max, :reduce_min]
+    lanes = if pick?, do: "ACCEL_NX_PICK_LANES", else: @lanes
+    type = c_type(acc_type)
 
     [
-      "#{c_type(acc_type)} lanes[#{lanes}];",
-      "for (int l = 0; l < #{lanes}; ++l) lanes[l] = #{init};",
+      "#{type} lanes[#{lanes}];",
+      "for (int l = 0; l < #{lanes}; ++l) lanes[l] = #{initial(op, acc_type)};",
       "accel_u64 rb = #{first};",
       "for (; rb + #{@block} <= #{last}; rb += #{@block}) {"
     ] ++
       indent(prefetch, 1) ++
+      indent(block_steps(pick?, op, acc_type, body, value, var, lanes), 1) ++
       [
-        "  #{c_type(acc_type)} block[#{@block}];",
-        "  for (int l = 0; l < #{@block}; ++l) {",
-        "    const accel_u64 #{var} = rb + l;"
-      ] ++
-      indent(body ++ ["block[l] = #{value};"], 2) ++
-      [
-        "  }",
-        "  for (int l = 0; l < #{@block}; l += #{lanes}) {",
-        "    #{c_type(acc_type)} t[#{lanes}];",
-        "    for (int k = 0; k < #{lanes}; ++k) t[k] = #{reduce_expr(op, acc_type, "lanes[k]", "block[l + k]")};",
-        "    for (int k = 0; k < #{lanes}; ++k) lanes[k] = t[k];",
-        "  }",
         "}",
-        "#{c_type(acc_type)} acc = #{init};",
+        "#{type} acc = #{initial(op, acc_type)};",
         "for (; rb < #{last}; ++rb) {",
         "  const accel_u64 #{var} = rb;"
       ] ++
       indent(body ++ [reduce_step(op, acc_type, "acc", value)], 1) ++
-      ["}", "for (int l = 0; l < #{lanes}; ++l) #{reduce_step(op, acc_type, "acc", "lanes[l]")}"]
+      ["}"] ++ combine_lanes(pick?, op, acc_type, lanes)
   end
+
+  defp block_steps(true, op, acc_type, body, value, var, lanes) do
+    lane = "lanes[l % #{lanes}]"
+
+    ["for (int l = 0; l < #{@block}; ++l) {", "  const accel_u64 #{var} = rb + l;"] ++
+      indent(body ++ [reduce_step(op, acc_type, lane, value)], 1) ++ ["}"]
+  end
+
+  defp block_steps(false, op, acc_type, body, value, var, lanes) do
+    type = c_type(acc_type)
+
+    [
+      "#{type} block[#{@block}];",
+      "for (int l = 0; l < #{@block}; ++l) {",
+      "  const accel_u64 #{var} = rb + l;"
+    ] ++
+      indent(body ++ ["block[l] = #{value};"], 1) ++
+      [
+        "}",
+        "for (int l = 0; l < #{@block}; l += #{lanes}) {",
+        "  #{type} t[#{lanes}];",
+        "  for (int k = 0; k < #{lanes}; ++k) t[k] = #{reduce_expr(op, acc_type, "lanes[k]", "block[l + k]")};",
+        "  for (int k = 0; k < #{lanes}; ++k) lanes[k] = t[k];",
+        "}"
+      ]
+  end
+
+  defp combine_lanes(true, op, acc_type, lanes) do
+    [
+      "for (int w = #{lanes} / 2; w > 0; w /= 2)",
+      "  for (int l = 0; l < w; ++l) #{reduce_step(op, acc_type, "lanes[l]", "lanes[l + w]")}",
+      reduce_step(op, acc_type, "acc", "lanes[0]")
+    ]
+  end
+
+  defp combine_lanes(false, op, acc_type, lanes),
+    do: ["for (int l = 0; l < #{lanes}; ++l) #{reduce_step(op, acc_type, "acc", "lanes[l]")}"]
 
   defp indent(lines, n), do: Enum.map(lines, &(String.duplicate("  ", n) <> &1))
 
