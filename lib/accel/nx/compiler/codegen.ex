@@ -372,18 +372,19 @@ defmodule Accel.Nx.Compiler.Codegen do
     pick? = op in [:reduce_max, :reduce_min]
     lanes = if pick?, do: "ACCEL_NX_PICK_LANES", else: @lanes
     type = c_type(acc_type)
+    init = initial(op, acc_type)
 
     [
       "#{type} lanes[#{lanes}];",
-      "for (int l = 0; l < #{lanes}; ++l) lanes[l] = #{initial(op, acc_type)};",
+      "for (int l = 0; l < #{lanes}; ++l) lanes[l] = #{init};",
       "accel_u64 rb = #{first};",
       "for (; rb + #{@block} <= #{last}; rb += #{@block}) {"
     ] ++
       indent(prefetch, 1) ++
-      indent(block_steps(pick?, op, acc_type, body, value, var, lanes), 1) ++
+      indent(block_steps(pick?, {op, acc_type, type}, body, value, var, lanes), 1) ++
       [
         "}",
-        "#{type} acc = #{initial(op, acc_type)};",
+        "#{type} acc = #{init};",
         "for (; rb < #{last}; ++rb) {",
         "  const accel_u64 #{var} = rb;"
       ] ++
@@ -391,16 +392,14 @@ defmodule Accel.Nx.Compiler.Codegen do
       ["}"] ++ combine_lanes(pick?, op, acc_type, lanes)
   end
 
-  defp block_steps(true, op, acc_type, body, value, var, lanes) do
+  defp block_steps(true, {op, acc_type, _type}, body, value, var, lanes) do
     lane = "lanes[l % #{lanes}]"
 
     ["for (int l = 0; l < #{@block}; ++l) {", "  const accel_u64 #{var} = rb + l;"] ++
       indent(body ++ [reduce_step(op, acc_type, lane, value)], 1) ++ ["}"]
   end
 
-  defp block_steps(false, op, acc_type, body, value, var, lanes) do
-    type = c_type(acc_type)
-
+  defp block_steps(false, {op, acc_type, type}, body, value, var, lanes) do
     [
       "#{type} block[#{@block}];",
       "for (int l = 0; l < #{@block}; ++l) {",
