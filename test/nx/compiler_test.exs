@@ -384,6 +384,25 @@ if Code.ensure_loaded?(Nx) do
           u = Nx.tensor([0, 1, 200, 255], type: :u8)
           g = fn u -> u |> Nx.subtract(3) |> Nx.multiply(7) |> Nx.right_shift(1) end
           assert binary(jit(g, [u], device: @device)) == reference(g, [u])
+
+          # (s32 and u32 add, multiply and shift on 32-bit words below a shift of 32; past it, as
+          # 64-bit values wrapped)
+          shifts = fn x ->
+            x |> Nx.left_shift(7) |> Nx.add(x) |> Nx.bitwise_or(Nx.left_shift(x, 35)) |> Nx.multiply(x)
+          end
+
+          assert binary(jit(shifts, [x], device: @device)) == reference(shifts, [x])
+          w = Nx.tensor([0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 2_654_435_761], type: :u32)
+
+          unsigned = fn w ->
+            w
+            |> Nx.right_shift(31)
+            |> Nx.add(Nx.right_shift(w, 33))
+            |> Nx.subtract(Nx.left_shift(w, 31))
+            |> Nx.bitwise_and(Nx.multiply(w, w))
+          end
+
+          assert binary(jit(unsigned, [w], device: @device)) == reference(unsigned, [w])
         end
 
         # Nx.Random's threefry: rounds of u32 adds, rotations and xors in a while loop, all fused
