@@ -433,6 +433,31 @@ if Code.ensure_loaded?(Nx) do
           key = Nx.Random.key(7)
           draw = fn k -> Nx.Random.uniform_split(k, 0.0, 1.0, shape: {3000}) end
           assert binary(jit(draw, [key], device: @device)) == reference(draw, [key])
+
+          # Nx.Random.normal: after the threefry rounds, its bits' shift, their bit cast to floats,
+          # the scaling and erf_inv in one region (stop_grad's metadata inside it)
+          normal = fn k -> Nx.Random.normal(k, shape: {5000}, type: :f32) |> elem(0) end
+          assert Enum.any?(Compiler.report(normal, [key]), &(:bitcast in &1.ops and :erf_inv in &1.ops))
+          assert binary(jit(normal, [key], device: @device)) == reference(normal, [key])
+        end
+
+        test "bit casts fuse: a float's bits as an integer of its width, and back" do
+          f = fn x ->
+            x |> Nx.multiply(3.0) |> Nx.bitcast(:s32) |> Nx.add(1) |> Nx.bitcast(:f32) |> Nx.subtract(x)
+          end
+
+          x = Nx.tensor([0.0, -0.0, 1.5, -2.25, 1.0e38, 1.0e-40, -7.0e-39], type: :f32)
+          assert [%{ops: [:multiply, :bitcast, :add, :bitcast, :subtract]}] = Compiler.report(f, [x])
+          assert binary(jit(f, [x], device: @device)) == reference(f, [x])
+
+          g = fn y ->
+            y |> Nx.add(1.0) |> Nx.bitcast(:u64) |> Nx.right_shift(1) |> Nx.bitcast(:f64) |> Nx.multiply(2.0)
+          end
+
+          h = fn y -> y |> Nx.multiply(-3.0) |> Nx.bitcast(:s64) |> Nx.subtract(5) |> Nx.bitcast(:f64) end
+          y = Nx.tensor([0.0, -1.5, 2.0e300, 1.0e-310, -4.0e-320], type: :f64)
+          assert binary(jit(g, [y], device: @device)) == reference(g, [y])
+          assert binary(jit(h, [y], device: @device)) == reference(h, [y])
         end
 
         # Nx sums unsigned integers into u64: the gradient of a max counts the elements that reach

@@ -303,7 +303,14 @@ if Code.ensure_loaded?(Nx) do
          when is_number(number) or is_atom(number),
          do: {{:const, number, Storage.compute_type(c.type)}, acc}
 
-    defp operand(%T{data: %Expr{id: id}} = arg, acc, st) do
+    defp operand(%T{} = arg, acc, st) do
+      case metadata_inner(arg, st) do
+        nil -> region_operand(arg, acc, st)
+        inner -> operand(inner, acc, st)
+      end
+    end
+
+    defp region_operand(%T{data: %Expr{id: id}} = arg, acc, st) do
       cond do
         Map.has_key?(acc.ids, id) ->
           {{:node, acc.ids[id]}, count_ref(acc, id)}
@@ -324,6 +331,17 @@ if Code.ensure_loaded?(Nx) do
           input(arg, acc)
       end
     end
+
+    # Metadata used once (stop_grad's, custom_grad's: what differentiation read, before
+    # compilation) is its operand's value, as the evaluator takes it: a region reads through it
+    # (Nx.Random's draws wrap their bits in it). nil for any other node.
+    defp metadata_inner(
+           %T{data: %Expr{op: :metadata, args: [%T{} = inner, _meta], id: id}, vectorized_axes: []},
+           st
+         ),
+         do: if(Map.get(st.uses, id) == 1, do: inner)
+
+    defp metadata_inner(_t, _st), do: nil
 
     defp input(%T{data: %Expr{id: id}} = arg, acc) do
       case acc.input_ids do
@@ -642,6 +660,13 @@ if Code.ensure_loaded?(Nx) do
          do: {{:const, number, Storage.compute_type(c.type)}, acc}
 
     defp row_operand(%T{} = arg, level, acc, st) do
+      case metadata_inner(arg, st) do
+        nil -> row_value(arg, level, acc, st)
+        inner -> row_operand(inner, level, acc, st)
+      end
+    end
+
+    defp row_value(arg, level, acc, st) do
       cond do
         row_reduction?(arg, acc) -> row_node(arg, :row, acc, st)
         level == :col and arg.shape == acc.shape and elementwise?(arg) -> row_node(arg, :col, acc, st)
@@ -698,6 +723,8 @@ if Code.ensure_loaded?(Nx) do
     defp fusable_op?(op, _args) when op in @unary or op in @binary or op in @compare, do: true
     defp fusable_op?(op, _args) when op in @predicates, do: true
     defp fusable_op?(op, _args) when op in [:select, :clip, :as_type], do: true
+    # (a float's bits as an integer of its width, or back: Nx.Random's uniform floats)
+    defp fusable_op?(:bitcast, [_]), do: true
     defp fusable_op?(_op, _args), do: false
 
     # The registry's float-only operations take float outputs, integer-only ones integers;
@@ -705,6 +732,8 @@ if Code.ensure_loaded?(Nx) do
     defp admits?(op, {kind, _}, _args) when op in @float_only, do: kind == :f
     defp admits?(op, _type, [a, b]) when op in @int_only and op in @binary, do: int?(a.type) and int?(b.type)
     defp admits?(op, {kind, _}, _args) when op in @int_only, do: kind in [:s, :u]
+    defp admits?(:bitcast, {_, bits}, [%T{type: {_, bits}}]), do: true
+    defp admits?(:bitcast, _type, _args), do: false
     defp admits?(_op, _type, _args), do: true
 
     defp int?({kind, _}), do: kind in [:s, :u]
