@@ -99,12 +99,18 @@ ACCEL_FN accel_u64 accel_operand_index(const accel_params* p, int j, accel_u64 i
 #define ACCEL_SET_FLAG(flag, code) __atomic_store_n((flag), (code), __ATOMIC_RELAXED) /* threads may race */
 #define ACCEL_KERNEL_ARGS [[maybe_unused]] void *b0, [[maybe_unused]] void *b1, [[maybe_unused]] void *b2, [[maybe_unused]] void *b3
 /* The record is copied to a local first: stores through a u8 pointer may alias anything, and the
- * loop must not reload the sizes after each one. */
+ * loop must not reload the sizes after each one. Each loop is a function of its own (noinline, one
+ * call per block of elements or row): inlined into its entry's dispatch over every operation and
+ * layout (backends/cpu/host_kernels.inc), GCC 12 left some loops scalar that it vectorises alone,
+ * exp's, log's and sqrt's among them (4096 x 1024 f32 on 2 threads: exp 12-16 ms against 1.9, log
+ * 13-15 against 3.0-3.3, sqrt 3.3-5.9 against 0.9-1.1, erf_inv 9.6-9.9 against 6.0-6.7; the same
+ * code, so the same bits). */
 #define ACCEL_KERNEL(name)                                                                                 \
   template <int Op, int Full>                                                                             \
   static inline void name##_at(accel_u64 i, ACCEL_KERNEL_ARGS, [[maybe_unused]] const accel_params* p);    \
   template <int Op, int Full>                                                                             \
-  static void name(ACCEL_KERNEL_ARGS, const accel_params* params, accel_u64 begin, accel_u64 end) {        \
+  __attribute__((noinline)) static void name(ACCEL_KERNEL_ARGS, const accel_params* params, accel_u64 begin, \
+                                             accel_u64 end) {                                              \
     const accel_params local = *params;                                                                    \
     for (accel_u64 i = begin; i < end; ++i) name##_at<Op, Full>(i, b0, b1, b2, b3, &local);                \
   }                                                                                                        \

@@ -31,6 +31,31 @@ if Code.ensure_loaded?(Nx) do
           Enum.each([v, m, r], &Nx.backend_deallocate/1)
         end
 
+        # (the CPU backend's own loops: each thread takes a block, vectorised, with a remainder of
+        # scalar lanes; a loop that vectorised other code than its scalar form would show here)
+        if device == :cpu do
+          test "the backend's elementwise math over 2^20 f32: the binary backend's bits" do
+            backend = {Accel.Nx.Backend, device: @device}
+            ramp = Nx.iota({(1 <<< 20) + 5}, type: :f32) |> Nx.multiply(2.0e-5)
+            signed = Nx.subtract(ramp, 10.0)
+            positive = Nx.add(ramp, 1.0e-3)
+
+            for {fun, x} <- [
+                  exp: signed,
+                  tanh: signed,
+                  sigmoid: signed,
+                  erf: signed,
+                  log: positive,
+                  sqrt: positive
+                ] do
+              on_device = Nx.backend_copy(x, backend)
+              got = apply(Nx, fun, [on_device])
+              assert Nx.to_binary(got) == Nx.to_binary(apply(Nx, fun, [x])), "Nx.#{fun}/1 differs"
+              Enum.each([on_device, got], &Nx.backend_deallocate/1)
+            end
+          end
+        end
+
         test "compiled softmax and layer norm over 4096 rows of 4096 f32 (row kernels)" do
           # each row another ramp, so a kernel that read a neighbour's row (the next row's
           # prefetch on the host, the last row's own) would give other values
