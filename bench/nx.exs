@@ -2,7 +2,8 @@
 # Nx.BinaryBackend, NumPy (and PyTorch's CPU build where it is installed; bench/nx_peers.py), on
 #   * Nx.dot of two N x N f32 matrices (N = 1024; the binary backend at 256, it would take minutes);
 #   * Nx.sum of 2^24 f32, against the machine's copy bandwidth (NumPy's copyto of the same vector);
-#   * softmax over the rows of a 4096 x 1024 f32 matrix;
+#   * softmax over the rows of a 4096 x 1024 f32 matrix, and Nx.exp and Nx.log of it (eager
+#     elementwise math, each a kernel of the backend's own);
 #   * Nx.add of two 10-element f32 tensors, per call (where GPU backends disappoint: nx#718), with
 #     device: :cpu and device: :auto (placement keeps small tensors on the host).
 # Every round times every row once (round-robin, the peers' process among them), medians over
@@ -24,7 +25,7 @@ defmodule NxBench do
     {opts, _} = OptionParser.parse!(args, strict: [runs: :integer, tag: :string])
     runs = opts[:runs] || 7
     devices = Results.devices()
-    python = System.find_executable("python3")
+    python = Accel.Bench.Peers.numpy_python()
 
     rounds =
       for round <- 1..runs do
@@ -47,6 +48,8 @@ defmodule NxBench do
       a: Nx.iota({@dot_n, @dot_n}, type: :f32, backend: backend) |> Nx.divide(@dot_n * @dot_n),
       v: Nx.iota({@sum_n}, type: :f32, backend: backend) |> Nx.divide(@sum_n),
       m: Nx.iota({@rows, @cols}, type: :f32, backend: backend) |> Nx.divide(@rows * @cols),
+      # (m + 0.5: log's arguments away from 0)
+      pos: Nx.iota({@rows, @cols}, type: :f32, backend: backend) |> Nx.divide(@rows * @cols) |> Nx.add(0.5),
       small: Nx.iota({10}, type: :f32, backend: backend)
     }
   end
@@ -68,7 +71,7 @@ defmodule NxBench do
 
   defp time_device(device) do
     Nx.default_backend({Accel.Nx.Backend, device: device})
-    %{a: a, v: v, m: m} = inputs({Accel.Nx.Backend, device: device})
+    %{a: a, v: v, m: m, pos: pos} = inputs({Accel.Nx.Backend, device: device})
     small = Nx.iota({10}, type: :f32, backend: {Accel.Nx.Backend, device: device})
     auto_small = Nx.iota({10}, type: :f32, backend: {Accel.Nx.Backend, device: :auto})
 
@@ -76,11 +79,13 @@ defmodule NxBench do
       dot: fastest(fn -> sync(Nx.dot(a, a)) end),
       sum: fastest(fn -> sync(Nx.sum(v)) end),
       softmax: fastest(fn -> sync(softmax(m)) end),
+      exp: fastest(fn -> sync(Nx.exp(m)) end),
+      log: fastest(fn -> sync(Nx.log(pos)) end),
       add10: per_call(fn -> Nx.add(small, small) end),
       add10_auto: per_call(fn -> Nx.add(auto_small, auto_small) end)
     }
 
-    Enum.each([a, v, m, small, auto_small], &Nx.backend_deallocate/1)
+    Enum.each([a, v, m, pos, small, auto_small], &Nx.backend_deallocate/1)
     result
   end
 
@@ -150,6 +155,8 @@ defmodule NxBench do
         | #{device} | Nx.dot #{@dot_n}x#{@dot_n} f32 | #{ms(dev.(:dot))} | #{ms(numpy.("dot"))} | #{ratio(dev.(:dot), numpy.("dot"))} | #{ms(torch.("dot"))} | #{ratio(dev.(:dot), torch.("dot"))} |
         | #{device} | Nx.sum 2^24 f32 | #{ms(dev.(:sum))} (#{gbs(sum_bw)}) | #{ms(numpy.("sum"))} | #{ratio(dev.(:sum), numpy.("sum"))} | #{ms(torch.("sum"))} | #{ratio(dev.(:sum), torch.("sum"))} |
         | #{device} | softmax over rows, #{@rows}x#{@cols} f32 | #{ms(dev.(:softmax))} | #{ms(numpy.("softmax"))} | #{ratio(dev.(:softmax), numpy.("softmax"))} | #{ms(torch.("softmax"))} | #{ratio(dev.(:softmax), torch.("softmax"))} |
+        | #{device} | Nx.exp, #{@rows}x#{@cols} f32 | #{ms(dev.(:exp))} | #{ms(numpy.("exp"))} | #{ratio(dev.(:exp), numpy.("exp"))} | #{ms(torch.("exp"))} | #{ratio(dev.(:exp), torch.("exp"))} |
+        | #{device} | Nx.log, #{@rows}x#{@cols} f32 | #{ms(dev.(:log))} | #{ms(numpy.("log"))} | #{ratio(dev.(:log), numpy.("log"))} | #{ms(torch.("log"))} | #{ratio(dev.(:log), torch.("log"))} |
         | #{device} | Nx.add, 10 f32 (per call) | #{us(dev.(:add10))} | #{us(numpy.("add10"))} | #{ratio(dev.(:add10), numpy.("add10"))} | #{us(torch.("add10"))} | #{ratio(dev.(:add10), torch.("add10"))} |
         """
       end

@@ -57,7 +57,7 @@ defmodule NxCompilerBench do
   defp run(opts) do
     runs = opts[:runs] || 7
     devices = Results.devices()
-    python = System.find_executable("python3")
+    python = Accel.Bench.Peers.numpy_python()
     compile = Map.new(devices, &{&1, compile_times(&1)})
 
     rounds =

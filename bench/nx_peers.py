@@ -24,6 +24,7 @@ def numpy_times(repeats, dot_n, sum_n, rows, cols):
     a = np.arange(dot_n * dot_n, dtype=np.float32).reshape(dot_n, dot_n) / (dot_n * dot_n)
     v = np.arange(sum_n, dtype=np.float32) / sum_n
     m = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) / (rows * cols)
+    pos = m + np.float32(0.5)
     small = np.arange(10, dtype=np.float32)
     out = np.empty_like(v)
 
@@ -35,6 +36,8 @@ def numpy_times(repeats, dot_n, sum_n, rows, cols):
         "dot": fastest(lambda: a @ a, repeats),
         "sum": fastest(lambda: v.sum(), repeats),
         "softmax": fastest(softmax, repeats),
+        "exp": fastest(lambda: np.exp(m), repeats),
+        "log": fastest(lambda: np.log(pos), repeats),
         "add10": fastest(lambda: small + small, repeats * 100),
         "copy": fastest(lambda: np.copyto(out, v), repeats),
     }
@@ -48,11 +51,14 @@ def torch_times(repeats, dot_n, sum_n, rows, cols):
     a = torch.arange(dot_n * dot_n, dtype=torch.float32).reshape(dot_n, dot_n) / (dot_n * dot_n)
     v = torch.arange(sum_n, dtype=torch.float32) / sum_n
     m = torch.arange(rows * cols, dtype=torch.float32).reshape(rows, cols) / (rows * cols)
+    pos = m + 0.5
     small = torch.arange(10, dtype=torch.float32)
     return {
         "dot": fastest(lambda: a @ a, repeats),
         "sum": fastest(lambda: v.sum(), repeats),
         "softmax": fastest(lambda: torch.softmax(m, dim=1), repeats),
+        "exp": fastest(lambda: torch.exp(m), repeats),
+        "log": fastest(lambda: torch.log(pos), repeats),
         "add10": fastest(lambda: small + small, repeats * 100),
     }
 

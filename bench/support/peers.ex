@@ -45,6 +45,17 @@ defmodule Accel.Bench.Peers do
   end
 
   @doc """
+  A Python that imports NumPy, for the NumPy (and PyTorch) peers: `venv_python/0`'s (jax brings
+  NumPy), else the first `python3` on the PATH, or Debian's, that imports it (`bin/setup --bench`
+  installs python3-numpy: a `python3` of pyenv's ahead of it on the PATH has none), or nil.
+  """
+  def numpy_python do
+    [venv_python(), System.find_executable("python3"), "/usr/bin/python3"]
+    |> Enum.filter(&(&1 && (File.exists?(&1) or System.find_executable(&1))))
+    |> Enum.find(&match?({_, 0}, System.cmd(&1, ["-c", "import numpy"], stderr_to_stdout: true)))
+  end
+
+  @doc """
   Runs a jax peer script (`python script args...`) whose last line is JSON of flat objects of
   numbers and "jax": its version. `fields` names them, `[as: "json key"]`: returns
   %{as => %{name atom => number}, version: v}, or %{} when the script fails.
