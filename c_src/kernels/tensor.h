@@ -231,11 +231,15 @@ ACCEL_FN double accel_expm1_reduced(double y, double* scale) {
   *scale = accel_bits_f64((accel_f64_bits(kd) - accel_f64_bits(shift) + 1023) << 52);
   return fma(p * r, r, r);
 }
+/* e^y in f64 for the f32 functions (exp, sigmoid): 2^k (1 + q) in one rounding */
+ACCEL_FN double accel_exp_for_f32(double y) {
+  double s;
+  const double q = accel_expm1_reduced(y, &s);
+  return fma(s, q, s);
+}
 /* x clamped to [-200, 100], past which the result rounds to 0 or is infinite */
 ACCEL_FN float accel_f32_exp(float x) {
-  double s;
-  const double q = accel_expm1_reduced(x < -200.0f ? -200.0 : x > 100.0f ? 100.0 : (double)x, &s);
-  const float v = (float)fma(s, q, s);
+  const float v = (float)accel_exp_for_f32(x < -200.0f ? -200.0 : x > 100.0f ? 100.0 : (double)x);
   return x != x ? x : v;
 }
 /* tanh(|x|) = e / (e + 2), e = expm1(2|x|) = 2^k q + (2^k - 1) in one rounding (no cancellation:
@@ -258,22 +262,16 @@ ACCEL_FN float accel_f32_tanh(float x) { return ACCEL_F32_VIA_F64(tanh, x); }
 ACCEL_FN float accel_f32_log(float x) { return ACCEL_F32_VIA_F64(log, x); }
 ACCEL_FN float accel_f32_sqrt(float x) { return ACCEL_F32(sqrt)(x); }
 #if ACCEL_HAS_F64
-#if ACCEL_OWN_F32_EXP
-/* 1 / (1 + e^-x) in f64, e^-x from Accel's expm1 above (x clamped to +-200 as below): for every
+#if !ACCEL_OWN_F32_EXP
+ACCEL_FN double accel_exp_for_f32(double y) { return ACCEL_F32_LIBM(exp)(y); }
+#endif
+/* 1 / (1 + e^-x) in f64 (x clamped to +-200), e^-x Accel's above where it has its own: for every
  * one of the 2^32 f32 inputs, the bits of that formula with glibc's scalar exp, rounded (swept at
  * x86-64-v3 and v4), without libmvec's call: 2^21 elements on one thread 1.9-2.2 ms against 2.6-2.8. */
 ACCEL_FN float accel_f32_sigmoid(float x) {
   const float a = x > 200.0f ? 200.0f : ACCEL_F32_EXP_ARG(x);
-  double s;
-  const double q = accel_expm1_reduced(-(double)a, &s);
-  return (float)(1.0 / (1.0 + fma(s, q, s)));
+  return (float)(1.0 / (1.0 + accel_exp_for_f32(-(double)a)));
 }
-#else
-ACCEL_FN float accel_f32_sigmoid(float x) {
-  const float a = x > 200.0f ? 200.0f : ACCEL_F32_EXP_ARG(x);
-  return (float)(1.0 / (1.0 + ACCEL_F32_LIBM(exp)(-(double)a)));
-}
-#endif
 ACCEL_FN float accel_f32_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
 /* b == 2: the product, which is what the exact square rounded once gives (the square of a float
  * fits a double exactly); a device's pow(double) need not be exact there (CUDA's and NVIDIA
