@@ -56,6 +56,35 @@ if Code.ensure_loaded?(Nx) do
           end
         end
 
+        test "select over 2^20 elements: masks broadcast over a batch, one-element branches" do
+          # (a causal mask broadcast over heads: select(mask, scores, -1.0e9); a ReLU-like
+          # select(mask, x, 0.0); one-element branches of each type; a full mask)
+          backend = {Accel.Nx.Backend, device: @device}
+          on = &if(is_number(&1), do: &1, else: Nx.backend_copy(&1, backend))
+          x = Nx.iota({8, 256, 512}, type: :f32) |> Nx.multiply(1.0e-3) |> Nx.sin()
+          i = x |> Nx.multiply(1000) |> Nx.as_type(:s32)
+
+          mask =
+            Nx.greater_equal(Nx.iota({256, 512}, axis: 0), Nx.iota({256, 512}, axis: 1) |> Nx.quotient(2))
+
+          full = Nx.broadcast(mask, {8, 256, 512})
+
+          for {m, a, b} <- [
+                {mask, x, 0.0},
+                {mask, 0.0, x},
+                {mask, x, -1.0e9},
+                {mask, x, Nx.cos(x)},
+                {mask, i, Nx.tensor(-7, type: :s32)},
+                {mask, Nx.tensor(5, type: :s32), i},
+                {full, x, 0.0},
+                {full, Nx.as_type(x, :f64), 2.5}
+              ] do
+            got = Nx.select(Nx.broadcast(on.(m), {8, 256, 512}), on.(a), on.(b))
+            assert Nx.to_binary(got) == Nx.to_binary(Nx.select(Nx.broadcast(m, {8, 256, 512}), a, b))
+            Nx.backend_deallocate(got)
+          end
+        end
+
         test "compiled softmax and layer norm over 4096 rows of 4096 f32 (row kernels)" do
           # each row another ramp, so a kernel that read a neighbour's row (the next row's
           # prefetch on the host, the last row's own) would give other values
