@@ -34,6 +34,22 @@
 #define ACCEL_NX_PREFETCH(p) __builtin_prefetch((p), 0, 3)
 #endif
 
+/* Accel.Nx.Compiler's select of floats: a's bits where `take_a`, else b's, through a mask (both are
+ * values already computed). Compilers vectorise it as a blend, where from a conditional GCC 12 made
+ * a path for each branch through the reduction after it, with a constant branch (a causal mask's
+ * -1e9) folded into each; the mask is a statement of its own, as written inline GCC folds the
+ * expression back into the conditional. */
+ACCEL_UFN float accel_f32_blend(int take_a, float a, float b) {
+  const accel_u32 m = (accel_u32)0 - (accel_u32)(take_a != 0);
+  return accel_bits_f32((accel_f32_bits(a) & m) | (accel_f32_bits(b) & ~m));
+}
+#if ACCEL_HAS_F64
+ACCEL_UFN double accel_f64_blend(int take_a, double a, double b) {
+  const accel_u64 m = (accel_u64)0 - (accel_u64)(take_a != 0);
+  return accel_bits_f64((accel_f64_bits(a) & m) | (accel_f64_bits(b) & ~m));
+}
+#endif
+
 /* The output's flag (many elements may raise it at once), and a double from its bits. */
 #if defined(__OPENCL_VERSION__)
 #define ACCEL_GLOBAL __global

@@ -88,7 +88,7 @@ if Code.ensure_loaded?(Nx) do
       softmax_rows(s + Nx.select(Nx.iota({n, n}, axis: 0) >= Nx.iota({n, n}, axis: 1), 0.0, -1.0e9))
     end
 
-    defnp softmax_rows(s) do
+    defn softmax_rows(s) do
       e = Nx.exp(s - Nx.reduce_max(s, axes: [-1], keep_axes: true))
       e / Nx.sum(e, axes: [-1], keep_axes: true)
     end
@@ -263,6 +263,9 @@ if Code.ensure_loaded?(Nx) do
         assert [:greater_equal, :select, :reduce_max | _] = region.ops
         assert region.inputs == [{8, 64, 64}]
         assert region.iotas == [{8, 64, 64}, {8, 64, 64}]
+        # (in 32 bits, each value fitting them: the row's index once, the column's from its counter)
+        assert region.source =~ "const accel_i32 y0 = (accel_i32)("
+        assert region.source =~ "const accel_i32 y1 = c32;"
 
         # Nx.Random's counters (each half of an iota, xs[0] and xs[1]), a strided slice of one,
         # a lone operation reading one
@@ -275,8 +278,11 @@ if Code.ensure_loaded?(Nx) do
           Nx.add(x, Nx.slice(Nx.iota({300, 7}, type: :u8), [5, 2], [200, 5], strides: [3, 2]))
         end
 
-        assert [%{ops: [:add], inputs: [{67, 3}], iotas: [{67, 3}]}] =
+        assert [%{ops: [:add], inputs: [{67, 3}], iotas: [{67, 3}], source: source}] =
                  Compiler.report(strided, [f32.({67, 3})])
+
+        # (a u8 iota past 255 wraps: its values in the type's, not 32 bits)
+        assert source =~ "const accel_i64 y0 = (accel_i64)(accel_u8)("
 
         # a region of iotas alone is not one: a kernel is placed by the tensors it reads
         mask = fn _x -> Nx.greater_equal(Nx.iota({4, 1}), Nx.iota({1, 4})) end
@@ -594,6 +600,56 @@ if Code.ensure_loaded?(Nx) do
           x = Nx.iota({6, 4}, type: :f32) |> Nx.subtract(10.0) |> Nx.divide(3.0)
           y = Nx.tensor([1.0, -1.0, 0.5, 2.0], type: :f32)
           assert binary(jit(f, [x, y], device: @device)) == reference(f, [x, y])
+        end
+
+        test "a select of floats gives either branch's bits; iotas in 32 bits where they fit, wrapped where not" do
+          # signed zeros, infinities, a subnormal and NaN in either branch; predicates of an
+          # integer (any nonzero value), a float, and a comparison of the branches
+          values = [0.0, -0.0, :infinity, :neg_infinity, 1.5, -2.5, 1.0e-40, :nan]
+          p = Nx.tensor([0, 1, 2, 255, 0, 7, 1, 0], type: :u8)
+
+          f = fn p, a, b ->
+            {Nx.select(Nx.greater(p, 1), a, b), Nx.select(Nx.as_type(p, :f32), b, a),
+             Nx.select(Nx.less(a, b), a, b)}
+          end
+
+          for t <- [:f32, :f64] do
+            a = Nx.tensor(values, type: t)
+            b = Nx.reverse(a)
+            assert length(Compiler.report(f, [p, a, b])) == 3
+
+            got = Tuple.to_list(jit(f, [p, a, b], device: @device))
+            for {g, w} <- Enum.zip(got, Tuple.to_list(reference(f, [p, a, b]))), do: assert(binary(g) == w)
+          end
+
+          x = Nx.iota({6, 300}, type: :f32) |> Nx.divide(7.0) |> Nx.sin()
+
+          # a u8 iota past 255 wraps (0..255, then 0..43), compared in an elementwise region;
+          # a column iota of stride 2 and offset 1 against a row's, in a softmax's row region;
+          # iotas along the reduced axis and the kept one in a reduction's region, and a sum
+          # of comparisons
+          wrapped = fn x -> Nx.select(Nx.less(Nx.iota({6, 300}, type: :u8, axis: 1), 100), x, -1.0) end
+
+          strided = fn x ->
+            cols = Nx.slice(Nx.iota({6, 600}, axis: 1), [0, 1], [6, 599], strides: [1, 2])
+            rows = Nx.iota({6, 300}, axis: 0) |> Nx.multiply(100) |> Nx.add(50)
+            Defns.softmax_rows(Nx.select(Nx.less(cols, rows), x, -1.0e9))
+          end
+
+          reduced = fn x ->
+            mask = Nx.greater_equal(Nx.iota({6, 300}, axis: 1), Nx.iota({6, 300}, axis: 0) |> Nx.multiply(37))
+
+            {Nx.sum(Nx.select(mask, x, 0.0), axes: [0]),
+             Nx.sum(Nx.greater(Nx.iota({6, 300}, axis: 1), x), axes: [1])}
+          end
+
+          outputs = fn t -> if is_tuple(t), do: Tuple.to_list(t), else: [t] end
+
+          for g <- [wrapped, strided, reduced] do
+            assert Enum.all?(Compiler.report(g, [x]), &(&1.iotas != []))
+            got = outputs.(jit(g, [x], device: @device))
+            for {a, b} <- Enum.zip(got, outputs.(reference(g, [x]))), do: assert(binary(a) == b)
+          end
         end
 
         test "a reduction of a fused chain, over inner, outer and all axes" do
