@@ -140,6 +140,20 @@ TEST(UserKernels, CheckedOpsFlagExactlyWhenElixirLeaves64Bits) {
 
 // A select of floats in generated kernels: exactly a's bits where the predicate is nonzero, else
 // b's, NaN payloads, signed zeros and subnormals included (a blend of bits, not arithmetic).
+template <typename Float, typename Bits>
+void expect_blends(const std::vector<Bits>& values, int take, Float (*blend)(int, Float, Float)) {
+  for (Bits a : values)
+    for (Bits b : values) {
+      Float fa, fb;
+      std::memcpy(&fa, &a, sizeof a);
+      std::memcpy(&fb, &b, sizeof b);
+      const Float r = blend(take, fa, fb);
+      Bits got;
+      std::memcpy(&got, &r, sizeof got);
+      ASSERT_EQ(got, take != 0 ? a : b) << std::hex << a << " " << b << " " << take;
+    }
+}
+
 TEST(UserKernels, BlendGivesEitherOperandsBits) {
   const std::vector<uint32_t> f32 = {0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x3FC00000u,
                                      0xC0200000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7FA00001u,
@@ -148,25 +162,7 @@ TEST(UserKernels, BlendGivesEitherOperandsBits) {
                                      0xFFF8000000000000ull, 0x7FF4000000000001ull, 0x3FF8000000000000ull,
                                      0xC3E0000000000000ull};
   for (int take : {0, 1, -1, 2, INT32_MIN}) {
-    for (uint32_t a : f32)
-      for (uint32_t b : f32) {
-        float fa, fb;
-        std::memcpy(&fa, &a, 4);
-        std::memcpy(&fb, &b, 4);
-        const float r = accel_f32_blend(take, fa, fb);
-        uint32_t got;
-        std::memcpy(&got, &r, 4);
-        ASSERT_EQ(got, take != 0 ? a : b) << std::hex << a << " " << b << " " << take;
-      }
-    for (uint64_t a : f64)
-      for (uint64_t b : f64) {
-        double da, db;
-        std::memcpy(&da, &a, 8);
-        std::memcpy(&db, &b, 8);
-        const double r = accel_f64_blend(take, da, db);
-        uint64_t got;
-        std::memcpy(&got, &r, 8);
-        ASSERT_EQ(got, take != 0 ? a : b) << std::hex << a << " " << b << " " << take;
-      }
+    expect_blends<float, uint32_t>(f32, take, accel_f32_blend);
+    expect_blends<double, uint64_t>(f64, take, accel_f64_blend);
   }
 }
