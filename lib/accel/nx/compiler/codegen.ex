@@ -519,7 +519,7 @@ defmodule Accel.Nx.Compiler.Codegen do
     # 32 bits (c32, which the row's loops define where their statements read it)
     col_iota_load = fn leaf, j ->
       if narrow_iota?(leaf, dims) do
-        row = sum_text([if(leaf.offset == 0, do: "0", else: "#{leaf.offset}UL"), row_index.(leaf.strides)])
+        row = iota_index(leaf, row_index)
         col = if (s = List.last(leaf.strides)) == 1, do: "c32", else: "#{s} * c32"
         "const accel_i32 y#{j} = #{if row == "0", do: col, else: "(accel_i32)(#{row}) + #{col}"};"
       else
@@ -783,8 +783,8 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   # (the index is an accel_u64, converted as the backend's iota converts it: wrapped into an
   # integer type, rounded once to a float one; in 32 bits where every value fits them)
-  defp iota_load(%{type: t, offset: offset, strides: strides} = leaf, j, index, dims) do
-    value = sum_text([if(offset == 0, do: "0", else: "#{offset}UL"), index.(strides)])
+  defp iota_load(%{type: t} = leaf, j, index, dims) do
+    value = iota_index(leaf, index)
 
     cond do
       float?(t) -> "const #{c_type(t)} y#{j} = (#{@c_types[t]})(#{value});"
@@ -792,6 +792,10 @@ defmodule Accel.Nx.Compiler.Codegen do
       true -> "const #{c_type(t)} y#{j} = #{wrap("(accel_i64)(#{value})", t)};"
     end
   end
+
+  # A leaf's index text: its offset plus `index`'s text for its strides (its weights)
+  defp iota_index(%{offset: offset, strides: strides}, index),
+    do: sum_text([if(offset == 0, do: "0", else: "#{offset}UL"), index.(strides)])
 
   # Whether an integer iota's every value over the region's `dims` (its offset plus each
   # dimension's last index times its weight; the weights are never negative) fits its type
