@@ -60,20 +60,62 @@ MappingCache& cache() {
   return *c;
 }
 
-// A cached mapping of at least `rounded` bytes wasting at most a quarter of it, or nullptr.
+// Whether a cached mapping may be split or merged with a neighbour: not while pinned, since the
+// runtime unpins what it pinned, whole (under the lock).
+bool unpinned(const MappingCache& c, const void* data) {
+  const auto found = c.mappings.find(reinterpret_cast<uintptr_t>(data));
+  return found != c.mappings.end() && found->second.pin == MappingCache::Pin::no;
+}
+
+// A cached mapping of at least `rounded` bytes wasting at most a quarter of it; else the head of
+// the smallest larger one that is not pinned, its tail staying cached (pages already touched cost
+// nothing, a fresh page microseconds on these VMs); else nullptr.
 void* take_cached(size_t rounded, size_t* mapped) {
   MappingCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
+  size_t larger = c.entries.size();
   for (size_t i = c.entries.size(); i-- > 0;) {
     const auto e = c.entries[i];
-    if (e.mapped >= rounded && e.mapped - rounded <= rounded / 4) {
+    if (e.mapped < rounded) continue;
+    if (e.mapped - rounded <= rounded / 4) {
       c.entries.erase(c.entries.begin() + static_cast<std::ptrdiff_t>(i));
       c.bytes -= e.mapped;
       *mapped = e.mapped;
       return e.data;
     }
+    if ((larger == c.entries.size() || e.mapped < c.entries[larger].mapped) && unpinned(c, e.data)) larger = i;
   }
-  return nullptr;
+  if (larger == c.entries.size()) return nullptr;
+  MappingCache::Entry& e = c.entries[larger];
+  void* head = e.data;
+  c.mappings[reinterpret_cast<uintptr_t>(head)].mapped = rounded;
+  e = {static_cast<unsigned char*>(head) + rounded, e.mapped - rounded};
+  c.mappings[reinterpret_cast<uintptr_t>(e.data)] = {e.mapped, MappingCache::Pin::no};
+  c.bytes -= rounded;
+  *mapped = rounded;
+  return head;
+}
+
+// A released mapping joins the cached ones adjacent to it, neither pinned, into one (the pieces
+// take_cached split off come together again), under the lock: *data and *mapped become the whole.
+void merge_neighbours(MappingCache& c, void** data, size_t* mapped) {
+  if (!unpinned(c, *data)) return;
+  for (size_t i = 0; i < c.entries.size();) {
+    const auto e = c.entries[i];
+    const bool below = static_cast<unsigned char*>(e.data) + e.mapped == *data;
+    const bool above = static_cast<unsigned char*>(*data) + *mapped == e.data;
+    if (!(below || above) || !unpinned(c, e.data)) {
+      ++i;
+      continue;
+    }
+    c.entries.erase(c.entries.begin() + static_cast<std::ptrdiff_t>(i));
+    c.bytes -= e.mapped;
+    c.mappings.erase(reinterpret_cast<uintptr_t>(below ? *data : e.data));
+    if (below) *data = e.data;
+    *mapped += e.mapped;
+    c.mappings[reinterpret_cast<uintptr_t>(*data)].mapped = *mapped;
+    i = 0;  // the whole may have a neighbour of its own now
+  }
 }
 
 // A mapping leaves the registry (under the lock): returns how to unpin it first, or nullptr.
@@ -110,6 +152,7 @@ void put_cached(void* data, size_t mapped) {
         c.bytes -= oldest.mapped;
         c.entries.erase(c.entries.begin());
       }
+      merge_neighbours(c, &data, &mapped);
       c.entries.push_back({data, mapped});
       c.bytes += mapped;
     }

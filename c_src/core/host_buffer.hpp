@@ -3,7 +3,9 @@
 // a 268 MB result would spend as long faulting pages as computing; from 128 KiB up to 2 MiB they are
 // mappings in 64 KiB steps (smaller ones come from malloc). Released mappings are kept in a
 // small bounded cache and reused by the next buffer of about the same size (pages already touched),
-// which is what makes repeated calls and chunked pipelines cheap. Counts live and cached bytes.
+// which is what makes repeated calls and chunked pipelines cheap; a buffer that none fits takes the
+// head of a larger one (not pinned), whose tail stays cached, and released pieces adjacent to each
+// other merge again. Counts live and cached bytes.
 #pragma once
 
 #include <atomic>

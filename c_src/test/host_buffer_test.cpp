@@ -40,11 +40,59 @@ TEST(HostBuffer, ReleasedMappingsAreReusedAndBounded) {
     accel::HostBuffer b((size_t{6} << 20) - 100);  // same rounded size: the same mapping comes back
     EXPECT_EQ(b.data(), first);
     EXPECT_EQ(accel::HostBuffer::cached_bytes(), 0);
-    accel::HostBuffer c(size_t{2} << 20);  // a much smaller buffer does not take a large mapping
+    accel::HostBuffer c(size_t{2} << 20);  // nothing cached: a mapping of its own
     EXPECT_NE(c.data(), first);
   }
   for (int i = 0; i < 3; ++i) accel::HostBuffer big(size_t{300} << 20);  // over the cap together
   EXPECT_LE(accel::HostBuffer::cached_bytes(), static_cast<int64_t>(accel::HostBuffer::kCacheCapacity));
+  accel::HostBuffer::trim_cache();
+  EXPECT_EQ(accel::HostBuffer::cached_bytes(), 0);
+}
+
+TEST(HostBuffer, ASmallerBufferTakesTheHeadOfALargerMappingAndTheyMergeWhenReleased) {
+  accel::HostBuffer::trim_cache();
+  unsigned char* first;
+  {
+    accel::HostBuffer a(size_t{64} << 20);
+    first = a.data();
+    std::memset(a.data(), 0x5A, a.size());
+  }
+  {
+    accel::HostBuffer small(size_t{2} << 20);  // no mapping of about its size: the 64 MiB one's head
+    EXPECT_EQ(small.data(), first);
+    EXPECT_EQ(accel::HostBuffer::cached_bytes(), 62 << 20);
+    EXPECT_TRUE(accel::HostBuffer::owns(small.data(), small.size()));
+    EXPECT_FALSE(accel::HostBuffer::owns(small.data(), small.size() + 1));  // the tail is not its own
+    accel::HostBuffer next(size_t{16} << 20);  // then the rest's head, pages already written
+    EXPECT_EQ(next.data(), first + (size_t{2} << 20));
+    EXPECT_EQ(next.data()[12345], 0x5A);
+    EXPECT_EQ(accel::HostBuffer::cached_bytes(), 46 << 20);
+    accel::HostBuffer rest(size_t{46} << 20);  // the tail, whole
+    EXPECT_EQ(rest.data(), first + (size_t{18} << 20));
+    EXPECT_EQ(accel::HostBuffer::cached_bytes(), 0);
+    std::memset(rest.data(), 1, rest.size());
+  }
+  // released in any order, the pieces are one mapping again: a 64 MiB buffer gets all of it
+  EXPECT_EQ(accel::HostBuffer::cached_bytes(), 64 << 20);
+  {
+    accel::HostBuffer whole(size_t{64} << 20);
+    EXPECT_EQ(whole.data(), first);
+    EXPECT_EQ(accel::HostBuffer::cached_bytes(), 0);
+    EXPECT_TRUE(accel::HostBuffer::owns(whole.data(), whole.size()));
+  }
+  // a buffer that a mapping fits with less than a quarter to spare takes it whole, unsplit
+  {
+    accel::HostBuffer fits(size_t{56} << 20);
+    EXPECT_EQ(fits.data(), first);
+    EXPECT_EQ(accel::HostBuffer::cached_bytes(), 0);
+    EXPECT_TRUE(accel::HostBuffer::owns(fits.data(), size_t{64} << 20));
+  }
+  // a larger one than any cached maps its own
+  {
+    accel::HostBuffer larger(size_t{80} << 20);
+    EXPECT_NE(larger.data(), first);
+    EXPECT_EQ(accel::HostBuffer::cached_bytes(), 64 << 20);
+  }
   accel::HostBuffer::trim_cache();
   EXPECT_EQ(accel::HostBuffer::cached_bytes(), 0);
 }
@@ -127,6 +175,16 @@ TEST(HostBuffer, MappingsArePinnedOnceOnTheirFirstTransferAndUnpinnedBeforeTheyA
   EXPECT_EQ(FakePinning::unpinned, std::vector<void*>{first});
   EXPECT_EQ(accel::HostBuffer::pinned_bytes(), 0);
   // evicted from a full cache: unpinned too
+  {
+    accel::HostBuffer big(size_t{500} << 20);
+    EXPECT_TRUE(accel::HostBuffer::ensure_pinned(big.data(), 8));
+    first = big.data();
+  }
+  {
+    accel::HostBuffer other(size_t{100} << 20);  // a pinned mapping is never split
+    EXPECT_NE(other.data(), first);
+  }
+  accel::HostBuffer::trim_cache();
   {
     accel::HostBuffer big(size_t{500} << 20);
     EXPECT_TRUE(accel::HostBuffer::ensure_pinned(big.data(), 8));
