@@ -450,8 +450,9 @@ defmodule Accel do
   garbage-collected); on `:opencl` and `:cuda` it is the device memory behind tensors.
 
   Released host buffers of 128 KiB and more are kept, up to 768 MiB in all, for the next call of about
-  the same size (their pages are already mapped, which saves a large call up to half its time). They
-  are not counted here; `trim_memory/0` returns them to the operating system.
+  the same size (their pages are already mapped, which saves a large call up to half its time); a
+  smaller buffer takes part of a larger one where none is about its size. They are not counted
+  here; `trim_memory/0` returns them to the operating system.
   """
   @spec memory(Accel.Device.t() | :cpu | :opencl | :cuda) :: non_neg_integer()
   def memory(:cpu), do: elem(Accel.NIF.host_memory(), 0)
