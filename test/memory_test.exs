@@ -55,16 +55,15 @@ defmodule Accel.MemoryTest do
     small = Accel.Tensor.iota({div(mib, 2)}, type: :f32, backend: :cpu)
     assert elem(Accel.NIF.host_memory(), 1) == 6 * mib
     # (read in a process of its own: the binary shares the tensor's memory while it lives)
-    ends = fn ->
+    ends =
       Task.await(
         Task.async(fn ->
           bits = Accel.Tensor.to_binary(small)
           {binary_part(bits, 0, 8), binary_part(bits, 2 * mib - 4, 4)}
         end)
       )
-    end
 
-    assert ends.() == {<<0.0::float-32-native, 1.0::float-32-native>>, <<div(mib, 2) - 1::float-32-native>>}
+    assert ends == {<<0.0::float-32-native, 1.0::float-32-native>>, <<div(mib, 2) - 1::float-32-native>>}
     Accel.Tensor.free(small)
     # one 8 MiB buffer again: an 8 MiB tensor reuses it whole
     assert elem(Accel.NIF.host_memory(), 1) == 8 * mib
