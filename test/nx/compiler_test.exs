@@ -993,26 +993,44 @@ if Code.ensure_loaded?(Nx) do
         end
       end
 
-      test "where the unfused operations would write over 256 MB, the first call waits for the compiler",
-           %{c: c} do
-        # 9 operations on 2^23 f32 elements: 302 MB unfused
-        f = fn x ->
-          x
-          |> Nx.multiply(c)
-          |> Nx.sin()
-          |> Nx.add(1.0)
-          |> Nx.exp()
-          |> Nx.sqrt()
-          |> Nx.cos()
-          |> Nx.multiply(0.5)
-          |> Nx.tanh()
-          |> Nx.log1p()
-        end
+      # (inputs made on the device: the binary backend takes seconds for tens of millions)
+      @cpu {Accel.Nx.Backend, device: :cpu}
 
-        x = Nx.iota({8_388_608}, type: :f32) |> Nx.divide(8_388_608)
+      # the same 9 operations on 2^23 f32 elements before `rest` more (each a tensor of 32 MiB)
+      defp operations(x, c, rest) do
+        x
+        |> Nx.multiply(c)
+        |> Nx.sin()
+        |> Nx.add(1.0)
+        |> Nx.exp()
+        |> Nx.sqrt()
+        |> Nx.cos()
+        |> Nx.multiply(0.5)
+        |> Nx.tanh()
+        |> Nx.log1p()
+        |> then(&Enum.reduce(1..rest//1, &1, fn k, t -> t |> Nx.multiply(1.0 + k / 64) |> Nx.cos() end))
+      end
+
+      test "unfused operations writing up to 512 MiB, two tensors at once, run while the compiler builds",
+           %{c: c} do
+        # 9 operations: 288 MiB written, each tensor freed after its reader (64 MiB live at most)
+        f = &operations(&1, c, 0)
+        x = Nx.iota({8_388_608}, type: :f32, backend: @cpu) |> Nx.divide(8_388_608)
+        out = Nx.Defn.jit(f, compiler: Compiler, device: :cpu, build: :background).(x)
+        assert_receive {:compiled, _, %{build: :background, key: key, regions: [%{ops: ops}]}}
+        assert length(ops) >= 9
+        assert_receive {:built, _, %{key: ^key, errors: []}}, 120_000
+        assert binary(out) == binary(jit(f, [x], device: :cpu, fuse: false))
+      end
+
+      test "where the unfused operations would write over 512 MiB, the first call waits for the compiler",
+           %{c: c} do
+        # 9 + 2 x 4 operations: 544 MiB
+        f = &operations(&1, c, 4)
+        x = Nx.iota({8_388_608}, type: :f32, backend: @cpu) |> Nx.divide(8_388_608)
         out = Nx.Defn.jit(f, compiler: Compiler, device: :cpu, build: :background).(x)
         assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: ops}]}}
-        assert length(ops) >= 9
+        assert length(ops) >= 17
         assert binary(out) == binary(jit(f, [x], device: :cpu, fuse: false))
 
         # the same operations into a sum: a region of the sum's shape, whose operations before it
@@ -1020,7 +1038,31 @@ if Code.ensure_loaded?(Nx) do
         sum = fn x -> x |> f.() |> Nx.sum() end
         Nx.Defn.jit(sum, compiler: Compiler, device: :cpu, build: :background).(x)
         assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: ops, shape: {}}]}}
-        assert length(ops) >= 10
+        assert length(ops) >= 18
+      end
+
+      test "where the unfused intermediates would peak over 256 MiB above the fused ones', the first call waits",
+           %{c: c} do
+        # 3 operations on 40 Mi f32 elements: 480 MiB written; the second's result is made while
+        # the first's lives, 320 MiB of intermediates (the fused function makes only its result)
+        f = fn x -> x |> Nx.multiply(c) |> Nx.add(1.0) |> Nx.multiply(0.5) end
+        x = Nx.iota({41_943_040}, type: :f32, backend: @cpu)
+        out = Nx.Defn.jit(f, compiler: Compiler, device: :cpu, build: :background).(x)
+        assert_receive {:compiled, _, %{build: :wait, regions: [%{ops: [:multiply, :add, :multiply]}]}}
+        last = Nx.tensor([41_943_039], type: :f32, backend: Nx.BinaryBackend)
+        assert binary(Nx.slice(out, [41_943_039], [1])) == f.(last)
+
+        # an intermediate of both (a product's 282 MiB): only the unfused function's own count
+        g = fn x ->
+          outer = Nx.dot(Nx.new_axis(x, 1), [1], Nx.new_axis(x, 0), [0])
+          outer |> Nx.dot(x) |> Nx.multiply(c) |> Nx.sin()
+        end
+
+        x = Nx.iota({8400}, type: :f32, backend: @cpu) |> Nx.divide(8400)
+        out = Nx.Defn.jit(g, compiler: Compiler, device: :cpu, build: :background).(x)
+        assert_receive {:compiled, _, %{build: :background, key: key, regions: [%{shape: {8400}}]}}
+        assert_receive {:built, _, %{key: ^key, errors: []}}, 120_000
+        assert binary(out) == binary(jit(g, [x], device: :cpu, fuse: false))
       end
     end
 

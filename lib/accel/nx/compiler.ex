@@ -123,8 +123,9 @@ if Code.ensure_loaded?(Nx) do
     a function compiles to. The `compile` event's metadata says `build: :wait` then.
 
     On the CPU backend, where some of a function's kernels are neither loaded nor cached and its
-    fused operations run one by one would write 256 MB or less, its first calls need not wait for
-    the compiler (`build: :background`, the default): a process builds and loads the kernels
+    fused operations run one by one would write 512 MB or less, with 256 MB or less of
+    intermediate tensors live at once beyond the fused function's (each is freed after its last
+    use), its first calls need not wait for the compiler (`build: :background`, the default): a process builds and loads the kernels
     while the calls run the function unfused (as `fuse: false`), and the calls after run fused
     (the `compile` event says `build: :background`); such builds run one at a time in the VM. The results are the same, elementwise bit
     for bit (sums as "Results" above says of fused and unfused ones; with `math: :fast` the first
@@ -187,11 +188,11 @@ if Code.ensure_loaded?(Nx) do
           backend = {Accel.Nx.Backend, backend_options(opts)}
           start = System.monotonic_time()
 
-          {runner, compiled} = with_backend(backend, fn -> compile(key, vars, fun, backend, opts) end)
+          {runner, compiled, peak} = with_backend(backend, fn -> compile(key, vars, fun, backend, opts) end)
 
           regions = Process.delete({__MODULE__, :regions}) || []
           unfused = fn -> with_backend(backend, fn -> compile(key, vars, fun, backend, unfused(opts)) end) end
-          {compiled, build} = build(regions, compiled, unfused, key, opts)
+          {compiled, build} = build(regions, {compiled, peak}, unfused, key, opts)
           duration = System.monotonic_time() - start
           meta = %{regions: regions, key: key, runner: runner, build: build}
           :telemetry.execute([:accel, :nx, :compile], %{duration: duration}, meta)
@@ -220,8 +221,8 @@ if Code.ensure_loaded?(Nx) do
           else: :evaluator
 
       case plan do
-        :evaluator -> {:evaluator, Evaluator.__compile__(key, vars, fn _ -> expr end, evaluator_opts)}
-        plan -> {:plan, plan}
+        :evaluator -> {:evaluator, Evaluator.__compile__(key, vars, fn _ -> expr end, evaluator_opts), nil}
+        {plan, peak} -> {:plan, plan, peak}
       end
     end
 
@@ -350,43 +351,45 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # Where the unfused operations write more than this, waiting for the compiler (80-110 ms for
-    # one region here, whatever its size) is as fast a first call or faster. A call frees each
-    # tensor after its last reader (Plan), so the unfused operations touch fresh memory for the
-    # few tensors live at once, not for each one. First calls on the 2-core EPYC, empty kernel
-    # cache, unfused against waiting: a 4096 x 1024 layer norm (192 MB unfused) 22-34 ms against
-    # 90-110; a 5-operation chain on 2^23 f32 (160 MB) 19-46 against 89-96, on 2^24 (320 MB)
-    # 141-173 against 83-120; a layer norm of 8192 rows (384 MB) 88-113 against 79-106, of
-    # 16384 (768 MB) 300-337 against 79-101. (Before the frees, 128 MB: the 192 MB layer norm
-    # took 75 ms unfused, as long as waiting.)
-    @background_bytes 256 * 1024 * 1024
+    # Whether a first call runs unfused while the compiler builds (80-150 ms for a region here,
+    # whatever its size) or waits for it. The unfused operations cost two ways: their passes, each
+    # writing a tensor (@unfused_write_bytes bounds them all: about 40-60 ms of passes on the
+    # 2-core EPYC), and the fresh memory of the intermediate tensors live at once, which the fused
+    # kernels never make (@unfused_peak_bytes bounds the unfused plan's peak less the fused
+    # one's, Plan.compile/3: a call frees each tensor after its last reader, and Accel's mapping
+    # cache serves the next from it).
+    # Fresh memory costs 0.2-2.3 ms a MB on a virtual machine whose host reclaims freed guest
+    # memory. First calls there, empty kernel cache, unfused against waiting, 2 runs each: a
+    # 5-operation chain on 2^24 f32 (320 MB written, 128 MB at peak) 21-24 ms against 85-120
+    # where the process had freed memory (as after making its inputs), 31-170 against 130-164
+    # where it had none; a layer norm of 16384 x 1024 (896 MB written) 30-34 against 91-116, and
+    # 106-377 against 153-422; of 32768 rows (1.8 GB) 54-70 against 96-142, and 866-1673 against
+    # 464-663. (Bounded by the bytes written alone, 256 MB, until the peak was known: the chain
+    # waited.)
+    @unfused_write_bytes 512 * 1024 * 1024
+    @unfused_peak_bytes 256 * 1024 * 1024
 
     # How a function's fused kernels are built on the CPU backend, and what its calls run until
     # they are (`{compiled function, how}`):
     #   * :background - where some kernel is neither loaded nor in the disk cache, and the
-    #     function's fused operations, run one by one, would write @background_bytes or less: the
-    #     calls run the function unfused (each operation the backend's, as `fuse: false`) until a
-    #     process has built and loaded every kernel, then fused;
+    #     function's fused operations, run one by one, would write @unfused_write_bytes or less,
+    #     @unfused_peak_bytes or less of it live at once: the calls run the function unfused (each
+    #     operation the backend's, as `fuse: false`) until a process has built and loaded every
+    #     kernel, then fused;
     #   * :wait - built before the first run, or (another device) as the run reaches each region.
     # Both build in one shared object per core, each the regions of a group compiled as one unit
     # (Accel.Kernel.Native.build_together/2), the groups side by side. A build that fails before a
     # run is left to the run, which builds each region alone and raises with the compiler's
     # message; a background build that fails is logged, and the calls stay unfused.
-    defp build(regions, fused, unfused, key, opts) do
+    defp build(regions, {fused, fused_peak}, unfused, key, opts) do
       groups = build_groups(regions)
 
-      cond do
-        not host_device?(opts) or groups == [] ->
+      case host_device?(opts) and groups != [] and
+             unfused_meanwhile(regions, groups, {unfused, fused_peak}, opts) do
+        false ->
           {fused, :wait}
 
-        opts[:build] == :background and unfused_bytes(regions) <= @background_bytes and
-            not Enum.all?(groups, &Accel.Kernel.Native.built_together?/1) ->
-          {_runner, unfused} = unfused.()
-          ready = :atomics.new(1, [])
-          {:ok, _} = Task.start(fn -> build_in_background(groups, ready, key) end)
-          {fn args -> if :atomics.get(ready, 1) == 1, do: fused.(args), else: unfused.(args) end, :background}
-
-        true ->
+        nil ->
           if length(regions) > 1 do
             groups
             |> Task.async_stream(&prebuilt/1, ordered: false, timeout: :infinity)
@@ -394,6 +397,27 @@ if Code.ensure_loaded?(Nx) do
           end
 
           {fused, :wait}
+
+        unfused ->
+          ready = :atomics.new(1, [])
+          {:ok, _} = Task.start(fn -> build_in_background(groups, ready, key) end)
+          {fn args -> if :atomics.get(ready, 1) == 1, do: fused.(args), else: unfused.(args) end, :background}
+      end
+    end
+
+    # The unfused function the first calls run while the kernels build, or nil where they wait:
+    # where some kernel is neither loaded nor cached, the unfused operations write
+    # @unfused_write_bytes or less, and their intermediates peak at @unfused_peak_bytes or less
+    # above the fused function's (an evaluator's, which frees nothing before the end, counted as
+    # the bytes written).
+    defp unfused_meanwhile(regions, groups, {unfused, fused_peak}, opts) do
+      written = unfused_bytes(regions)
+
+      if opts[:build] == :background and written <= @unfused_write_bytes and
+           not Enum.all?(groups, &Accel.Kernel.Native.built_together?/1) do
+        {_runner, unfused, peak} = unfused.()
+        extra = if peak && fused_peak, do: peak - fused_peak, else: written
+        if extra <= @unfused_peak_bytes, do: unfused
       end
     end
 

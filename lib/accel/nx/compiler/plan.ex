@@ -29,8 +29,9 @@ if Code.ensure_loaded?(Nx) do
 
     @doc """
     The plan of `expr` (the traced function's result) for `backend` (`{module, options}`, where
-    the run's default backend), as `fn [params] -> [result] end` (Nx.Defn.Evaluator.__compile__'s
-    shape), or `:evaluator` where the expression has nodes a plan does not run.
+    the run's default backend), as `{fn [params] -> [result] end, peak}` (the function in
+    Nx.Defn.Evaluator.__compile__'s shape; `peak`: the most bytes of intermediate tensors a run
+    holds at once, peak/3), or `:evaluator` where the expression has nodes a plan does not run.
     """
     def compile(expr, backend, replay \\ true) do
       # (the results' templates as the function returns them, the values as the steps compute
@@ -39,7 +40,8 @@ if Code.ensure_loaded?(Nx) do
       {_, outputs} = Composite.traverse(expr, [], &{&1, [Nx.devectorize(&1) | &2]})
       outputs = Enum.reverse(outputs)
 
-      {%{parts: [steps], slots: slots, refs: [refs]}, [], held} = scope([outputs], backend, nil, nil)
+      {%{parts: [steps], slots: slots, refs: [refs], peak: peak}, [], held} =
+        scope([outputs], backend, nil, nil)
 
       run = fn params ->
         {registers, made} = run(steps, :erlang.make_tuple(slots, nil), {params, {}}, [])
@@ -54,16 +56,19 @@ if Code.ensure_loaded?(Nx) do
 
       run = if control?, do: &with_lazy(run, &1), else: run
 
-      case backend do
-        {Accel.Nx.Backend, _} when replay and not control? ->
-          # (only the parameters the steps read: Nx's lazy containers load the others never)
-          used = for {_slot, {:parameter, i}, _made?, _dying} <- steps, do: i
-          cell = Accel.NIF.plan_cell()
-          fn [params] -> [call(cell, run, params, used)] end
+      fun =
+        case backend do
+          {Accel.Nx.Backend, _} when replay and not control? ->
+            # (only the parameters the steps read: Nx's lazy containers load the others never)
+            used = for {_slot, {:parameter, i}, _made?, _dying} <- steps, do: i
+            cell = Accel.NIF.plan_cell()
+            fn [params] -> [call(cell, run, params, used)] end
 
-        _ ->
-          fn [params] -> [run.(List.to_tuple(params))] end
-      end
+          _ ->
+            fn [params] -> [run.(List.to_tuple(params))] end
+        end
+
+      {fun, peak}
     catch
       :evaluator -> :evaluator
     end
@@ -84,6 +89,8 @@ if Code.ensure_loaded?(Nx) do
       state = %{
         values: %{},
         steps: [],
+        # (value number -> the bytes of its tensors)
+        sizes: %{},
         count: 0,
         backend: backend,
         parent_ids: parent_ids,
@@ -103,6 +110,7 @@ if Code.ensure_loaded?(Nx) do
         end)
 
       {steps, slots, refs} = allocate(Enum.reverse(state.steps), Enum.flat_map(groups, &elem(&1, 0)))
+      peak = peak(Enum.reverse(state.steps), Enum.flat_map(groups, &elem(&1, 0)), state.sizes)
 
       {parts, _} =
         Enum.map_reduce(groups, {steps, 0}, fn {_, ends}, {steps, start} ->
@@ -111,7 +119,7 @@ if Code.ensure_loaded?(Nx) do
         end)
 
       {refs, []} = Enum.map_reduce(groups, refs, fn {group, _}, refs -> Enum.split(refs, length(group)) end)
-      {%{parts: parts, slots: slots, refs: refs}, Enum.reverse(state.outer), state.held}
+      {%{parts: parts, slots: slots, refs: refs, peak: peak}, Enum.reverse(state.outer), state.held}
     end
 
     ## Tracing: each node a step with a value number, arguments as {:value, n}
@@ -133,12 +141,20 @@ if Code.ensure_loaded?(Nx) do
 
         %{} ->
           {step, state} = step(ans, state)
-          record(id, step, state)
+          {{:value, n} = ref, state} = record(id, step, state)
+          {ref, %{state | sizes: Map.put(state.sizes, n, bytes(ans, step))}}
       end
     end
 
     # (a number or a tensor that is not an expression: used as it is)
     defp value(other, state), do: {{:literal, other}, state}
+
+    # (the bytes of a node's value; a tuple's, those of the tensors its step's template holds)
+    defp bytes(%Nx.Tensor{type: {:tuple, _}}, {kind, _, out, _, _, _}) when kind in [:optional, :block],
+      do: Composite.reduce(out, 0, &(&2 + Nx.byte_size(&1)))
+
+    defp bytes(%Nx.Tensor{type: {:tuple, _}}, _step), do: 0
+    defp bytes(%Nx.Tensor{} = t, _step), do: Nx.byte_size(t)
 
     defp record(id, step, state) do
       step = if is_map_key(state.scope.eager, id), do: step, else: {:lazy, step}
@@ -332,18 +348,7 @@ if Code.ensure_loaded?(Nx) do
     # it made, as XLA's buffer assignment reuses memory. Not in a scope with lazy steps, whose
     # values read their operands later, when a branch first demands them.
     defp allocate(steps, results) do
-      # value number -> the step that reads it last; the results are read after every step
-      last_use =
-        Enum.reduce(steps, %{}, fn {n, step}, acc ->
-          step |> refs() |> Enum.reduce(acc, &Map.put(&2, &1, n))
-        end)
-
-      outputs = results |> Enum.flat_map(&refs/1) |> MapSet.new()
-
-      freed_by =
-        for {m, n} <- last_use, not MapSet.member?(outputs, m), reduce: %{} do
-          acc -> Map.update(acc, n, [m], &[m | &1])
-        end
+      {freed_by, outputs} = last_uses(steps, results)
 
       makers =
         if Enum.any?(steps, &match?({_n, {:lazy, _}}, &1)),
@@ -369,6 +374,57 @@ if Code.ensure_loaded?(Nx) do
 
       {steps, max(slots, 1), Enum.map(results, &resolve_ref(&1, slot_of))}
     end
+
+    # {step number -> the values it reads last, the values the results read}: the results are
+    # read after every step.
+    defp last_uses(steps, results) do
+      last_use =
+        Enum.reduce(steps, %{}, fn {n, step}, acc ->
+          step |> refs() |> Enum.reduce(acc, &Map.put(&2, &1, n))
+        end)
+
+      outputs = results |> Enum.flat_map(&refs/1) |> MapSet.new()
+
+      freed_by =
+        for {m, n} <- last_use, not MapSet.member?(outputs, m), reduce: %{} do
+          acc -> Map.update(acc, n, [m], &[m | &1])
+        end
+
+      {freed_by, outputs}
+    end
+
+    # The most bytes of intermediate tensors (values operations made that are not results) live
+    # at once in a run, each freed after its last reader as run/4 frees it (an operation's result
+    # made while its operands live); a loop's or a branch's steps count their own on top of the
+    # values live at their step. Accel.Nx.Compiler weighs from it whether a first call runs
+    # unfused while the kernels build.
+    defp peak(steps, results, sizes) do
+      {freed_by, outputs} = last_uses(steps, results)
+      # (a scope with lazy steps frees nothing before its end: allocate/2)
+      freed_by = if Enum.any?(steps, &match?({_n, {:lazy, _}}, &1)), do: %{}, else: freed_by
+
+      {peak, _live, _total} =
+        Enum.reduce(steps, {0, %{}, 0}, fn {n, step}, {peak, live, total} ->
+          {live, total} =
+            if made?(step) and not MapSet.member?(outputs, n),
+              do: {Map.put(live, n, Map.get(sizes, n, 0)), total + Map.get(sizes, n, 0)},
+              else: {live, total}
+
+          peak = max(peak, total + inner_peak(step))
+          {gone, live} = Map.split(live, Map.get(freed_by, n, []))
+          {peak, live, total - Enum.sum(Map.values(gone))}
+        end)
+
+      peak
+    end
+
+    defp inner_peak({:lazy, step}), do: inner_peak(step)
+    defp inner_peak({:while, _args, %{peak: peak}, _shape}), do: peak
+
+    defp inner_peak({:cond, clauses, last}),
+      do: [last | clauses] |> Enum.map(fn {%{peak: peak}, _args, _shape} -> peak end) |> Enum.max()
+
+    defp inner_peak(_step), do: 0
 
     # Whether a step makes its value (an operation's result: not a parameter, a constant, a
     # captured tensor or a tensor made by a creation operation, which a backend might keep).
