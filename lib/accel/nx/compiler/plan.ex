@@ -109,8 +109,11 @@ if Code.ensure_loaded?(Nx) do
           {{refs, state.count}, state}
         end)
 
-      {steps, slots, refs} = allocate(Enum.reverse(state.steps), Enum.flat_map(groups, &elem(&1, 0)))
-      peak = peak(Enum.reverse(state.steps), Enum.flat_map(groups, &elem(&1, 0)), state.sizes)
+      traced = Enum.reverse(state.steps)
+      results = Enum.flat_map(groups, &elem(&1, 0))
+      uses = last_uses(traced, results)
+      {steps, slots, refs} = allocate(traced, results, uses)
+      peak = peak(traced, uses, state.sizes)
 
       {parts, _} =
         Enum.map_reduce(groups, {steps, 0}, fn {_, ends}, {steps, start} ->
@@ -347,11 +350,9 @@ if Code.ensure_loaded?(Nx) do
     # tensor there (run/4), so that a call holds the tensors live at once rather than every one
     # it made, as XLA's buffer assignment reuses memory. Not in a scope with lazy steps, whose
     # values read their operands later, when a branch first demands them.
-    defp allocate(steps, results) do
-      {freed_by, outputs} = last_uses(steps, results)
-
+    defp allocate(steps, results, {freed_by, outputs}) do
       makers =
-        if Enum.any?(steps, &match?({_n, {:lazy, _}}, &1)),
+        if lazy?(steps),
           do: MapSet.new(),
           else: for({n, step} <- steps, made?(step), into: MapSet.new(), do: n)
 
@@ -398,10 +399,9 @@ if Code.ensure_loaded?(Nx) do
     # made while its operands live); a loop's or a branch's steps count their own on top of the
     # values live at their step. Accel.Nx.Compiler weighs from it whether a first call runs
     # unfused while the kernels build.
-    defp peak(steps, results, sizes) do
-      {freed_by, outputs} = last_uses(steps, results)
-      # (a scope with lazy steps frees nothing before its end: allocate/2)
-      freed_by = if Enum.any?(steps, &match?({_n, {:lazy, _}}, &1)), do: %{}, else: freed_by
+    defp peak(steps, {freed_by, outputs}, sizes) do
+      # (a scope with lazy steps frees nothing before its end: allocate/3)
+      freed_by = if lazy?(steps), do: %{}, else: freed_by
 
       {peak, _live, _total} =
         Enum.reduce(steps, {0, %{}, 0}, fn {n, step}, {peak, live, total} ->
@@ -417,6 +417,8 @@ if Code.ensure_loaded?(Nx) do
 
       peak
     end
+
+    defp lazy?(steps), do: Enum.any?(steps, &match?({_n, {:lazy, _}}, &1))
 
     defp inner_peak({:lazy, step}), do: inner_peak(step)
     defp inner_peak({:while, _args, %{peak: peak}, _shape}), do: peak
