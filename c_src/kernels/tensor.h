@@ -190,8 +190,9 @@ ACCEL_LIBM_SIMD2(atan2)
 
 ACCEL_FN float accel_f32_negate(float x) { return -x; }
 ACCEL_FN float accel_f32_abs(float x) { return ACCEL_F32(fabs)(x); }
-/* exp takes an argument below -200 as -200, and sigmoid exp's argument past +-200 as +-200: the
- * same f32 results (exp(-200) rounds to +0, exp(200) is past f32's range; NaN passes), without
+/* exp takes an argument below -200 as -200, and sigmoid exp's argument past +-200 as +-200 (with
+ * Accel's own exp, below, the large side is a select of the result instead): the same f32 results
+ * (exp(-200) rounds to +0, exp(200) is past f32's range; NaN passes), without
  * libmvec's special-case path, which computes each vector holding an argument past its range
  * (below about -708, above 709) lane by lane through the scalar function: a masked softmax's -1e9
  * or -inf made its exp 8-10x slower (c_src/test/host_math_test.cpp sweeps f32 inputs of every
@@ -237,22 +238,28 @@ ACCEL_FN double accel_exp_for_f32(double y) {
   const double q = accel_expm1_reduced(y, &s);
   return fma(s, q, s);
 }
-/* x clamped to [-200, 100], past which the result rounds to 0 or is infinite */
+/* x taken as -200 below it (the result rounds to +0 there); above 100 (where it is infinite) the
+ * value computed is replaced, as is a NaN's: the polynomial's value for such an x is no number to
+ * keep, but computing it costs nothing, where a second clamp of the argument costs a select of
+ * each f64 half (GCC merges the two clamps and the conversion into compares and masked blends):
+ * one select of the f32 result instead made softmax's row kernel 8-10% faster and a loop of exp
+ * 13% (AVX-512) to 17% (AVX2), the same bits for every f32 but a signaling NaN, which comes back
+ * quiet, as from the C library's exp (swept over all 2^32). x * inf: +inf above 100, a NaN itself. */
 ACCEL_FN float accel_f32_exp(float x) {
-  const float v = (float)accel_exp_for_f32(x < -200.0f ? -200.0 : x > 100.0f ? 100.0 : (double)x);
-  return x != x ? x : v;
+  const float v = (float)accel_exp_for_f32((double)ACCEL_F32_EXP_ARG(x));
+  return x <= 100.0f ? v : x * (1.0f / 0.0f);
 }
 /* tanh(|x|) = e / (e + 2), e = expm1(2|x|) = 2^k q + (2^k - 1) in one rounding (no cancellation:
- * for k >= 1, e >= 0.41); |x| clamped at 10, where tanh rounds to 1; below 2^-13 tanh(x) rounds
- * to x itself (-0 too). */
+ * for k >= 1, e >= 0.41), x's sign copied on; |x| clamped at 10, where tanh rounds to 1; below
+ * 2^-13 tanh(x) rounds to x itself (-0 too), and a NaN (which the clamp made 10) is x: one compare
+ * for both (5-10% faster than two and the selects of the sign, the same bits for every f32). */
 ACCEL_FN float accel_f32_tanh(float x) {
-  const float a = x < 0.0f ? -x : x;
+  const float a = ACCEL_F32(fabs)(x);
   double s;
-  const double q = accel_expm1_reduced(a > 10.0f ? 20.0 : 2.0 * (double)a, &s);
+  const double q = accel_expm1_reduced(2.0 * (double)(a < 10.0f ? a : 10.0f), &s);
   const double e = fma(s, q, s - 1.0);
   const float t = (float)(e / (e + 2.0));
-  const float v = x < 0.0f ? -t : t;
-  return a < 0x1p-13f || x != x ? x : v;
+  return a >= 0x1p-13f ? ACCEL_F32(copysign)(t, x) : x;
 }
 #else
 #define ACCEL_OWN_F32_EXP 0
@@ -269,8 +276,15 @@ ACCEL_FN double accel_exp_for_f32(double y) { return ACCEL_F32_LIBM(exp)(y); }
  * one of the 2^32 f32 inputs, the bits of that formula with glibc's scalar exp, rounded (swept at
  * x86-64-v3 and v4), without libmvec's call: 2^21 elements on one thread 1.9-2.2 ms against 2.6-2.8. */
 ACCEL_FN float accel_f32_sigmoid(float x) {
+#if ACCEL_OWN_F32_EXP
+  /* (above 200 the result is 1: selected, as accel_f32_exp selects, rather than clamped: 7% (AVX-512)
+   * to 21% (AVX2) faster, the same bits for every f32) */
+  const float v = (float)(1.0 / (1.0 + accel_exp_for_f32(-(double)ACCEL_F32_EXP_ARG(x))));
+  return x > 200.0f ? 1.0f : v;
+#else
   const float a = x > 200.0f ? 200.0f : ACCEL_F32_EXP_ARG(x);
   return (float)(1.0 / (1.0 + accel_exp_for_f32(-(double)a)));
+#endif
 }
 ACCEL_FN float accel_f32_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
 /* b == 2: the product, which is what the exact square rounded once gives (the square of a float

@@ -102,8 +102,10 @@ std::vector<float> sweep_inputs() {
   for (float x : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1.0f, -1.0f, 88.72283f,
                   88.72284f, -103.97208f, 20.0f, -20.0f, 1e-30f, 1.4e-45f, 3.4e38f, -3.4e38f, 0.625f, -0.625f,
                   -87.33655f, -88.7f, -104.0f, 89.0f, 9.0f, -9.0f,
-                  // around exp's and sigmoid's clamps (kernels/tensor.h) and a masked score
-                  -200.0f, -200.00002f, -199.99998f, 200.0f, 200.00002f, 199.99998f, -708.5f, 709.9f, -1.0e9f, 1.0e9f})
+                  // around exp's, sigmoid's and tanh's clamps and selects (kernels/tensor.h) and a masked score
+                  -200.0f, -200.00002f, -199.99998f, 200.0f, 200.00002f, 199.99998f, 100.0f, 100.00001f, 99.99999f,
+                  -100.0f, 10.0f, 10.000001f, 9.999999f, -10.000001f, 0x1p-13f, -0x1p-13f, 0x1.fffffep-14f,
+                  0x1.000002p-13f, -708.5f, 709.9f, 710.0f, -1.0e9f, 1.0e9f})
     in.push_back(x);
   return in;
 }
