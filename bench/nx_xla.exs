@@ -527,7 +527,8 @@ defmodule NxXlaBench do
     memory would otherwise pay for both (Accel's first calls run before XLA's process).
 
     On the CPU backend a function whose kernels are not cached runs unfused (each operation the
-    backend's) while the C compiler builds them, where its unfused operations write 256 MB or less
+    backend's) while the C compiler builds them, where its unfused operations write 512 MB or less
+    and their intermediates live at once exceed the fused function's by 256 MB or less
     (`Accel.Nx.Compiler`'s `build: :background`, the default); "fused from": the time from the
     first call's start until they are loaded ("-": the first call waited for them, or no kernel).
 
