@@ -406,9 +406,12 @@ if Code.ensure_loaded?(Nx) do
       {peak, _live, _total} =
         Enum.reduce(steps, {0, %{}, 0}, fn {n, step}, {peak, live, total} ->
           {live, total} =
-            if made?(step) and not MapSet.member?(outputs, n),
-              do: {Map.put(live, n, Map.get(sizes, n, 0)), total + Map.get(sizes, n, 0)},
-              else: {live, total}
+            if made?(step) and not MapSet.member?(outputs, n) do
+              size = Map.get(sizes, n, 0)
+              {Map.put(live, n, size), total + size}
+            else
+              {live, total}
+            end
 
           peak = max(peak, total + inner_peak(step))
           {gone, live} = Map.split(live, Map.get(freed_by, n, []))
