@@ -1,7 +1,7 @@
 // What handing a job to Accel's CPU threads costs (core/thread_pool.hpp), with no BEAM and no NIF:
 // a compiled function's run, as a sequence of `ops` jobs of two chunks (the caller runs one, a
 // worker the other), each after a few microseconds of serial work, through a pool whose worker
-// sleeps between jobs and one whose worker polls for `spin` first (the CPU backend's, 200 us).
+// sleeps between jobs and one whose worker polls first, as the CPU backend's does (kPoolSpin).
 // The two pools alternate, `rounds` runs each; prints a markdown table of the min and median run
 // per job against the work itself. Usage: pool_handoff [rounds] [ops]
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.hpp"
 #include "core/thread_pool.hpp"
 
 namespace {
@@ -42,13 +43,20 @@ int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 41;
   const int ops = argc > 2 ? std::max(1, std::atoi(argv[2])) : 30;
   constexpr double kSerialUs = 3.0;
-  accel::ThreadPool sleeping(2, std::chrono::microseconds(0)), polling(2, std::chrono::microseconds(200));
+  const long spin_us = static_cast<long>(accel::cpu::kPoolSpin.count());
+  accel::ThreadPool sleeping(2, std::chrono::microseconds(0)), polling(2, accel::cpu::kPoolSpin);
   std::printf("# Handing a job to Accel's CPU threads: sleeping against polling workers\n\n");
-  std::printf("Made by `bin/bench` (bench/native/pool_handoff.cpp, no BEAM, no NIF): %d jobs of two chunks in a row,\n", ops);
-  std::printf("each after %.0f us of serial work, through a pool of 2 threads whose worker sleeps between jobs and one\n", kSerialUs);
-  std::printf("whose worker polls for 200 us first (the CPU backend's pool); the pools alternate, %d runs each.\n", rounds);
+  std::printf("Made by `bin/bench` (bench/native/pool_handoff.cpp, no BEAM, no NIF): %d jobs of two chunks in a row,\n",
+              ops);
+  std::printf(
+      "each after %.0f us of serial work, through a pool of 2 threads whose worker sleeps between jobs and one\n",
+      kSerialUs);
+  std::printf("whose worker polls for %ld us first (the CPU backend's pool); the pools alternate, %d runs each.\n",
+              spin_us, rounds);
   std::printf("Per job: the fastest and the median run's time over its job count, against the work itself.\n\n");
-  std::printf("| chunk | work per job | sleeping worker: min / median per job | polling worker (200 us): min / median |\n");
+  std::printf(
+      "| chunk | work per job | sleeping worker: min / median per job | polling worker (%ld us): min / median |\n",
+      spin_us);
   std::printf("|---:|---:|---:|---:|\n");
   for (double chunk : {5.0, 20.0, 100.0}) {
     std::vector<double> times[2];

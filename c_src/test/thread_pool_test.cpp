@@ -8,14 +8,15 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.hpp"
 #include "core/thread_pool.hpp"
 
 namespace {
 
 using std::chrono::microseconds;
 
-// Pools whose threads sleep at once, and pools whose threads spin first (as the CPU backend's).
-const microseconds kSpins[] = {microseconds(0), microseconds(200)};
+// Pools whose threads sleep at once, and pools whose threads spin first (the CPU backend's).
+const microseconds kSpins[] = {microseconds(0), accel::cpu::kPoolSpin};
 
 void expect_each_index_once(accel::ThreadPool& pool, size_t n, size_t grain) {
   std::vector<std::atomic<int>> hits(n);
@@ -58,8 +59,10 @@ bool two_chunks_meet(accel::ThreadPool& pool) {
 TEST(ThreadPool, AWorkerTakesEachJobWhetherItSleptOrSpun) {
   // back to back (the worker spinning, or just woken), after idle gaps either side of the spin's
   // end, and long enough for the worker to sleep
-  const microseconds gaps[] = {microseconds(0),   microseconds(50),  microseconds(190),
-                               microseconds(210), microseconds(400), microseconds(3000)};
+  const microseconds spin_end = accel::cpu::kPoolSpin;
+  const microseconds gaps[] = {
+      microseconds(0), microseconds(50),  spin_end - microseconds(10), spin_end + microseconds(10),
+      2 * spin_end,    microseconds(3000)};
   for (microseconds spin : kSpins) {
     accel::ThreadPool pool(2, spin);
     for (int round = 0; round < 40; ++round)

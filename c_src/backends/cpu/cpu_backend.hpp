@@ -4,11 +4,22 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 
 #include "core/backend.hpp"
 #include "core/thread_pool.hpp"
 
 namespace accel::cpu {
+
+// How long the pool's threads poll before they sleep (ThreadPool): a compiled function's kernels
+// and products come microseconds apart, and a worker that slept between them is woken for each
+// (a futex wake and a context switch: on the 2-core EPYC VM a job of two 20 us chunks took 50-55
+// us with a sleeping worker, 25 with a polling one, bench/results/pool_handoff.md). Compiled
+// training steps there, 6 alternating VMs, medians of their medians: 128 x 784 -> 256 -> 10
+// 790 us against 926 (14% less), the CNN step of bench/nx_xla.exs 2.92 ms against 3.34 (13%);
+// softmax, layer norm, GELU MLP and attention within 4% either way. A worker idle for longer
+// sleeps, so an idle VM's cores stay idle.
+constexpr std::chrono::microseconds kPoolSpin{200};
 
 class CpuBackend final : public Backend {
  public:

@@ -126,10 +126,11 @@ if Code.ensure_loaded?(Nx) do
     fused operations run one by one would write 512 MB or less, with 256 MB or less of
     intermediate tensors live at once beyond the fused function's (each is freed after its last
     use), its first calls need not wait for the compiler (`build: :background`, the default): a
-    process builds and loads the kernels while the calls run the function unfused (as `fuse: false`), and the calls after run fused
-    (the `compile` event says `build: :background`); such builds run one at a time in the VM. The results are the same, elementwise bit
-    for bit (sums as "Results" above says of fused and unfused ones; with `math: :fast` the first
-    calls compute the exact functions). `[:accel, :nx, :built]` (`%{duration: native_time}`,
+    process builds and loads the kernels while the calls run the function unfused
+    (as `fuse: false`), and the calls after run fused (the `compile` event says
+    `build: :background`); such builds run one at a time in the VM. The results are the same,
+    elementwise bit for bit (sums as "Results" above says of fused and unfused ones; with
+    `math: :fast` the first calls compute the exact functions). `[:accel, :nx, :built]` (`%{duration: native_time}`,
     `%{key: key, errors: [message]}`) is emitted when a background build ends; one that fails is
     logged, and the calls stay unfused.
 
