@@ -781,6 +781,84 @@ if Code.ensure_loaded?(Nx) do
           end
         end
 
+        test "a mask's uniform blocks (causal, padding) are computed once per row: the bits of the mask read from memory" do
+          causal = fn s, _ -> Nx.greater_equal(Nx.iota(s.shape, axis: 1), Nx.iota(s.shape, axis: 2)) end
+          later = fn s, _ -> Nx.less(Nx.iota(s.shape, axis: 1), Nx.iota(s.shape, axis: 2)) end
+          # (masking each row's first columns, before the diagonal)
+          earlier = fn s, _ -> Nx.less_equal(Nx.iota(s.shape, axis: 1), Nx.iota(s.shape, axis: 2)) end
+
+          padding = fn s, lengths ->
+            Nx.less(Nx.iota(s.shape, axis: 2), Nx.reshape(lengths, {:auto, 1, 1}))
+          end
+
+          # {the mask, what it masks}: softmax with -1.0e9 (whose exp is 0: every loop skips
+          # masked blocks), the branches the other way round with -infinity, -1.0 (its exp is not
+          # 0: the sum computes every block), a sum, a product and a min of the row's unmasked
+          # values, a uniform value computed on, and a mask of the first columns
+          cases = [
+            {causal, &softmax(Nx.select(&2, &1, -1.0e9))},
+            {later, &softmax(Nx.select(&2, Nx.Constants.neg_infinity(Nx.type(&1)), &1))},
+            {causal, &softmax(Nx.select(&2, &1, -1.0))},
+            {padding, &Nx.sum(Nx.select(&2, &1, -0.0), axes: [-1])},
+            {padding, &Nx.product(Nx.select(&2, Nx.divide(&1, 4.0), 1.0), axes: [-1])},
+            {causal, &Nx.reduce_min(Nx.select(&2, &1, :infinity), axes: [-1])},
+            {later, &softmax(Nx.multiply(Nx.select(&2, 0.0, &1), 3.0))},
+            {earlier, &softmax(Nx.select(&2, &1, -1.0e9))}
+          ]
+
+          # rows of 200 (three whole blocks and a tail) and of 64 (one), where the mask takes a row
+          # wholly (row 0 of the padding mask, length 0), in part or not at all (rows past the
+          # columns); NaN and infinity under the mask and outside it
+          for type <- [:f32, :f64], shape <- [{3, 150, 200}, {2, 70, 64}], {mask, body} <- cases do
+            s = Nx.iota(shape, type: type) |> Nx.multiply(0.37) |> Nx.sin() |> Nx.multiply(4.0)
+            s = s |> Nx.put_slice([0, 5, 0], Nx.tensor([[[:nan, :infinity]]], type: type))
+
+            s =
+              s |> Nx.put_slice([1, 3, elem(shape, 2) - 2], Nx.tensor([[[:nan, :neg_infinity]]], type: type))
+
+            lengths = Nx.tensor([0, 130, 61] |> Enum.take(elem(shape, 0)))
+
+            from_iotas = fn s, lengths -> body.(s, mask.(s, lengths)) end
+            from_memory = fn s, m -> body.(s, m) end
+            m = mask.(s, lengths)
+
+            assert [%{source: source}] = Compiler.report(from_iotas, [s, lengths], device: @device)
+            assert source =~ "const int uniform = ends =="
+            assert [%{source: source}] = Compiler.report(from_memory, [s, m], device: @device)
+            refute source =~ "const int uniform"
+
+            fused = binary(jit(from_iotas, [s, lengths], device: @device))
+            assert Nx.to_binary(fused) == Nx.to_binary(binary(jit(from_memory, [s, m], device: @device)))
+
+            tol = if type == :f32, do: 1.0e-5, else: 1.0e-12
+            want = reference(from_iotas, [s, lengths])
+            assert Nx.all_close(fused, want, rtol: tol, atol: tol, equal_nan: true) |> Nx.to_number() == 1
+          end
+
+          # a comparison of a sum of iotas, or of an iota with a column's value, is computed in
+          # every block
+          shifted = fn s ->
+            softmax(
+              Nx.select(
+                Nx.greater_equal(Nx.iota(s.shape, axis: 1), Nx.add(Nx.iota(s.shape, axis: 2), 3)),
+                s,
+                -1.0e9
+              )
+            )
+          end
+
+          by_value = fn s -> softmax(Nx.select(Nx.greater_equal(Nx.iota(s.shape, axis: 2), s), s, -1.0e9)) end
+
+          for f <- [shifted, by_value] do
+            s = Nx.iota({2, 100, 130}, type: :f32) |> Nx.multiply(0.37) |> Nx.sin() |> Nx.multiply(90.0)
+            assert [%{source: source}] = Compiler.report(f, [s], device: @device)
+            refute source =~ "const int uniform"
+
+            assert Nx.all_close(binary(jit(f, [s], device: @device)), reference(f, [s]), rtol: 1.0e-5)
+                   |> Nx.to_number() == 1
+          end
+        end
+
         test "math: :fast computes exp, sigmoid and tanh within their ulps, alone and fused" do
           # 2^20 values over every range the functions have (underflow to subnormals and 0,
           # overflow, tanh's two forms) and the special values
@@ -1171,6 +1249,8 @@ if Code.ensure_loaded?(Nx) do
         {&softmax/1, [Nx.template({8, 5}, :f64)]},
         # (rows that fetch the next row on the host)
         {&softmax/1, [Nx.template({16, 256}, :f32)]},
+        # (a causal mask's uniform blocks)
+        {&Defns.masked_scores/1, [Nx.template({4, 128, 128}, :f32)]},
         {fn x -> x |> Nx.multiply(3) |> Nx.quotient(7) |> Nx.sum() end, [Nx.template({100_000}, :s32)]},
         {fn x, y -> Nx.select(Nx.greater(x, y), x, y) |> Nx.as_type(:u8) |> Nx.add(1) end,
          [Nx.template({4}, :f32), Nx.template({4}, :s64)]}

@@ -421,7 +421,10 @@ defmodule Accel.Nx.Compiler.Codegen do
   # Where `body` reads `<var>32` (a row's column in 32 bits, for an iota in 32 bits: narrow_iota?/2,
   # so `last` fits them), it is defined beside `var`, from the block's int counter, so that the
   # compilers keep 32-bit lanes (from `var` they widened each to 64 bits and narrowed it again).
-  defp reduce_loop(op, acc_type, body, value, var, first, last, prefetch \\ []) do
+  # `skip`: a row's uniform blocks (uniform_mask/4): {the block's test, its value, the guard}:
+  # where the test finds block rb uniform, a max or min picks that value into each lane, and a sum
+  # or product whose guard holds (the value is its identity) goes to the next block.
+  defp reduce_loop(op, acc_type, body, value, var, first, last, prefetch \\ [], skip \\ nil) do
     pick? = op in [:reduce_max, :reduce_min]
     counter32? = counter32?(body, var)
 
@@ -444,6 +447,7 @@ defmodule Accel.Nx.Compiler.Codegen do
       "for (; rb + #{@block} <= #{last}; rb += #{@block}) {"
     ] ++
       indent(prefetch, 1) ++
+      indent(skip_block(skip, pick?, op, acc_type, lanes), 1) ++
       indent(block_steps(pick?, {op, acc_type, type}, body, value, block_var, lanes), 1) ++
       ["}", "#{type} acc = #{init};", "for (; rb < #{last}; ++rb) {"] ++
       indent(tail_var ++ body ++ [reduce_step(op, acc_type, "acc", value)], 1) ++
@@ -451,6 +455,21 @@ defmodule Accel.Nx.Compiler.Codegen do
   end
 
   defp counter32?(body, var), do: Enum.any?(body, &(&1 =~ ~r/\b#{var}32\b/))
+
+  defp skip_block(nil, _pick?, _op, _acc_type, _lanes), do: []
+
+  defp skip_block({test, u, _guard}, true, op, acc_type, lanes) do
+    test.("rb") ++
+      [
+        "if (uniform) {",
+        "  for (int l = 0; l < #{@block}; ++l) #{reduce_step(op, acc_type, "lanes[l % #{lanes}]", u)}",
+        "  continue;",
+        "}"
+      ]
+  end
+
+  defp skip_block({test, _u, guard}, false, _op, _acc_type, _lanes),
+    do: ["if (#{guard}) {"] ++ indent(test.("rb"), 1) ++ ["  if (uniform) continue;", "}"]
 
   defp block_steps(true, {op, acc_type, _type}, body, value, block_var, lanes) do
     lane = "lanes[l % #{lanes}]"
@@ -529,6 +548,21 @@ defmodule Accel.Nx.Compiler.Codegen do
 
     by_k = Map.new(nodes, &{&1.k, &1})
 
+    # an operand with one value per row: a constant, an input or iota along it, a row node
+    row_operand? = fn
+      {:const, _, _} -> true
+      {:input, j, _} -> not MapSet.member?(col_ids, j)
+      {:iota, j, _} -> not MapSet.member?(col_iota_ids, j)
+      {:node, k} -> by_k[k].level == :row
+    end
+
+    narrow_col_iota? = fn
+      {:iota, j, _} -> MapSet.member?(col_iota_ids, j) and narrow_iota?(Enum.at(region.iotas, j), dims)
+      _ -> false
+    end
+
+    mask = if cols >= @block, do: uniform_mask(nodes, by_k, row_operand?, narrow_col_iota?)
+
     # the statements computing col-level `args` at column c: their inputs' loads and col nodes
     # (those `values` holds are given)
     element = fn args, values ->
@@ -556,6 +590,15 @@ defmodule Accel.Nx.Compiler.Codegen do
     {next_row, prefetch} = next_row_prefetch(region, col_inputs)
     first_loop = Enum.find_value(row_nodes, fn node -> node.op == :row_reduce and node.k end)
 
+    # whether the outputs of a uniform block are its value, written without reading the row (so
+    # the loop storing the kept value may skip such blocks)
+    fill? = mask != nil and not region.row_output and MapSet.member?(mask.set, region.result)
+
+    block_test = fn values ->
+      %{iota: {:iota, j, _}} = mask
+      uniform_test(by_k[mask.compare], col_iota_load.(Enum.at(region.iotas, j), j), mask.want, values)
+    end
+
     {row_lines, values} =
       row_nodes
       |> Enum.reduce({[], %{}}, fn
@@ -573,9 +616,27 @@ defmodule Accel.Nx.Compiler.Codegen do
           # (the row's first loop reads it from memory; the later ones fetch the next row's)
           ahead = if node.k == first_loop, do: [], else: prefetch
 
+          # a reduction of a value uniform in the mask's blocks skips them (not the loop storing
+          # the kept value, unless the outputs fill them)
+          {pre, skip} =
+            with {:node, k} <- sub,
+                 true <- mask != nil and MapSet.member?(mask.set, k) and (node.k != kept_in or fill?) do
+              {u_lines, u_values} = uniform_values(mask, k, by_k, values)
+              u = operand(sub, u_values, red.acc_type)
+              identity = %{sum: "0", product: "1"}[red.op]
+              guard = "skip#{node.k}"
+              guard_line = if identity, do: ["const int #{guard} = #{u} == #{identity};"], else: []
+              {u_lines ++ guard_line, {block_test.(values), u, guard}}
+            else
+              _ -> {[], nil}
+            end
+
           loop =
             ["#{c_type(node.type)} #{name};", "{"] ++
-              indent(reduce_loop(red.op, red.acc_type, body, value, "c", "0", "#{cols}UL", ahead), 1) ++
+              indent(
+                pre ++ reduce_loop(red.op, red.acc_type, body, value, "c", "0", "#{cols}UL", ahead, skip),
+                1
+              ) ++
               ["  #{name} = #{convert("acc", red.acc_type, red.out_type)};", "}"]
 
           {lines ++ loop, Map.put(values, node.k, {name, node.type})}
@@ -590,21 +651,42 @@ defmodule Accel.Nx.Compiler.Codegen do
         {name, type} = Map.fetch!(values, region.result)
         ["out[g] = (#{out_t})#{convert(name, type, region.out_type)};"]
       else
-        {reuse, values} =
+        {reuse, reuse_values} =
           if kept,
             do:
               {["const #{out_t} v#{kept} = out[g * #{cols}UL + c];"],
                Map.put(values, kept, {"v#{kept}", region.out_type})},
             else: {[], values}
 
-        {body, inner} = element.([{:node, region.result}], values)
+        {body, inner} = element.([{:node, region.result}], reuse_values)
         body = reuse ++ body
         {name, _type} = Map.fetch!(inner, region.result)
 
         c32 = if counter32?(body, "c"), do: ["const accel_i32 c32 = (accel_i32)c;"], else: []
+        element_lines = c32 ++ body ++ ["out[g * #{cols}UL + c] = (#{out_t})#{name};"]
 
-        ["for (accel_u64 c = 0; c < #{cols}UL; ++c) {"] ++
-          indent(c32 ++ body ++ ["out[g * #{cols}UL + c] = (#{out_t})#{name};"], 1) ++ ["}"]
+        if fill? do
+          {u_lines, u_values} = uniform_values(mask, region.result, by_k, values)
+          {u, _type} = Map.fetch!(u_values, region.result)
+
+          u_lines ++
+            [
+              "for (accel_u64 cb = 0; cb < #{cols}UL; cb += #{@block}) {",
+              "  const accel_u64 ce = cb + #{@block} < #{cols}UL ? cb + #{@block} : #{cols}UL;",
+              "  if (ce == cb + #{@block}) {"
+            ] ++
+            indent(block_test.(values).("cb"), 2) ++
+            [
+              "    if (uniform) {",
+              "      for (accel_u64 c = cb; c < ce; ++c) out[g * #{cols}UL + c] = (#{out_t})#{u};",
+              "      continue;",
+              "    }",
+              "  }",
+              "  for (accel_u64 c = cb; c < ce; ++c) {"
+            ] ++ indent(element_lines, 2) ++ ["  }", "}"]
+        else
+          ["for (accel_u64 c = 0; c < #{cols}UL; ++c) {"] ++ indent(element_lines, 1) ++ ["}"]
+        end
       end
 
     head =
@@ -613,6 +695,106 @@ defmodule Accel.Nx.Compiler.Codegen do
         else: ["if (i % #{cols}UL != 0) return 0;", "const accel_u64 g = i / #{cols}UL;"]
 
     head ++ next_row ++ row_loads ++ row_lines ++ outputs
+  end
+
+  # A row's uniform blocks: where a select takes a value constant along the row (a constant, a
+  # row's value) in the elements where a comparison of a column's iota with such a value holds (or
+  # fails), as a causal mask's select(i >= j, scores, -1.0e9) does, the select and every float
+  # operation computed from it and row values alone (the masked softmax's exp(-1.0e9 - max) and
+  # its quotient) have one value in those elements. The comparison is monotone along the row (an
+  # iota's weight along it is positive), so a block of @block columns whose first and last columns
+  # both take that value takes it in every column (its test: uniform_test/4). Such a block's value
+  # is computed once per row (uniform_values/4, the same element functions, so the same bits): a
+  # max or min picks it into each lane rather than computing the block; a sum skips the block where
+  # the value is 0 (a product where it is 1), which adds nothing; and the outputs fill it. The
+  # reductions' lanes, order and results are unchanged.
+  # %{select: k, branch: its operand taken there, want: the comparison's value there, compare: k,
+  # iota: the column's iota, set: the nodes uniform there}, or nil.
+  @ordering [:less, :less_equal, :greater, :greater_equal]
+  defp uniform_mask(nodes, by_k, row_operand?, narrow_col_iota?) do
+    Enum.find_value(nodes, fn
+      %{level: :col, op: :select, type: t, args: [{:node, p}, a, b], k: k} when t in [:f32, :f64] ->
+        with %{level: :col, family: :compare, op: op, args: args, compute: c} <- by_k[p],
+             true <- op in @ordering and not float?(c),
+             [iota] <- Enum.filter(args, narrow_col_iota?),
+             [_] <- Enum.filter(args, row_operand?),
+             {branch, want} <- uniform_branch(row_operand?, a, b) do
+          %{
+            select: k,
+            branch: branch,
+            want: want,
+            compare: p,
+            iota: iota,
+            set: uniform_set(nodes, k, by_k, row_operand?)
+          }
+        else
+          _ -> nil
+        end
+
+      _ ->
+        nil
+    end)
+  end
+
+  defp uniform_branch(row_operand?, a, b) do
+    cond do
+      row_operand?.(a) -> {a, true}
+      row_operand?.(b) -> {b, false}
+      true -> nil
+    end
+  end
+
+  # the select and the float operations (operands first) whose operands are in the set or row values
+  defp uniform_set(nodes, select, by_k, row_operand?) do
+    Enum.reduce(nodes, MapSet.new([select]), fn node, set ->
+      uniform? =
+        node.level == :col and float?(node.type) and
+          (node.family in [:unary, :binary] or node.op in [:select, :clip, :as_type]) and
+          Enum.all?(node.args, fn
+            {:node, k} -> MapSet.member?(set, k) or by_k[k].level == :row
+            other -> row_operand?.(other)
+          end)
+
+      if uniform?, do: MapSet.put(set, node.k), else: set
+    end)
+  end
+
+  # {statements, values} computing node k's value in a uniform block (u<k>), from row `values`
+  defp uniform_values(mask, k, by_k, values) do
+    [{:node, k}]
+    |> uniform_needed(mask.set, by_k, MapSet.new())
+    |> Enum.sort()
+    |> Enum.reduce({[], values}, fn k, {lines, values} ->
+      node = by_k[k]
+      text = if k == mask.select, do: operand(mask.branch, values, node.type), else: node_text(node, values)
+      {lines ++ ["const #{value_c_type(node)} u#{k} = #{text};"], Map.put(values, k, {"u#{k}", node.type})}
+    end)
+  end
+
+  defp uniform_needed(args, set, by_k, seen) do
+    Enum.reduce(args, seen, fn
+      {:node, k}, seen ->
+        if MapSet.member?(set, k) and not MapSet.member?(seen, k),
+          do: uniform_needed(by_k[k].args, set, by_k, MapSet.put(seen, k)),
+          else: seen
+
+      _other, seen ->
+        seen
+    end)
+  end
+
+  # fn start -> statements setting `uniform` where the block of @block columns from `start` is
+  # uniform: the comparison at its first and last columns (`iota_line` defines the column's iota
+  # from c32).
+  defp uniform_test(compare, iota_line, want, values) do
+    fn start ->
+      ends =
+        for offset <- [0, @block - 1] do
+          "{ const accel_i32 c32 = (accel_i32)(#{start}) + #{offset}; #{iota_line} ends += #{node_text(compare, values)} != 0; }"
+        end
+
+      ["int ends = 0;"] ++ ends ++ ["const int uniform = ends == #{if want, do: 2, else: 0};"]
+    end
   end
 
   # A row region's first loop reads the row from memory, and the loops after it compute over the
