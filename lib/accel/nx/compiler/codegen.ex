@@ -707,7 +707,12 @@ defmodule Accel.Nx.Compiler.Codegen do
   # is computed once per row (uniform_values/4, the same element functions, so the same bits): a
   # max or min picks it into each lane rather than computing the block; a sum skips the block where
   # the value is 0 (a product where it is 1), which adds nothing; and the outputs fill it. The
-  # reductions' lanes, order and results are unchanged.
+  # reductions' lanes, order and results are unchanged (a NaN's sign aside, which the C compilers'
+  # code gives as it may, as it did before: GCC's kernel computing a causal mask from iotas made
+  # 0x7FC00000 in a row's tail where the one reading it from memory made 0xFFC00000). The value is
+  # computed in scalar code, the elements in the row's loop, vectorised on the host: the same
+  # values where both compute each function alike (the host's f32 functions, swept against the
+  # scalar ones; a GPU thread runs the loop scalar; PoCL's, in the property test).
   # %{select: k, branch: its operand taken there, want: the comparison's value there, compare: k,
   # iota: the column's iota, set: the nodes uniform there}, or nil.
   @ordering [:less, :less_equal, :greater, :greater_equal]
