@@ -96,8 +96,9 @@ if Code.ensure_loaded?(Nx) do
     # {type, {batch, rows, cols}, comparison, iota first?, the row's value, the constant, the
     # constant on_true?, what follows, data seed}: rows enough for a row region (16 or more), each
     # of a block of 64 columns or more. (No NaN constant on OpenCL: PoCL's kernel computing from
-    # iotas a mask that selects NaN in every column, a softmax after it, gave values other than
-    # NaN, changing from call to call, before uniform blocks too; the kernel reading the mask NaN.)
+    # iotas a mask that selects NaN in every column, a softmax after it, wrote nothing, before
+    # uniform blocks too, where its compiler can prove exp's argument NaN; guarding exp with
+    # x == x made it write NaN: guides/nx.md, "Row regions".)
     defp mask_case_gen(device) do
       constants = [-1.0e9, :neg_infinity, :infinity, :nan, 0.0, -0.0, 1.0, -2.5, -95.0]
       constants = if device == :opencl, do: List.delete(constants, :nan), else: constants
