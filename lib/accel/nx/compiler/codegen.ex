@@ -767,24 +767,12 @@ defmodule Accel.Nx.Compiler.Codegen do
   # {statements, values} computing node k's value in a uniform block (u<k>), from row `values`
   defp uniform_values(mask, k, by_k, values) do
     [{:node, k}]
-    |> uniform_needed(mask.set, by_k, MapSet.new())
+    |> reached(by_k, &MapSet.member?(mask.set, &1.k), MapSet.new())
     |> Enum.sort()
     |> Enum.reduce({[], values}, fn k, {lines, values} ->
       node = by_k[k]
       text = if k == mask.select, do: operand(mask.branch, values, node.type), else: node_text(node, values)
       {lines ++ ["const #{value_c_type(node)} u#{k} = #{text};"], Map.put(values, k, {"u#{k}", node.type})}
-    end)
-  end
-
-  defp uniform_needed(args, set, by_k, seen) do
-    Enum.reduce(args, seen, fn
-      {:node, k}, seen ->
-        if MapSet.member?(set, k) and not MapSet.member?(seen, k),
-          do: uniform_needed(by_k[k].args, set, by_k, MapSet.put(seen, k)),
-          else: seen
-
-      _other, seen ->
-        seen
     end)
   end
 
@@ -877,13 +865,17 @@ defmodule Accel.Nx.Compiler.Codegen do
 
   # The col-level nodes `args` need, through col-level operands (row nodes, and col nodes `given`
   # holds, are already values).
-  defp needed(args, by_k, given, seen) do
+  defp needed(args, by_k, given, seen),
+    do: reached(args, by_k, &(&1.level == :col and not Map.has_key?(given, &1.k)), seen)
+
+  # The nodes reached from `args` through operands that are nodes `keep?` takes (those nodes).
+  defp reached(args, by_k, keep?, seen) do
     Enum.reduce(args, seen, fn
       {:node, k}, seen ->
         node = by_k[k]
 
-        if node.level == :col and not MapSet.member?(seen, k) and not Map.has_key?(given, k),
-          do: needed(node.args, by_k, given, MapSet.put(seen, k)),
+        if not MapSet.member?(seen, k) and keep?.(node),
+          do: reached(node.args, by_k, keep?, MapSet.put(seen, k)),
           else: seen
 
       _other, seen ->
