@@ -146,10 +146,21 @@ ACCEL_FN accel_i64 accel_int_right_shift(accel_i64 a, accel_i64 b, int* flag) {
  * and Erlang's agree to within f32's rounding, that is everywhere but within about 2^-29 of a
  * rounding midpoint. On devices without doubles they are the device's f32 functions (within the
  * OpenCL specification's bounds). */
-#if ACCEL_HAS_F64
-#define ACCEL_F32_VIA_F64(fn, x) ((float)fn((double)(x)))
+/* On OpenCL, a transcendental function of a NaN is that NaN, returned before the device's function
+ * is reached: PoCL writes nothing at all from a kernel in which its compiler can prove the argument
+ * of exp or expm1 NaN (a softmax over rows that a mask computed from iotas makes NaN throughout: the
+ * output buffer kept what it held, the kernel run alone from a plain OpenCL host program), as if the
+ * call were undefined there. Every function below returns NaN for NaN, so this changes no result; it
+ * costs a compare and a select per call. Elsewhere, the call alone. */
+#ifdef __OPENCL_VERSION__
+#define ACCEL_NAN_PASSES(call, x) ((x) == (x) ? (call) : (x))
 #else
-#define ACCEL_F32_VIA_F64(fn, x) ACCEL_F32(fn)(x)
+#define ACCEL_NAN_PASSES(call, x) (call)
+#endif
+#if ACCEL_HAS_F64
+#define ACCEL_F32_VIA_F64(fn, x) ACCEL_NAN_PASSES((float)fn((double)(x)), x)
+#else
+#define ACCEL_F32_VIA_F64(fn, x) ACCEL_NAN_PASSES(ACCEL_F32(fn)(x), x)
 #endif
 
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) && \
@@ -271,7 +282,7 @@ ACCEL_FN float accel_f32_log(float x) { return ACCEL_F32_VIA_F64(log, x); }
 ACCEL_FN float accel_f32_sqrt(float x) { return ACCEL_F32(sqrt)(x); }
 #if ACCEL_HAS_F64
 #if !ACCEL_OWN_F32_EXP
-ACCEL_FN double accel_exp_for_f32(double y) { return ACCEL_F32_LIBM(exp)(y); }
+ACCEL_FN double accel_exp_for_f32(double y) { return ACCEL_NAN_PASSES(ACCEL_F32_LIBM(exp)(y), y); }
 #endif
 /* 1 / (1 + e^-x) in f64 (x clamped to +-200), e^-x Accel's above where it has its own: for every
  * one of the 2^32 f32 inputs, the bits of that formula with glibc's scalar exp, rounded (swept at
@@ -297,7 +308,7 @@ ACCEL_FN float accel_f32_pow(float a, float b) {
 }
 ACCEL_FN float accel_f32_atan2(float a, float b) { return (float)ACCEL_F32_LIBM(atan2)((double)a, (double)b); }
 #else
-ACCEL_FN float accel_f32_sigmoid(float x) { return 1.0f / (1.0f + ACCEL_F32(exp)(-x)); }
+ACCEL_FN float accel_f32_sigmoid(float x) { return ACCEL_NAN_PASSES(1.0f / (1.0f + ACCEL_F32(exp)(-x)), x); }
 ACCEL_FN float accel_f32_rsqrt(float x) { return 1.0f / ACCEL_F32(sqrt)(x); }
 ACCEL_FN float accel_f32_pow(float a, float b) { return b == 2.0f ? a * a : ACCEL_F32(pow)(a, b); }
 ACCEL_FN float accel_f32_atan2(float a, float b) { return ACCEL_F32(atan2)(a, b); }
@@ -377,8 +388,8 @@ ACCEL_FN float accel_f32_max(float a, float b) { return a != a ? a : b != b ? b 
  * faster than the f64 functions rounded once above, since a loop over them vectorises 8 lanes wide
  * with no call. On OpenCL and CUDA, the device's own single-precision functions. */
 #if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
-ACCEL_FN float accel_f32_exp_fast(float x) { return ACCEL_F32(exp)(x); }
-ACCEL_FN float accel_f32_tanh_fast(float x) { return ACCEL_F32(tanh)(x); }
+ACCEL_FN float accel_f32_exp_fast(float x) { return ACCEL_NAN_PASSES(ACCEL_F32(exp)(x), x); }
+ACCEL_FN float accel_f32_tanh_fast(float x) { return ACCEL_NAN_PASSES(ACCEL_F32(tanh)(x), x); }
 #else
 /* x = k ln2 + r (|r| <= ln2 / 2, ln2 in two parts), exp(r) = 1 + r + r^2 g(r) with g of degree 4
  * (fitted at Chebyshev nodes: 6.5e-8 off g), times 2^k in two steps (so that 2^128 and the
@@ -426,31 +437,31 @@ ACCEL_FN float accel_f32_sigmoid_fast(float x) {
 /* ---- f64 ---- */
 ACCEL_FN double accel_f64_negate(double x) { return -x; }
 ACCEL_FN double accel_f64_abs(double x) { return fabs(x); }
-ACCEL_FN double accel_f64_exp(double x) { return exp(x); }
-ACCEL_FN double accel_f64_log(double x) { return log(x); }
+ACCEL_FN double accel_f64_exp(double x) { return ACCEL_NAN_PASSES(exp(x), x); }
+ACCEL_FN double accel_f64_log(double x) { return ACCEL_NAN_PASSES(log(x), x); }
 ACCEL_FN double accel_f64_sqrt(double x) { return sqrt(x); }
-ACCEL_FN double accel_f64_tanh(double x) { return tanh(x); }
-ACCEL_FN double accel_f64_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+ACCEL_FN double accel_f64_tanh(double x) { return ACCEL_NAN_PASSES(tanh(x), x); }
+ACCEL_FN double accel_f64_sigmoid(double x) { return ACCEL_NAN_PASSES(1.0 / (1.0 + exp(-x)), x); }
 ACCEL_FN double accel_f64_floor(double x) { return floor(x); }
 ACCEL_FN double accel_f64_ceil(double x) { return ceil(x); }
 ACCEL_FN double accel_f64_round(double x) { return round(x); }
 ACCEL_FN double accel_f64_sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x; }
-ACCEL_FN double accel_f64_expm1(double x) { return expm1(x); }
-ACCEL_FN double accel_f64_log1p(double x) { return log1p(x); }
-ACCEL_FN double accel_f64_sin(double x) { return sin(x); }
-ACCEL_FN double accel_f64_cos(double x) { return cos(x); }
-ACCEL_FN double accel_f64_tan(double x) { return tan(x); }
-ACCEL_FN double accel_f64_asin(double x) { return asin(x); }
-ACCEL_FN double accel_f64_acos(double x) { return acos(x); }
-ACCEL_FN double accel_f64_atan(double x) { return atan(x); }
-ACCEL_FN double accel_f64_sinh(double x) { return sinh(x); }
-ACCEL_FN double accel_f64_cosh(double x) { return cosh(x); }
-ACCEL_FN double accel_f64_asinh(double x) { return asinh(x); }
-ACCEL_FN double accel_f64_acosh(double x) { return acosh(x); }
-ACCEL_FN double accel_f64_atanh(double x) { return atanh(x); }
-ACCEL_FN double accel_f64_cbrt(double x) { return cbrt(x); }
-ACCEL_FN double accel_f64_erf(double x) { return erf(x); }
-ACCEL_FN double accel_f64_erfc(double x) { return erfc(x); }
+ACCEL_FN double accel_f64_expm1(double x) { return ACCEL_NAN_PASSES(expm1(x), x); }
+ACCEL_FN double accel_f64_log1p(double x) { return ACCEL_NAN_PASSES(log1p(x), x); }
+ACCEL_FN double accel_f64_sin(double x) { return ACCEL_NAN_PASSES(sin(x), x); }
+ACCEL_FN double accel_f64_cos(double x) { return ACCEL_NAN_PASSES(cos(x), x); }
+ACCEL_FN double accel_f64_tan(double x) { return ACCEL_NAN_PASSES(tan(x), x); }
+ACCEL_FN double accel_f64_asin(double x) { return ACCEL_NAN_PASSES(asin(x), x); }
+ACCEL_FN double accel_f64_acos(double x) { return ACCEL_NAN_PASSES(acos(x), x); }
+ACCEL_FN double accel_f64_atan(double x) { return ACCEL_NAN_PASSES(atan(x), x); }
+ACCEL_FN double accel_f64_sinh(double x) { return ACCEL_NAN_PASSES(sinh(x), x); }
+ACCEL_FN double accel_f64_cosh(double x) { return ACCEL_NAN_PASSES(cosh(x), x); }
+ACCEL_FN double accel_f64_asinh(double x) { return ACCEL_NAN_PASSES(asinh(x), x); }
+ACCEL_FN double accel_f64_acosh(double x) { return ACCEL_NAN_PASSES(acosh(x), x); }
+ACCEL_FN double accel_f64_atanh(double x) { return ACCEL_NAN_PASSES(atanh(x), x); }
+ACCEL_FN double accel_f64_cbrt(double x) { return ACCEL_NAN_PASSES(cbrt(x), x); }
+ACCEL_FN double accel_f64_erf(double x) { return ACCEL_NAN_PASSES(erf(x), x); }
+ACCEL_FN double accel_f64_erfc(double x) { return ACCEL_NAN_PASSES(erfc(x), x); }
 ACCEL_FN double accel_f64_erf_inv(double x) { return accel_erf_inv_f64(x); }
 ACCEL_FN double accel_f64_rsqrt(double x) { return 1.0 / sqrt(x); }
 ACCEL_FN double accel_f64_add(double a, double b) { return a + b; }

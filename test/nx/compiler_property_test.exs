@@ -48,7 +48,7 @@ if Code.ensure_loaded?(Nx) do
         Properties.check!(
           "#{device} masks",
           __ENV__.file,
-          mask_case_gen(device),
+          mask_case_gen(),
           &safe_mask_check(&1, device)
         )
       end
@@ -95,13 +95,9 @@ if Code.ensure_loaded?(Nx) do
 
     # {type, {batch, rows, cols}, comparison, iota first?, the row's value, the constant, the
     # constant on_true?, what follows, data seed}: rows enough for a row region (16 or more), each
-    # of a block of 64 columns or more. (No NaN constant on OpenCL: PoCL's kernel computing from
-    # iotas a mask that selects NaN in every column, a softmax after it, wrote nothing, before
-    # uniform blocks too, where its compiler can prove exp's argument NaN; guarding exp with
-    # x == x made it write NaN: guides/nx.md, "Row regions".)
-    defp mask_case_gen(device) do
+    # of a block of 64 columns or more.
+    defp mask_case_gen do
       constants = [-1.0e9, :neg_infinity, :infinity, :nan, 0.0, -0.0, 1.0, -2.5, -95.0]
-      constants = if device == :opencl, do: List.delete(constants, :nan), else: constants
 
       P.tuple([
         P.elements([{:f, 32}, {:f, 64}]),

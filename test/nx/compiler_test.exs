@@ -859,6 +859,24 @@ if Code.ensure_loaded?(Nx) do
           end
         end
 
+        # PoCL once wrote nothing at all from such a kernel (the output kept what the buffer held):
+        # its compiler could prove exp's argument NaN (kernels/tensor.h, ACCEL_NAN_PASSES).
+        test "a function of rows that a mask makes NaN throughout gives NaN, exact and fast" do
+          for type <- [:f32, :f64],
+              math <- [:exact, :fast],
+              fun <- [:exp, :expm1, :sigmoid, :tanh, :log, :sin] do
+            f = fn s ->
+              x = Nx.select(Nx.less(225, Nx.iota(s.shape, axis: 2)), s, Nx.Constants.nan(type))
+              y = apply(Nx, fun, [Nx.subtract(x, Nx.reduce_max(x, axes: [-1], keep_axes: true))])
+              Nx.divide(y, Nx.sum(y, axes: [-1], keep_axes: true))
+            end
+
+            s = Nx.iota({1, 16, 64}, type: type) |> Nx.multiply(0.37) |> Nx.sin()
+            out = binary(jit(f, [s], device: @device, math: math))
+            assert Nx.to_number(Nx.all(Nx.is_nan(out))) == 1, inspect({type, math, fun, out[0][0][0..3]})
+          end
+        end
+
         test "math: :fast computes exp, sigmoid and tanh within their ulps, alone and fused" do
           # 2^20 values over every range the functions have (underflow to subnormals and 0,
           # overflow, tanh's two forms) and the special values
