@@ -139,6 +139,18 @@ ACCEL_FN accel_i64 accel_int_right_shift(accel_i64 a, accel_i64 b, int* flag) {
   return accel_shr(a, (accel_u64)b);
 }
 
+/* On OpenCL, a transcendental function of a NaN is that NaN, returned before the device's function
+ * is reached: PoCL writes nothing at all from a kernel in which its compiler can prove the argument
+ * of exp or expm1 NaN (a softmax over rows that a mask computed from iotas makes NaN throughout: the
+ * output buffer kept what it held, the kernel run alone from a plain OpenCL host program), as if the
+ * call were undefined there. Every function it guards returns NaN for NaN, so this changes no
+ * result; it costs a compare and a select per call. Elsewhere, the call alone. */
+#ifdef __OPENCL_VERSION__
+#define ACCEL_NAN_PASSES(call, x) ((x) == (x) ? (call) : (x))
+#else
+#define ACCEL_NAN_PASSES(call, x) (call)
+#endif
+
 /* ---- f32 ----
  * Arithmetic, sqrt, rounding and conversions are IEEE single precision (correctly rounded). The
  * other functions, on devices with doubles, are the f64 function's value rounded once to f32: what
@@ -146,17 +158,6 @@ ACCEL_FN accel_i64 accel_int_right_shift(accel_i64 a, accel_i64 b, int* flag) {
  * and Erlang's agree to within f32's rounding, that is everywhere but within about 2^-29 of a
  * rounding midpoint. On devices without doubles they are the device's f32 functions (within the
  * OpenCL specification's bounds). */
-/* On OpenCL, a transcendental function of a NaN is that NaN, returned before the device's function
- * is reached: PoCL writes nothing at all from a kernel in which its compiler can prove the argument
- * of exp or expm1 NaN (a softmax over rows that a mask computed from iotas makes NaN throughout: the
- * output buffer kept what it held, the kernel run alone from a plain OpenCL host program), as if the
- * call were undefined there. Every function below returns NaN for NaN, so this changes no result; it
- * costs a compare and a select per call. Elsewhere, the call alone. */
-#ifdef __OPENCL_VERSION__
-#define ACCEL_NAN_PASSES(call, x) ((x) == (x) ? (call) : (x))
-#else
-#define ACCEL_NAN_PASSES(call, x) (call)
-#endif
 #if ACCEL_HAS_F64
 #define ACCEL_F32_VIA_F64(fn, x) ACCEL_NAN_PASSES((float)fn((double)(x)), x)
 #else
