@@ -155,7 +155,7 @@ if Code.ensure_loaded?(Nx) do
       end
 
       from_iotas = fn s, lengths -> body.(s, mask.(s, lengths)) end
-      from_memory = fn s, m -> body.(s, m) end
+      from_memory = body
       m = Nx.Defn.jit(mask, compiler: Nx.Defn.Evaluator).(s, lengths)
       opts = [compiler: Accel.Nx.Compiler, device: device]
       sources = Enum.map(Accel.Nx.Compiler.report(from_iotas, [s, lengths], device: device), & &1.source)
